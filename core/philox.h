@@ -1,0 +1,58 @@
+// Philox 4x32-10 counter-based generator (Salmon, Moraes, Dror, Shaw,
+// "Parallel Random Numbers: As Easy as 1, 2, 3", SC'11; the Random123 library).
+//
+// vtrain keys every random draw by (seed, stream, counter): `stream` names a
+// purpose and its index (e.g. a sample index and the epoch, or a step and a
+// layer), so draws do not depend on thread count, device or resume point.
+#pragma once
+#include <array>
+#include <cstdint>
+
+namespace vt {
+
+using PhiloxCounter = std::array<uint32_t, 4>;
+using PhiloxKey = std::array<uint32_t, 2>;
+
+// One 10-round Philox4x32 block: the raw bijection, as in Random123.
+PhiloxCounter philox4x32_10(PhiloxCounter ctr, PhiloxKey key);
+
+// Combines purpose tags into one 64-bit stream id (splitmix64 mixing), e.g.
+// philox_stream(kPurposeAugment, epoch, sample_index).
+uint64_t philox_stream(uint64_t a, uint64_t b = 0, uint64_t c = 0);
+
+// Sequential generator over one (seed, stream): key = seed, counter =
+// (block lo, block hi, stream lo, stream hi), block incrementing from 0.
+class Philox {
+ public:
+  Philox(uint64_t seed, uint64_t stream, uint64_t first_block = 0);
+
+  uint32_t next_u32();
+  uint64_t next_u64();
+  // Uniform in [0, 1) with 24 (float) / 53 (double) random bits.
+  float uniform();
+  double uniform_double();
+  // Uniform in [lo, hi).
+  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform_double(); }
+  // Standard normal (Box-Muller on two doubles).
+  double normal();
+  double normal(double mean, double std) { return mean + std * normal(); }
+  bool bernoulli(double p) { return uniform_double() < p; }
+  // Integer uniform in [lo, hi] (inclusive), unbiased (rejection sampling).
+  int64_t integer(int64_t lo, int64_t hi);
+  // Gamma(shape, 1) (Marsaglia-Tsang) and Beta(a, b) as gamma ratios.
+  double gamma(double shape);
+  double beta(double a, double b);
+
+  // Position, for checkpointing: the next block index and the buffered lane.
+  uint64_t block() const { return block_; }
+
+ private:
+  void refill();
+  PhiloxKey key_;
+  uint64_t stream_;
+  uint64_t block_;
+  PhiloxCounter buf_{};
+  int lane_ = 4;
+};
+
+}  // namespace vt
