@@ -1,0 +1,123 @@
+// Program configuration: YAML files with inheritance, command-line overrides,
+// and a schema per program.
+//
+//  * A file may name `_base_: path` or `_base_: [path, ...]` (relative to the
+//    including file). Bases are deep-merged in order, then the file itself on
+//    top: maps merge key by key, everything else (scalars, lists) replaces.
+//  * Overrides `key.path=value` (command line) are applied last; the value is
+//    parsed as YAML, so `lr=1e-3` is a float, `flag=true` a bool,
+//    `name=foo` a string, `list=[1,2]` a list and `key=` null.
+//  * The schema lists every key path with its type and either "required" or
+//    a default. Types follow the YAML 1.2 core schema: Int takes plain
+//    integer literals (`12`, `-3`, `0x1f`), Float takes integer or float
+//    literals (`1e-3`, `.5`, `.inf`), Bool takes true/false (any case), String
+//    takes any non-null scalar; a quoted scalar is always a string. A key
+//    whose default is `~` (null) may be left unset (has() is false).
+//    A Map key holds free-form content (any map) that is not checked further.
+//
+// Every problem (unknown key, wrong type, missing required key, bad YAML,
+// missing or cyclic _base_) is a ConfigError whose message names the key, the
+// source (`file.yaml:LINE` or `command line`), the expected type and the
+// value found; unknown keys come with the nearest valid key path
+// (Levenshtein distance over full dotted paths). All problems of a config
+// are reported together, one per line.
+//
+// The public header is free of yaml-cpp types (pimpl).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vt {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class ConfigType { Int, Float, Bool, String, IntList, FloatList, StringList, Map };
+const char* config_type_name(ConfigType t);  // "int", "float", ..., "list<int>", "map"
+
+struct ConfigKey {
+  std::string path;          // dotted, e.g. "train.lr"
+  ConfigType type;
+  bool required = false;
+  std::string default_yaml;  // YAML text of the default when not required
+  std::string help;
+};
+
+class ConfigSchema {
+ public:
+  // Both throw std::logic_error for a duplicate path, a path nested under
+  // another non-Map key, or a default that does not parse as `type`.
+  ConfigSchema& required(const std::string& path, ConfigType type, const std::string& help);
+  ConfigSchema& optional(const std::string& path, ConfigType type, const std::string& default_yaml,
+                         const std::string& help);
+
+  const std::vector<ConfigKey>& keys() const { return keys_; }
+  const ConfigKey* find(const std::string& path) const;
+  // One line per key: "  train.lr  float = 5e-4   peak learning rate".
+  std::string help_text() const;
+
+ private:
+  std::vector<ConfigKey> keys_;
+};
+
+class Config {
+ public:
+  Config();
+  ~Config();
+  Config(const Config&);
+  Config& operator=(const Config&);
+
+  // Loads `path` (with its _base_ chain), applies `overrides` ("a.b=value"),
+  // validates against `schema` and fills defaults.
+  static Config load(const std::string& path, const ConfigSchema& schema,
+                     const std::vector<std::string>& overrides = {});
+  // Same from YAML text; `source_name` is used in messages and _base_ paths
+  // are taken relative to `base_dir`.
+  static Config parse(const std::string& yaml_text, const ConfigSchema& schema,
+                      const std::vector<std::string>& overrides = {}, const std::string& source_name = "<string>",
+                      const std::string& base_dir = ".");
+
+  // Typed getters. T is one of int, int64_t, double, float, bool,
+  // std::string, std::vector<int>, std::vector<int64_t>, std::vector<double>,
+  // std::vector<float>, std::vector<std::string>, and
+  // std::map<std::string, std::string> (a map of scalars). Keys inside Map
+  // keys are reachable too ("model.extra.depth"). Throws ConfigError naming
+  // the key when it is absent, null or not convertible.
+  template <typename T>
+  T get(const std::string& key) const;
+  template <typename T>
+  T get_or(const std::string& key, const T& fallback) const {
+    return has(key) ? get<T>(key) : fallback;
+  }
+  bool has(const std::string& key) const;  // present and not null
+  // Where the value came from: "file.yaml:LINE", "command line" or "default".
+  std::string source(const std::string& key) const;
+  // Child keys of a map node (sorted); empty when not a map.
+  std::vector<std::string> children(const std::string& key) const;
+
+  // The resolved config as YAML: maps with sorted keys, schema values in
+  // canonical form (floats in shortest round-trip notation), _base_ removed.
+  // Loading it again with the same schema gives the same config.
+  std::string to_yaml() const;
+  void save(const std::string& path) const;  // atomic
+  // FNV-1a 64 of to_yaml(): identifies the configuration in checkpoints.
+  uint64_t digest() const;
+  std::string digest_hex() const;  // 16 lowercase hex digits
+
+ struct Impl;  // opaque (yaml-cpp tree, per-key sources, schema)
+
+ private:
+  friend struct ConfigBuilder;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Levenshtein edit distance (exposed for tests).
+size_t edit_distance(const std::string& a, const std::string& b);
+
+}  // namespace vt

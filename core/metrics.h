@@ -1,0 +1,38 @@
+// Metrics as JSON lines (runs/<name>/metrics.jsonl): one object per write,
+// {"step": 100, "loss": 2.31, "lr": 0.0005, ...}, fields in the order given,
+// flushed after every line so a crash loses nothing already written. The file
+// is opened in append mode so a resumed run continues the same file.
+// Non-finite values are written as null (JSON has no NaN/Inf). Thread-safe.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace vt {
+
+class MetricsWriter {
+ public:
+  // Throws std::runtime_error naming the path when it cannot be opened.
+  explicit MetricsWriter(const std::string& path);
+  ~MetricsWriter();
+  MetricsWriter(const MetricsWriter&) = delete;
+  MetricsWriter& operator=(const MetricsWriter&) = delete;
+
+  void write(int64_t step, const std::vector<std::pair<std::string, double>>& scalars,
+             const std::vector<std::pair<std::string, std::string>>& strings = {});
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::FILE* f_ = nullptr;
+  std::mutex mu_;
+};
+
+// The line write() appends (without the newline).
+std::string metrics_line(int64_t step, const std::vector<std::pair<std::string, double>>& scalars,
+                         const std::vector<std::pair<std::string, std::string>>& strings = {});
+
+}  // namespace vt

@@ -1,0 +1,46 @@
+// A fresh directory under $TMPDIR (or /tmp) per test, removed afterwards.
+#pragma once
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace vt_test {
+
+class TmpDir {
+ public:
+  TmpDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base ? base : "/tmp") + "/vt_core_XXXXXX";
+    if (!mkdtemp(&tmpl[0])) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TmpDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  std::string write(const std::string& name, const std::string& bytes) const {
+    std::ofstream(file(name), std::ios::binary) << bytes;
+    return file(name);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Runs fn and returns the message of the exception it throws ("" if none).
+template <typename F>
+std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace vt_test
