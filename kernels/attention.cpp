@@ -1,0 +1,55 @@
+#include "kernels/attention.h"
+
+#include "kernels/cpu/attention.h"
+#include "kernels/op_checks.h"
+
+namespace vt {
+namespace {
+
+struct AttnDims {
+  int64_t B, T, H, Dh;
+};
+
+AttnDims check_qkv(const char* op, const Tensor& qkv, int64_t num_heads) {
+  opcheck::dtype(op, "qkv", qkv, DType::F32);
+  opcheck::contiguous(op, "qkv", qkv);
+  if (qkv.dim() != 3 || qkv.size(2) % 3 != 0)
+    opcheck::fail(op, opcheck::desc("qkv", qkv) + " must be [B, T, 3*D]");
+  const int64_t D = qkv.size(2) / 3;
+  if (num_heads <= 0 || D % num_heads != 0)
+    opcheck::fail(op, "D = " + std::to_string(D) + " (from " + opcheck::desc("qkv", qkv) +
+                          ") is not divisible by num_heads = " + std::to_string(num_heads));
+  return {qkv.size(0), qkv.size(1), num_heads, D / num_heads};
+}
+
+}  // namespace
+
+void attention_forward(const Tensor& qkv, int64_t num_heads, const Tensor& out, const Tensor& probs) {
+  const char* op = "attention_forward";
+  const AttnDims d = check_qkv(op, qkv, num_heads);
+  opcheck::f32_like(op, "out", out, {d.B, d.T, d.H * d.Dh});
+  if (probs.defined()) opcheck::f32_like(op, "probs", probs, {d.B, d.H, d.T, d.T});
+  opcheck::same_device(op, qkv.device(), {{"out", &out}, {"probs", &probs}});
+  if (!qkv.device().is_cpu()) opcheck::no_cuda(op);
+  if (d.B * d.T == 0) return;
+  cpu::attention_forward(qkv.f32(), out.f32(), probs.defined() ? probs.f32() : nullptr, d.B, d.T, d.H, d.Dh);
+}
+
+void attention_backward(const Tensor& qkv, const Tensor& probs, const Tensor& dout, int64_t num_heads,
+                        const Tensor& dqkv) {
+  const char* op = "attention_backward";
+  const AttnDims d = check_qkv(op, qkv, num_heads);
+  opcheck::f32_like(op, "probs", probs, {d.B, d.H, d.T, d.T});
+  opcheck::f32_like(op, "dout", dout, {d.B, d.T, d.H * d.Dh});
+  opcheck::f32_like(op, "dqkv", dqkv, qkv.shape());
+  opcheck::same_device(op, qkv.device(), {{"probs", &probs}, {"dout", &dout}, {"dqkv", &dqkv}});
+  if (!qkv.device().is_cpu()) opcheck::no_cuda(op);
+  if (d.B * d.T == 0) return;
+  cpu::attention_backward(qkv.f32(), probs.f32(), dout.f32(), dqkv.f32(), d.B, d.T, d.H, d.Dh);
+}
+
+int64_t attention_saved_bytes(int64_t batch, int64_t tokens, int64_t num_heads) {
+  return batch * num_heads * tokens * tokens * static_cast<int64_t>(sizeof(float));
+}
+
+}  // namespace vt

@@ -1,0 +1,64 @@
+#include "kernels/conv.h"
+
+#include <string>
+
+#include "kernels/cpu/conv.h"
+#include "kernels/op_checks.h"
+
+namespace vt {
+namespace {
+
+std::string params_str(const Conv2dParams& p) {
+  return "stride (" + std::to_string(p.stride_h) + ", " + std::to_string(p.stride_w) + "), padding (" +
+         std::to_string(p.pad_h) + ", " + std::to_string(p.pad_w) + "), dilation (" + std::to_string(p.dilation_h) +
+         ", " + std::to_string(p.dilation_w) + "), groups " + std::to_string(p.groups);
+}
+
+}  // namespace
+
+Shape conv2d_output_shape(const Shape& x, const Shape& w, const Conv2dParams& p) {
+  const char* op = "conv2d";
+  if (x.size() != 4 || w.size() != 4)
+    opcheck::fail(op, "x " + shape_str(x) + " and w " + shape_str(w) + " must be 4-d ([N, C, H, W], [O, C/G, KH, KW])");
+  if (p.stride_h < 1 || p.stride_w < 1 || p.dilation_h < 1 || p.dilation_w < 1 || p.groups < 1 || p.pad_h < 0 ||
+      p.pad_w < 0)
+    opcheck::fail(op, "invalid parameters: " + params_str(p));
+  if (x[1] % p.groups != 0 || w[0] % p.groups != 0 || w[1] * p.groups != x[1])
+    opcheck::fail(op, "x " + shape_str(x) + " and w " + shape_str(w) + " disagree on channels for " + params_str(p));
+  const int64_t oh = (x[2] + 2 * p.pad_h - p.dilation_h * (w[2] - 1) - 1) / p.stride_h + 1;
+  const int64_t ow = (x[3] + 2 * p.pad_w - p.dilation_w * (w[3] - 1) - 1) / p.stride_w + 1;
+  if (x[2] + 2 * p.pad_h < p.dilation_h * (w[2] - 1) + 1 || x[3] + 2 * p.pad_w < p.dilation_w * (w[3] - 1) + 1 ||
+      oh < 1 || ow < 1)
+    opcheck::fail(op, "input x " + shape_str(x) + " is smaller than kernel w " + shape_str(w) + " with " +
+                          params_str(p));
+  return {x[0], w[0], oh, ow};
+}
+
+void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const Conv2dParams& p) {
+  const char* op = "conv2d_forward";
+  opcheck::dtype(op, "x", x, DType::F32);
+  opcheck::dtype(op, "w", w, DType::F32);
+  opcheck::contiguous(op, "w", w);
+  const Shape out = conv2d_output_shape(x.shape(), w.shape(), p);
+  opcheck::dtype(op, "y", y, DType::F32);
+  opcheck::shape(op, "y", y, out);
+  if (x.strides()[3] != 1 && x.size(3) > 1) opcheck::fail(op, opcheck::desc("x", x) + " must have W stride 1");
+  if (y.strides()[3] != 1 && y.size(3) > 1) opcheck::fail(op, opcheck::desc("y", y) + " must have W stride 1");
+  if (bias.defined()) {
+    opcheck::dtype(op, "bias", bias, DType::F32);
+    opcheck::contiguous(op, "bias", bias);
+    opcheck::shape(op, "bias", bias, {w.size(0)});
+  }
+  opcheck::same_device(op, x.device(), {{"w", &w}, {"bias", &bias}, {"y", &y}});
+  if (!x.device().is_cpu()) opcheck::no_cuda(op);
+
+  cpu::Conv2dDesc d{};
+  d.n = x.size(0), d.c = x.size(1), d.h = x.size(2), d.w = x.size(3);
+  d.o = w.size(0), d.kh = w.size(2), d.kw = w.size(3), d.oh = out[2], d.ow = out[3];
+  d.sh = p.stride_h, d.sw = p.stride_w, d.ph = p.pad_h, d.pw = p.pad_w;
+  d.dh = p.dilation_h, d.dw = p.dilation_w, d.groups = p.groups, d.relu = p.relu;
+  for (int i = 0; i < 4; ++i) d.x_strides[i] = x.strides()[i], d.y_strides[i] = y.strides()[i];
+  cpu::conv2d_forward(d, x.f32(), w.f32(), bias.defined() ? bias.f32() : nullptr, y.f32());
+}
+
+}  // namespace vt

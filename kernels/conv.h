@@ -1,0 +1,40 @@
+// 2-D convolution, forward only (inference: the FID Inception network).
+// Semantics of torch.nn.functional.conv2d with zero padding:
+//   y[n, o, i, j] = bias[o] + sum_{c, a, b} x[n, g*C/G + c, i*sh - ph + a*dh, j*sw - pw + b*dw]
+//                                          * w[o, c, a, b]          (g = o / (O/G))
+// optionally followed by ReLU (fused as a oneDNN post-op, used for folded
+// Conv+BN+ReLU units).
+//
+// Shapes (F32, CPU):
+//   x    [N, C, H, W]           any strides with W contiguous (stride 1)
+//   w    [O, C/G, KH, KW]       contiguous
+//   bias [O] contiguous, or an undefined Tensor for no bias
+//   y    [N, O, OH, OW]         pre-allocated; any strides with OW contiguous,
+//                               so y may be a channel slice of a larger
+//                               [N, Ctot, OH, OW] buffer (zero-copy concat)
+//   OH = (H + 2 ph - dh (KH - 1) - 1) / sh + 1   (floor), likewise OW.
+// Errors: std::invalid_argument naming the op, the tensor and its shape.
+// CPU through oneDNN (primitives cached by shape/strides); CUDA: not yet.
+#pragma once
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace vt {
+
+struct Conv2dParams {
+  int stride_h = 1, stride_w = 1;
+  int pad_h = 0, pad_w = 0;
+  int dilation_h = 1, dilation_w = 1;
+  int groups = 1;
+  bool relu = false;  // y = max(0, conv(x) + bias)
+};
+
+// [N, O, OH, OW] for input shape [N, C, H, W] and weight shape [O, C/G, KH, KW];
+// throws when the output would be empty or shapes disagree.
+Shape conv2d_output_shape(const Shape& x, const Shape& w, const Conv2dParams& p);
+
+void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
+                    const Conv2dParams& p);
+
+}  // namespace vt

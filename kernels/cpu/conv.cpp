@@ -1,0 +1,138 @@
+#include "kernels/cpu/conv.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/cpu/dnnl_context.h"
+
+namespace vt {
+namespace cpu {
+namespace {
+
+using dnnl::memory;
+using Key = std::vector<int64_t>;
+
+// The convolution runs in the layouts oneDNN prefers ("any": channel-blocked
+// nChw16c / nChw8c on AVX-512 / AVX2, where its JIT kernels live; plain NCHW
+// with odd channel counts falls back to a reference loop that is orders of
+// magnitude slower). The caller's (possibly strided) NCHW source, weights
+// and destination are reordered to and from per-thread scratch buffers, so a
+// branch output still lands directly in its channel slice of a concat buffer.
+struct ConvPlan {
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward prim;
+  memory::desc user_x_md, user_w_md, user_y_md;
+  bool reorder_x = false, reorder_w = false, reorder_y = false;
+  dnnl::reorder x_reorder, w_reorder, y_reorder;
+};
+
+Key make_key(const Conv2dDesc& d) {
+  Key k = {d.n, d.c, d.h, d.w, d.o, d.kh, d.kw, d.oh, d.ow, d.sh, d.sw, d.ph, d.pw, d.dh, d.dw, d.groups, d.relu};
+  for (int i = 0; i < 4; ++i) k.push_back(d.x_strides[i]);
+  for (int i = 0; i < 4; ++i) k.push_back(d.y_strides[i]);
+  return k;
+}
+
+std::shared_ptr<ConvPlan> build_plan(const Conv2dDesc& d, bool with_bias) {
+  auto& eng = dnnl_engine();
+  const auto f32 = memory::data_type::f32;
+  memory::desc x_md({d.n, d.c, d.h, d.w}, f32,
+                    memory::dims{d.x_strides[0], d.x_strides[1], d.x_strides[2], d.x_strides[3]});
+  memory::desc y_md({d.n, d.o, d.oh, d.ow}, f32,
+                    memory::dims{d.y_strides[0], d.y_strides[1], d.y_strides[2], d.y_strides[3]});
+  memory::desc any_x_md({d.n, d.c, d.h, d.w}, f32, memory::format_tag::any);
+  memory::desc any_y_md({d.n, d.o, d.oh, d.ow}, f32, memory::format_tag::any);
+  memory::desc user_w_md, any_w_md;
+  if (d.groups == 1) {
+    user_w_md = memory::desc({d.o, d.c, d.kh, d.kw}, f32, memory::format_tag::oihw);
+    any_w_md = memory::desc({d.o, d.c, d.kh, d.kw}, f32, memory::format_tag::any);
+  } else {
+    const int64_t g = d.groups;
+    user_w_md = memory::desc({g, d.o / g, d.c / g, d.kh, d.kw}, f32, memory::format_tag::goihw);
+    any_w_md = memory::desc({g, d.o / g, d.c / g, d.kh, d.kw}, f32, memory::format_tag::any);
+  }
+  memory::desc b_md = with_bias ? memory::desc({d.o}, f32, memory::format_tag::x) : memory::desc();
+  // oneDNN counts dilation from 0 (0 = dense), PyTorch from 1.
+  memory::dims strides = {d.sh, d.sw}, dil = {d.dh - 1, d.dw - 1}, pad_l = {d.ph, d.pw};
+  // Right/bottom padding so that oneDNN's output size equals PyTorch's floor rule.
+  const int64_t pr_h = (d.oh - 1) * d.sh + (d.kh - 1) * d.dh + 1 - d.h - d.ph;
+  const int64_t pr_w = (d.ow - 1) * d.sw + (d.kw - 1) * d.dw + 1 - d.w - d.pw;
+  memory::dims pad_r = {pr_h, pr_w};
+  dnnl::convolution_forward::desc cd(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                     any_x_md, any_w_md, b_md, any_y_md, strides, dil, pad_l, pad_r);
+  dnnl::primitive_attr attr;
+  if (d.relu) {
+    dnnl::post_ops po;
+    po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    attr.set_post_ops(po);
+  }
+  auto plan = std::make_shared<ConvPlan>();
+  plan->pd = dnnl::convolution_forward::primitive_desc(cd, attr, eng);
+  plan->prim = dnnl::convolution_forward(plan->pd);
+  plan->user_x_md = x_md, plan->user_w_md = user_w_md, plan->user_y_md = y_md;
+  plan->reorder_x = plan->pd.src_desc() != x_md;
+  plan->reorder_w = plan->pd.weights_desc() != user_w_md;
+  plan->reorder_y = plan->pd.dst_desc() != y_md;
+  if (plan->reorder_x) plan->x_reorder = dnnl::reorder(memory(x_md, eng), memory(plan->pd.src_desc(), eng));
+  if (plan->reorder_w) plan->w_reorder = dnnl::reorder(memory(user_w_md, eng), memory(plan->pd.weights_desc(), eng));
+  if (plan->reorder_y) plan->y_reorder = dnnl::reorder(memory(plan->pd.dst_desc(), eng), memory(y_md, eng));
+  return plan;
+}
+
+std::shared_ptr<ConvPlan> get_plan(const Conv2dDesc& d, bool with_bias) {
+  static std::mutex mu;
+  static std::map<std::pair<Key, bool>, std::shared_ptr<ConvPlan>> cache;
+  auto key = std::make_pair(make_key(d), with_bias);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  auto plan = build_plan(d, with_bias);
+  cache.emplace(key, plan);
+  return plan;
+}
+
+}  // namespace
+
+namespace {
+
+// Grows `buf` to hold `md` and returns a memory object over it.
+memory scratch(std::vector<float>& buf, const memory::desc& md) {
+  const size_t floats = (md.get_size() + sizeof(float) - 1) / sizeof(float);
+  if (buf.size() < floats) buf.resize(floats);
+  return memory(md, dnnl_engine(), buf.data());
+}
+
+}  // namespace
+
+void conv2d_forward(const Conv2dDesc& d, const float* x, const float* w, const float* b, float* y) {
+  auto plan = get_plan(d, b != nullptr);
+  auto& eng = dnnl_engine();
+  auto& s = dnnl_stream();
+  thread_local std::vector<float> x_buf, w_buf, y_buf;
+  memory user_x(plan->user_x_md, eng, const_cast<float*>(x));
+  memory user_w(plan->user_w_md, eng, const_cast<float*>(w));
+  memory user_y(plan->user_y_md, eng, y);
+  memory x_mem = user_x, w_mem = user_w, y_mem = user_y;
+  if (plan->reorder_x) {
+    x_mem = scratch(x_buf, plan->pd.src_desc());
+    plan->x_reorder.execute(s, user_x, x_mem);
+  }
+  if (plan->reorder_w) {
+    w_mem = scratch(w_buf, plan->pd.weights_desc());
+    plan->w_reorder.execute(s, user_w, w_mem);
+  }
+  if (plan->reorder_y) y_mem = scratch(y_buf, plan->pd.dst_desc());
+  std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}};
+  if (b) args.emplace(DNNL_ARG_BIAS, memory(plan->pd.bias_desc(), eng, const_cast<float*>(b)));
+  plan->prim.execute(s, args);
+  if (plan->reorder_y) plan->y_reorder.execute(s, y_mem, user_y);
+  s.wait();
+}
+
+}  // namespace cpu
+}  // namespace vt

@@ -1,0 +1,32 @@
+// Drop-path (stochastic depth), timm semantics (timm.layers.drop_path): per
+// sample b of the batch, keep with probability keep_prob = 1 - rate; a kept
+// sample is scaled by 1/keep_prob, a dropped one is zeroed. The scale factors
+// are drawn once per forward with drop_path_scales() and reused by backward.
+//
+// Randomness: sample b's draw is the first uniform of vt::Philox(seed, stream,
+// first_block = sample_offset + b), so the mask is a pure function of
+// (seed, stream, global sample index): identical across thread counts,
+// devices and resumes, and data-parallel ranks pass their global offset.
+// Callers build stream from purpose tags, e.g. philox_stream(step, layer, sublayer).
+#pragma once
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace vt {
+
+// Fills scales [B] (F32, CPU or CUDA) with 0 or 1/keep_prob. rate must be in
+// [0, 1); rate 0 (or inference) gives all ones.
+void drop_path_scales(float rate, uint64_t seed, uint64_t stream, const Tensor& scales,
+                      int64_t sample_offset = 0);
+
+// out[b, ...] = x[b, ...] * scales[b]; x, out [B, ...] F32 contiguous, same
+// shape (out may be x). Backward is the same map: dx = dout * scales
+// (overwritten), so drop_path_backward is drop_path_forward applied to dout.
+void drop_path_forward(const Tensor& x, const Tensor& scales, const Tensor& out);
+void drop_path_backward(const Tensor& dout, const Tensor& scales, const Tensor& dx);
+
+// Fused residual form: residual[b, ...] += x[b, ...] * scales[b].
+void drop_path_add(const Tensor& x, const Tensor& scales, const Tensor& residual);
+
+}  // namespace vt

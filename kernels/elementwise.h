@@ -1,0 +1,25 @@
+// Small elementwise helpers for module code (residual adds, scaled adds,
+// gradient scaling). Tensors are contiguous F32 with identical shapes unless
+// stated; an output may alias any input. For fill/copy/zero use
+// Tensor::fill, Tensor::copy_from and Tensor::zero (they handle both devices).
+// CPU: OpenMP over chunks. CUDA: not yet (throws).
+// Errors: std::invalid_argument naming the op and the tensors' shapes.
+#pragma once
+#include "core/tensor.h"
+
+namespace vt {
+
+// out = a + b
+void add(const Tensor& a, const Tensor& b, const Tensor& out);
+// out = alpha * a + beta * b
+void axpby(float alpha, const Tensor& a, float beta, const Tensor& b, const Tensor& out);
+// y += alpha * x
+void axpy(float alpha, const Tensor& x, const Tensor& y);
+// out = alpha * x
+void scale(const Tensor& x, float alpha, const Tensor& out);
+// out = a * b (elementwise)
+void mul(const Tensor& a, const Tensor& b, const Tensor& out);
+// sum of all elements, accumulated in double.
+double sum(const Tensor& x);
+
+}  // namespace vt

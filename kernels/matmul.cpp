@@ -1,0 +1,151 @@
+#include "kernels/matmul.h"
+
+#include <string>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/op_checks.h"
+
+namespace vt {
+
+namespace {
+
+// A tensor read as a row-major matrix [rows, cols] with row stride ld.
+struct MatrixView {
+  int64_t rows = 0, cols = 0, ld = 0;
+  float* data = nullptr;
+};
+
+MatrixView as_matrix(const char* op, const char* name, const Tensor& t) {
+  opcheck::dtype(op, name, t, DType::F32);
+  if (t.dim() < 1) opcheck::fail(op, opcheck::desc(name, t) + " must have at least one dimension");
+  const int nd = t.dim();
+  const Shape& sh = t.shape();
+  const Shape& st = t.strides();
+  MatrixView v;
+  v.cols = sh[nd - 1];
+  v.rows = 1;
+  for (int i = 0; i + 1 < nd; ++i) v.rows *= sh[i];
+  if (v.cols > 1 && st[nd - 1] != 1)
+    opcheck::fail(op, opcheck::desc(name, t) + " must have unit stride in its last dimension");
+  // Leading dimensions must collapse into one row index with a single stride.
+  int64_t ld = v.cols;
+  bool have_ld = false;
+  int64_t expect = -1;
+  for (int i = nd - 2; i >= 0; --i) {
+    if (sh[i] == 1) continue;
+    if (!have_ld) {
+      ld = st[i];
+      have_ld = true;
+      expect = st[i] * sh[i];
+    } else {
+      if (st[i] != expect)
+        opcheck::fail(op, opcheck::desc(name, t) + " has leading dimensions that do not flatten into rows");
+      expect = st[i] * sh[i];
+    }
+  }
+  if (ld < v.cols) ld = v.cols;  // single row: any ld >= cols is valid
+  v.ld = ld;
+  v.data = t.f32();
+  return v;
+}
+
+void check_cpu(const char* op, const Tensor& ref) {
+  if (!ref.device().is_cpu()) opcheck::no_cuda(op);
+}
+
+}  // namespace
+
+void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, float alpha,
+            float beta, const Tensor& bias) {
+  const char* op = "matmul";
+  MatrixView A = as_matrix(op, "a", a), B = as_matrix(op, "b", b), C = as_matrix(op, "c", c);
+  opcheck::same_device(op, a.device(), {{"b", &b}, {"c", &c}, {"bias", &bias}});
+  const int64_t m = trans_a ? A.cols : A.rows, k = trans_a ? A.rows : A.cols;
+  const int64_t kb = trans_b ? B.cols : B.rows, n = trans_b ? B.rows : B.cols;
+  if (k != kb || C.rows != m || C.cols != n)
+    opcheck::fail(op, opcheck::desc("a", a) + (trans_a ? "^T" : "") + " x " + opcheck::desc("b", b) +
+                          (trans_b ? "^T" : "") + " -> " + opcheck::desc("c", c) + ": inner or outer dimensions differ");
+  if (bias.defined()) opcheck::f32_like(op, "bias", bias, {n});
+  check_cpu(op, a);
+  cpu::gemm(trans_a, trans_b, m, n, k, alpha, A.data, A.ld, B.data, B.ld, beta, C.data, C.ld);
+  if (bias.defined()) cpu::add_bias_rows(C.data, m, n, C.ld, bias.f32());
+}
+
+void matmul_strided_batched(const Tensor& a, const Tensor& b, const Tensor& c, const BatchedGemm& g) {
+  const char* op = "matmul_strided_batched";
+  for (auto p : {std::make_pair("a", &a), std::make_pair("b", &b), std::make_pair("c", &c)}) {
+    opcheck::dtype(op, p.first, *p.second, DType::F32);
+    opcheck::contiguous(op, p.first, *p.second);
+  }
+  opcheck::same_device(op, a.device(), {{"b", &b}, {"c", &c}});
+  if (g.batch < 0 || g.m < 0 || g.n < 0 || g.k < 0 || g.stride_a < 0 || g.stride_b < 0 || g.stride_c < 0)
+    opcheck::fail(op, "negative batch, size or stride");
+  // Stored matrix of each operand: rows x cols with row stride ld.
+  auto check_extent = [&](const char* name, const Tensor& t, int64_t rows, int64_t cols, int64_t ld,
+                          int64_t stride) {
+    if (ld < cols || ld < 1)
+      opcheck::fail(op, std::string("ld of ") + name + " = " + std::to_string(ld) + " < its " +
+                            std::to_string(cols) + " columns");
+    if (g.batch == 0 || rows == 0 || cols == 0) return;
+    const int64_t last = (g.batch - 1) * stride + (rows - 1) * ld + cols;
+    if (last > t.numel())
+      opcheck::fail(op, opcheck::desc(name, t) + " holds " + std::to_string(t.numel()) + " elements but batch " +
+                            std::to_string(g.batch) + " with stride " + std::to_string(stride) + " reads " +
+                            std::to_string(last));
+  };
+  check_extent("a", a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.stride_a);
+  check_extent("b", b, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.stride_b);
+  check_extent("c", c, g.m, g.n, g.ldc, g.stride_c);
+  check_cpu(op, a);
+  cpu::gemm_strided_batched(g.batch, g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, a.f32(), g.lda, g.stride_a,
+                            b.f32(), g.ldb, g.stride_b, g.beta, c.f32(), g.ldc, g.stride_c);
+}
+
+void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y) {
+  const char* op = "linear_forward";
+  opcheck::defined(op, "x", x);
+  opcheck::defined(op, "weight", weight);
+  opcheck::defined(op, "y", y);
+  if (weight.dim() != 2) opcheck::fail(op, opcheck::desc("weight", weight) + " must be [N, K]");
+  const int64_t n = weight.size(0), k = weight.size(1);
+  if (x.dim() < 1 || x.size(-1) != k || y.dim() != x.dim() || y.size(-1) != n)
+    opcheck::fail(op, opcheck::desc("x", x) + ", " + opcheck::desc("weight", weight) + ", " +
+                          opcheck::desc("y", y) + ": expected x [..., K], weight [N, K], y [..., N]");
+  for (int i = 0; i + 1 < x.dim(); ++i)
+    if (x.size(i) != y.size(i))
+      opcheck::fail(op, opcheck::desc("x", x) + " and " + opcheck::desc("y", y) + " differ in leading dimensions");
+  matmul(x, false, weight, true, y, 1.0f, 0.0f, bias);
+}
+
+void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& dx,
+                     const Tensor& dweight, const Tensor& dbias) {
+  const char* op = "linear_backward";
+  opcheck::defined(op, "dy", dy);
+  opcheck::defined(op, "x", x);
+  opcheck::defined(op, "weight", weight);
+  if (weight.dim() != 2) opcheck::fail(op, opcheck::desc("weight", weight) + " must be [N, K]");
+  const int64_t n = weight.size(0), k = weight.size(1);
+  if (dy.dim() < 1 || dy.size(-1) != n || x.dim() != dy.dim() || x.size(-1) != k)
+    opcheck::fail(op, opcheck::desc("dy", dy) + ", " + opcheck::desc("x", x) + ", " +
+                          opcheck::desc("weight", weight) + ": expected dy [..., N], x [..., K], weight [N, K]");
+  if (dx.defined()) {
+    opcheck::same_shape(op, "dx", dx, "x", x);
+    matmul(dy, false, weight, false, dx, 1.0f, 0.0f);
+  }
+  if (dweight.defined()) {
+    opcheck::same_shape(op, "dweight", dweight, "weight", weight);
+    matmul(dy, true, x, false, dweight, 1.0f, 1.0f);
+  }
+  if (dbias.defined()) bias_backward(dy, dbias);
+}
+
+void bias_backward(const Tensor& dy, const Tensor& dbias) {
+  const char* op = "bias_backward";
+  MatrixView D = as_matrix(op, "dy", dy);
+  opcheck::f32_like(op, "dbias", dbias, {D.cols});
+  opcheck::same_device(op, dy.device(), {{"dbias", &dbias}});
+  check_cpu(op, dy);
+  cpu::bias_backward(D.data, D.rows, D.cols, D.ld, dbias.f32());
+}
+
+}  // namespace vt

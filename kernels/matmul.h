@@ -1,0 +1,64 @@
+// Matrix multiplication for the transformer: plain and strided-batched GEMM,
+// Linear layers in PyTorch layout, and the bias gradient.
+//
+// Layout: row-major fp32. Every operand of `matmul` is read as a matrix by
+// flattening its leading dimensions into rows ([..., C] -> [R, C]); the row
+// stride may differ from C for 2-D views (e.g. a column slice of qkv), but the
+// last stride must be 1. op(X) = X or X^T as the trans flag says.
+//
+// CPU: oneDNN's dnnl_sgemm (Intel/UXL oneDNN, which selects its AVX2/AVX-512
+// kernels at run time; Debian's OpenBLAS misdetects some virtual CPUs, see
+// issue 2). Multithreaded inside; the batched variant runs batches in
+// parallel when there are at least as many batches as threads.
+// CUDA: not yet (throws; the cuBLAS twin arrives with the CUDA issue).
+//
+// Errors: std::invalid_argument naming the op, the tensor and its shape, for
+// undefined/non-F32 operands, mismatched inner dimensions, devices that
+// differ, or a strided-batched layout that would read outside a tensor.
+#pragma once
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace vt {
+
+// c[M, N] = alpha * op(a) op(b) + beta * c  (+ bias[N] added to every row
+// when bias is defined; the bias is not scaled by alpha).
+//   a: [M, K] (trans_a = false) or [K, M] (trans_a = true)
+//   b: [K, N] (trans_b = false) or [N, K] (trans_b = true)
+// With beta == 0, c is overwritten and its old contents (even NaN) ignored.
+void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c,
+            float alpha = 1.0f, float beta = 0.0f, const Tensor& bias = Tensor());
+
+// Strided batched GEMM (attention): for i in [0, batch),
+//   C_i = alpha * op(A_i) op(B_i) + beta * C_i,
+// where X_i starts at element i * stride_x of tensor x's data and is a
+// row-major matrix with leading dimension ld_x (elements). Shapes of the
+// tensors themselves do not matter beyond their element count, which bounds
+// every access (checked). Tensors must be contiguous.
+struct BatchedGemm {
+  int64_t batch = 1;
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  float alpha = 1.0f, beta = 0.0f;
+};
+void matmul_strided_batched(const Tensor& a, const Tensor& b, const Tensor& c, const BatchedGemm& g);
+
+// y[..., N] = x[..., K] W^T + b, with W [N, K] and b [N] (PyTorch nn.Linear
+// layout); b may be undefined (no bias).
+void linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& y);
+
+// Backward of linear_forward for upstream gradient dy [..., N]:
+//   dx = dy W          (overwrite; skipped when dx is undefined)
+//   dW += dy^T x       (accumulate; skipped when dweight is undefined)
+//   db += sum_rows dy  (accumulate; skipped when dbias is undefined)
+void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& dx,
+                     const Tensor& dweight, const Tensor& dbias);
+
+// dbias[N] += sum over rows of dy[..., N]. The sum runs over rows in a fixed
+// order per column, so the result does not depend on the thread count.
+void bias_backward(const Tensor& dy, const Tensor& dbias);
+
+}  // namespace vt

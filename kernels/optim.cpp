@@ -1,0 +1,90 @@
+#include "kernels/optim.h"
+
+#include <cmath>
+#include <string>
+
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/optim.h"
+#include "kernels/op_checks.h"
+
+namespace vt {
+
+namespace {
+
+void check_flat(const char* op, const char* name, const Tensor& t, int64_t numel, DType dt = DType::F32) {
+  opcheck::dtype(op, name, t, dt);
+  opcheck::contiguous(op, name, t);
+  if (t.numel() != numel)
+    opcheck::fail(op, opcheck::desc(name, t) + " has " + std::to_string(t.numel()) + " elements, expected " +
+                          std::to_string(numel));
+}
+
+}  // namespace
+
+void adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                const AdamWParams& hp, int64_t step, const Tensor& decay_mask) {
+  const char* op = "adamw_step";
+  opcheck::defined(op, "param", param);
+  const int64_t n = param.numel();
+  check_flat(op, "param", param, n);
+  check_flat(op, "grad", grad, n);
+  check_flat(op, "exp_avg", exp_avg, n);
+  check_flat(op, "exp_avg_sq", exp_avg_sq, n);
+  if (decay_mask.defined()) check_flat(op, "decay_mask", decay_mask, n, DType::U8);
+  if (step < 1) opcheck::fail(op, "step must be >= 1 (bias correction uses t = 1, 2, ...), got " + std::to_string(step));
+  if (!(hp.beta1 >= 0.0 && hp.beta1 < 1.0) || !(hp.beta2 >= 0.0 && hp.beta2 < 1.0))
+    opcheck::fail(op, "betas must be in [0, 1), got " + std::to_string(hp.beta1) + ", " + std::to_string(hp.beta2));
+  opcheck::same_device(op, param.device(), {{"grad", &grad}, {"exp_avg", &exp_avg}, {"exp_avg_sq", &exp_avg_sq},
+                                            {"decay_mask", &decay_mask}});
+  if (!param.device().is_cpu()) opcheck::no_cuda(op);
+  cpu::adamw(param.f32(), grad.f32(), exp_avg.f32(), exp_avg_sq.f32(), n, hp.lr, hp.beta1, hp.beta2, hp.eps,
+             hp.weight_decay, step, decay_mask.defined() ? decay_mask.u8() : nullptr);
+}
+
+Tensor decay_mask_from_segments(int64_t numel, const std::vector<DecaySegment>& segments) {
+  if (numel < 0) throw std::invalid_argument("decay_mask_from_segments: negative numel " + std::to_string(numel));
+  Tensor mask = Tensor::zeros({numel}, DType::U8);
+  uint8_t* m = mask.u8();
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const DecaySegment& s = segments[i];
+    if (s.offset < 0 || s.length < 0 || s.offset + s.length > numel)
+      throw std::invalid_argument("decay_mask_from_segments: segment " + std::to_string(i) + " [" +
+                                  std::to_string(s.offset) + ", " + std::to_string(s.offset + s.length) +
+                                  ") outside the buffer of " + std::to_string(numel) + " elements");
+    if (s.decay)
+      for (int64_t j = s.offset; j < s.offset + s.length; ++j) m[j] = 1;
+  }
+  return mask;
+}
+
+double sum_of_squares(const Tensor& grad) {
+  const char* op = "sum_of_squares";
+  opcheck::defined(op, "grad", grad);
+  check_flat(op, "grad", grad, grad.numel());
+  if (!grad.device().is_cpu()) opcheck::no_cuda(op);
+  return cpu::sum_of_squares(grad.f32(), grad.numel());
+}
+
+double grad_norm(const Tensor& grad) { return std::sqrt(sum_of_squares(grad)); }
+
+double clip_grad_norm(const Tensor& grad, double max_norm) {
+  if (!(max_norm > 0.0))
+    throw std::invalid_argument("clip_grad_norm: max_norm must be > 0, got " + std::to_string(max_norm));
+  const double norm = grad_norm(grad);
+  if (!std::isfinite(norm)) return norm;
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef < 1.0) cpu::scale(grad.f32(), static_cast<float>(coef), grad.f32(), grad.numel());
+  return norm;
+}
+
+void ema_update(const Tensor& ema, const Tensor& param, float decay) {
+  const char* op = "ema_update";
+  opcheck::defined(op, "ema", ema);
+  check_flat(op, "ema", ema, ema.numel());
+  check_flat(op, "param", param, ema.numel());
+  opcheck::same_device(op, ema.device(), {{"param", &param}});
+  if (!ema.device().is_cpu()) opcheck::no_cuda(op);
+  cpu::ema_update(ema.f32(), param.f32(), ema.numel(), decay);
+}
+
+}  // namespace vt

@@ -1,0 +1,70 @@
+// Optimizer kernels over flat fp32 buffers (ParamStore keeps weights,
+// gradients and moments each in one buffer):
+//
+// AdamW exactly as torch.optim.AdamW (amsgrad=False, maximize=False), for
+// step t = 1, 2, ...:
+//   p -= lr * wd * p                   (decoupled decay; only where decay is on)
+//   m  = b1 m + (1 - b1) g
+//   v  = b2 v + (1 - b2) g^2
+//   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+// Decay is switched per element by a U8 mask (nonzero = decay; undefined =
+// decay everywhere); decay_mask_from_segments builds one from ParamStore's
+// (offset, length, flag) entries once, outside the training loop.
+//
+// Global gradient norm and clipping as torch.nn.utils.clip_grad_norm_
+// (norm_type 2): total = ||g||_2 accumulated in double; when
+// max_norm / (total + 1e-6) < 1 every gradient is multiplied by that factor.
+//
+// EMA of the weights (timm ModelEmaV2 / DiT's update_ema):
+//   ema = decay * ema + (1 - decay) * p.
+//
+// CPU: OpenMP over chunks. CUDA: not yet (throws). Errors:
+// std::invalid_argument naming the op and the tensor (dtype, contiguity,
+// element count, device) or the bad hyperparameter (t < 1).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace vt {
+
+// Double so that 1 - beta and lr * wd are formed before rounding to fp32
+// (0.999f alone would make 1 - beta2 off by 5e-5 relative).
+struct AdamWParams {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;  // torch.optim.AdamW's default
+};
+
+// One AdamW step on param/grad/exp_avg/exp_avg_sq (all F32 with equal element
+// counts, contiguous); step is t (>= 1) used for the bias corrections.
+// decay_mask: U8 with the same element count, or undefined.
+void adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                const AdamWParams& hp, int64_t step, const Tensor& decay_mask = Tensor());
+
+struct DecaySegment {
+  int64_t offset = 0;  // first element in the flat buffer
+  int64_t length = 0;  // number of elements
+  bool decay = true;
+};
+// A CPU U8 [numel] mask: 1 inside segments with decay == true, 0 elsewhere.
+// Throws if a segment lies outside [0, numel).
+Tensor decay_mask_from_segments(int64_t numel, const std::vector<DecaySegment>& segments);
+
+// sum of squares of all elements, accumulated in double.
+double sum_of_squares(const Tensor& grad);
+// sqrt(sum_of_squares(grad)).
+double grad_norm(const Tensor& grad);
+// Scales grad in place by max_norm / (norm + 1e-6) when that is < 1 and
+// returns the norm measured before clipping. A non-finite norm leaves the
+// gradients untouched (the caller decides to skip the step), unlike PyTorch,
+// which would multiply them all by NaN.
+double clip_grad_norm(const Tensor& grad, double max_norm);
+
+// ema = decay * ema + (1 - decay) * param (same element counts, F32).
+void ema_update(const Tensor& ema, const Tensor& param, float decay);
+
+}  // namespace vt
