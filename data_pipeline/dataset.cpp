@@ -1,0 +1,190 @@
+#include "data_pipeline/dataset.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+
+#include "core/safetensors.h"
+#include "data_pipeline/decode.h"
+#include "data_pipeline/resample.h"
+
+namespace vt {
+
+namespace {
+
+// Decodes with the largest DCT reduction that keeps a w x h region of the
+// full image at least out_w x out_h pixels.
+DecodedImage decode_for(const uint8_t* bytes, size_t n, const std::string& name, bool dct, double region_w,
+                        double region_h, int out_w, int out_h) {
+  const double need = std::max(out_w / region_w, out_h / region_h);
+  return decode_image(bytes, n, name, dct ? std::min(1.0, need) : 1.0);
+}
+
+// Resizes the full-resolution box (left, top, w, h) of the possibly
+// DCT-reduced image `d` to out x out. At full scale this is PIL's
+// crop-then-resize; reduced, the box becomes fractional and the resampler is
+// confined to the integer pixels covering it, so it never reads beyond the
+// crop more than one pixel.
+cv::Mat crop_resize(const DecodedImage& d, const CropBox& b, int out) {
+  const cv::Mat& img = d.rgb;
+  if (img.cols == d.full_width && img.rows == d.full_height)
+    return resize_pil(img(cv::Rect(b.left, b.top, b.width, b.height)), out, out, ResampleFilter::Bicubic);
+  const double fx = static_cast<double>(img.cols) / d.full_width, fy = static_cast<double>(img.rows) / d.full_height;
+  const double x0 = b.left * fx, x1 = std::min<double>((b.left + b.width) * fx, img.cols);
+  const double y0 = b.top * fy, y1 = std::min<double>((b.top + b.height) * fy, img.rows);
+  const int ix0 = static_cast<int>(std::floor(x0)), iy0 = static_cast<int>(std::floor(y0));
+  const int ix1 = std::min(img.cols, static_cast<int>(std::ceil(x1))), iy1 = std::min(img.rows, static_cast<int>(std::ceil(y1)));
+  const cv::Mat region = img(cv::Rect(ix0, iy0, ix1 - ix0, iy1 - iy0));
+  return resize_pil(region, out, out, ResampleFilter::Bicubic, {x0 - ix0, y0 - iy0, x1 - ix0, y1 - iy0});
+}
+
+}  // namespace
+
+void process_image(const uint8_t* bytes, size_t n, const std::string& name, const ImagePipelineConfig& cfg,
+                   Philox& rng, float* out) {
+  const int S = cfg.size;
+  cv::Mat img;
+  switch (cfg.kind) {
+    case ImagePipeline::DeitTrain: {
+      DecodedImage d;
+      CropBox box;
+      if (sniff_format(bytes, n) == ImageFormat::Jpeg) {
+        const ImageSize full = probe_image(bytes, n, name);
+        box = rrc_box(full.width, full.height, rng, cfg.rrc);
+        d = decode_for(bytes, n, name, cfg.dct_scaling, box.width, box.height, S, S);
+      } else {
+        d = decode_image(bytes, n, name);
+        box = rrc_box(d.full_width, d.full_height, rng, cfg.rrc);
+      }
+      img = crop_resize(d, box, S);
+      if (cfg.hflip && rng.uniform_double() < 0.5) hflip_inplace(img);
+      if (cfg.rand_augment) img = rand_augment(img, rng, cfg.randaug);
+      to_chw_normalized(img, cfg.mean, cfg.std, out);
+      if (cfg.random_erasing) random_erasing(out, 3, S, S, rng, cfg.erasing);
+      return;
+    }
+    case ImagePipeline::DeitEval: {
+      const int resize = static_cast<int>(S / cfg.crop_pct);
+      DecodedImage d;
+      if (sniff_format(bytes, n) == ImageFormat::Jpeg) {
+        const ImageSize full = probe_image(bytes, n, name);
+        const EvalGeometry g = eval_geometry(full.width, full.height, resize, S);
+        d = decode_for(bytes, n, name, cfg.dct_scaling, full.width, full.height, g.resized_w, g.resized_h);
+      } else {
+        d = decode_image(bytes, n, name);
+      }
+      const EvalGeometry g = eval_geometry(d.full_width, d.full_height, resize, S);
+      const cv::Mat r = resize_pil(d.rgb, g.resized_w, g.resized_h, ResampleFilter::Bicubic);
+      img = r(cv::Rect(g.crop.left, g.crop.top, S, S));
+      to_chw_normalized(img, cfg.mean, cfg.std, out);
+      return;
+    }
+    case ImagePipeline::Adm: {
+      img = adm_center_crop(decode_image(bytes, n, name).rgb, S);
+      if (cfg.hflip && rng.uniform_double() < 0.5) hflip_inplace(img);
+      to_chw_normalized(img, {0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}, out);
+      return;
+    }
+  }
+}
+
+ImageFolderDataset::ImageFolderDataset(const std::string& root, ImagePipelineConfig cfg)
+    : folder_(root), cfg_(std::move(cfg)) {
+  if (cfg_.size <= 0) throw std::invalid_argument("ImageFolderDataset: size must be positive");
+}
+
+int32_t ImageFolderDataset::label(int64_t i) const { return folder_.samples().at(static_cast<size_t>(i)).label; }
+
+std::string ImageFolderDataset::name(int64_t i) const { return folder_.samples().at(static_cast<size_t>(i)).path; }
+
+void ImageFolderDataset::load(int64_t i, Philox& rng, float* out) const {
+  const std::string& path = folder_.samples().at(static_cast<size_t>(i)).path;
+  const std::vector<uint8_t> bytes = read_file_bytes(path);
+  process_image(bytes.data(), bytes.size(), path, cfg_, rng, out);
+}
+
+// ---------------------------------------------------------------- latents
+
+LatentShardDataset::LatentShardDataset(const std::string& dir, bool hflip, int num_classes)
+    : hflip_(hflip), num_classes_(num_classes) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw std::runtime_error("LatentShardDataset: '" + dir + "' is not a directory");
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".safetensors") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw std::runtime_error("LatentShardDataset: no .safetensors files in '" + dir + "'");
+  for (const auto& f : files) {
+    SafetensorsReader r(f);
+    if (!r.contains("latents") || !r.contains("labels"))
+      throw std::runtime_error("latent shard '" + f + "': needs tensors 'latents' and 'labels'");
+    Shard s;
+    s.path = f;
+    s.latents = r.load("latents");
+    Tensor labels = r.load("labels");
+    if (s.latents.dim() != 4 || (s.latents.dtype() != DType::F32 && s.latents.dtype() != DType::BF16))
+      throw std::runtime_error("latent shard '" + f + "': 'latents' must be F32 or BF16 [N, C, H, W], got " +
+                               s.latents.str());
+    if (labels.dim() != 1 || labels.size(0) != s.latents.size(0) ||
+        (labels.dtype() != DType::I64 && labels.dtype() != DType::I32))
+      throw std::runtime_error("latent shard '" + f + "': 'labels' must be I64 or I32 [" +
+                               std::to_string(s.latents.size(0)) + "], got " + labels.str());
+    const Shape chw{s.latents.size(1), s.latents.size(2), s.latents.size(3)};
+    if (chw_.empty()) chw_ = chw;
+    if (chw != chw_)
+      throw std::runtime_error("latent shard '" + f + "': latents sample shape " + shape_str(chw) + " differs from " +
+                               shape_str(chw_) + " of the first shard");
+    const int64_t n = labels.size(0);
+    s.labels.resize(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t v = labels.dtype() == DType::I64 ? labels.data<int64_t>()[k] : labels.data<int32_t>()[k];
+      if (v < 0 || v >= num_classes)
+        throw std::runtime_error("latent shard '" + f + "': label " + std::to_string(v) + " at row " +
+                                 std::to_string(k) + " outside [0, " + std::to_string(num_classes) + ")");
+      s.labels[static_cast<size_t>(k)] = static_cast<int32_t>(v);
+    }
+    s.first = total_;
+    total_ += n;
+    shards_.push_back(std::move(s));
+  }
+}
+
+const LatentShardDataset::Shard& LatentShardDataset::locate(int64_t i, int64_t* row) const {
+  if (i < 0 || i >= total_)
+    throw std::out_of_range("LatentShardDataset: index " + std::to_string(i) + " outside [0, " +
+                            std::to_string(total_) + ")");
+  auto it = std::upper_bound(shards_.begin(), shards_.end(), i,
+                             [](int64_t v, const Shard& s) { return v < s.first; });
+  const Shard& s = *(it - 1);
+  *row = i - s.first;
+  return s;
+}
+
+int32_t LatentShardDataset::label(int64_t i) const {
+  int64_t row = 0;
+  const Shard& s = locate(i, &row);
+  return s.labels[static_cast<size_t>(row)];
+}
+
+std::string LatentShardDataset::name(int64_t i) const {
+  int64_t row = 0;
+  const Shard& s = locate(i, &row);
+  return s.path + ":" + std::to_string(row);
+}
+
+void LatentShardDataset::load(int64_t i, Philox& rng, float* out) const {
+  int64_t row = 0;
+  const Shard& s = locate(i, &row);
+  const int64_t C = chw_[0], H = chw_[1], W = chw_[2], numel = C * H * W;
+  const bool flip = hflip_ && rng.uniform_double() < 0.5;
+  const Tensor src = s.latents.select(0, row);
+  for (int64_t k = 0; k < numel; ++k) {
+    const int64_t x = k % W, rest = k - x;
+    const int64_t sk = flip ? rest + (W - 1 - x) : k;
+    out[k] = s.latents.dtype() == DType::F32 ? src.data<float>()[sk] : bf16_to_f32(src.data<uint16_t>()[sk]);
+  }
+}
+
+}  // namespace vt

@@ -1,0 +1,108 @@
+// Datasets the loader reads: an index -> (float sample, label) mapping whose
+// randomness comes from a Philox the loader keys by (seed, epoch, draw id).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/philox.h"
+#include "core/tensor.h"
+#include "data_pipeline/image_folder.h"
+#include "data_pipeline/randaugment.h"
+#include "data_pipeline/transforms.h"
+
+namespace vt {
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual int64_t size() const = 0;
+  virtual Shape sample_shape() const = 0;  // [C, H, W]
+  virtual int32_t label(int64_t i) const = 0;
+  virtual int num_classes() const = 0;
+  virtual std::string name(int64_t i) const = 0;  // file (or shard:row) for messages
+  // Writes sample i (numel(sample_shape()) floats, CHW) to `out`. Throws
+  // CorruptImage (decode.h) for a file that cannot be decoded, other
+  // exceptions for I/O errors.
+  virtual void load(int64_t i, Philox& rng, float* out) const = 0;
+};
+
+enum class ImagePipeline {
+  DeitTrain,  // RRC + flip + RandAugment + Normalize + RandomErasing (RECIPES §2)
+  DeitEval,   // resize shorter side to int(size/crop_pct) + center crop + Normalize
+  Adm,        // DiT: ADM center crop + flip, mapped to [-1, 1] (RECIPES §8)
+};
+
+struct ImagePipelineConfig {
+  ImagePipeline kind = ImagePipeline::DeitTrain;
+  int size = 224;
+  double crop_pct = 0.875;  // eval: resize to int(size / crop_pct)
+  bool hflip = true;
+  bool rand_augment = true;
+  bool random_erasing = true;
+  // JPEG DCT-domain downscaling when the crop needs fewer pixels than the
+  // file has (libjpeg-turbo); off = decode at full size as PIL does.
+  bool dct_scaling = true;
+  RrcParams rrc;
+  RandAugmentParams randaug;
+  ErasingParams erasing;
+  std::array<float, 3> mean{0.485f, 0.456f, 0.406f}, std{0.229f, 0.224f, 0.225f};
+};
+
+// Runs the configured pipeline on one encoded image (JPEG, PNG, ...) and
+// writes [3, size, size] floats. `name` is used in error messages.
+void process_image(const uint8_t* bytes, size_t n, const std::string& name, const ImagePipelineConfig& cfg,
+                   Philox& rng, float* out);
+
+class ImageFolderDataset : public Dataset {
+ public:
+  ImageFolderDataset(const std::string& root, ImagePipelineConfig cfg);
+  int64_t size() const override { return folder_.size(); }
+  Shape sample_shape() const override { return {3, cfg_.size, cfg_.size}; }
+  int32_t label(int64_t i) const override;
+  int num_classes() const override { return folder_.num_classes(); }
+  std::string name(int64_t i) const override;
+  void load(int64_t i, Philox& rng, float* out) const override;
+  const ImageFolder& folder() const { return folder_; }
+  const ImagePipelineConfig& config() const { return cfg_; }
+
+ private:
+  ImageFolder folder_;
+  ImagePipelineConfig cfg_;
+};
+
+// DiT latent shards: every *.safetensors file of a directory (sorted by
+// name) holding `latents` [N, C, H, W] (F32 or BF16) and `labels` [N]
+// (I64 or I32). Shards are read into memory at construction in their
+// stored dtype. Samples are returned as stored (optionally flipped along W
+// with probability 0.5). Errors name the shard and tensor: missing tensors,
+// wrong ranks/dtypes, N mismatch, differing [C, H, W] between shards, an
+// empty directory.
+class LatentShardDataset : public Dataset {
+ public:
+  explicit LatentShardDataset(const std::string& dir, bool hflip = false, int num_classes = 1000);
+  int64_t size() const override { return total_; }
+  Shape sample_shape() const override { return chw_; }
+  int32_t label(int64_t i) const override;
+  int num_classes() const override { return num_classes_; }
+  std::string name(int64_t i) const override;
+  void load(int64_t i, Philox& rng, float* out) const override;
+
+ private:
+  struct Shard {
+    std::string path;
+    Tensor latents;  // [N, C, H, W] F32 or BF16
+    std::vector<int32_t> labels;
+    int64_t first = 0;
+  };
+  const Shard& locate(int64_t i, int64_t* row) const;
+  std::vector<Shard> shards_;
+  Shape chw_;
+  int64_t total_ = 0;
+  bool hflip_;
+  int num_classes_;
+};
+
+}  // namespace vt

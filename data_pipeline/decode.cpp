@@ -1,0 +1,201 @@
+#include "data_pipeline/decode.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <turbojpeg.h>
+
+namespace vt {
+
+namespace {
+
+// One TurboJPEG decompressor per thread: handles are not thread-safe and
+// creating one per image costs more than a small decode.
+struct TjHandle {
+  tjhandle h = tjInitDecompress();
+  ~TjHandle() {
+    if (h) tjDestroy(h);
+  }
+};
+tjhandle thread_decompressor() {
+  thread_local TjHandle handle;
+  if (!handle.h) throw std::runtime_error("decode_image: tjInitDecompress failed");
+  return handle.h;
+}
+
+// Scans the marker segments before the first SOS for an Adobe APP14 marker
+// (its presence means CMYK values are stored inverted).
+bool has_adobe_marker(const uint8_t* d, size_t n) {
+  size_t i = 2;
+  while (i + 4 <= n) {
+    if (d[i] != 0xFF) return false;
+    const uint8_t m = d[i + 1];
+    if (m == 0xFF) {  // fill byte
+      ++i;
+      continue;
+    }
+    if (m == 0xDA || m == 0xD9) return false;  // SOS / EOI: no more headers
+    const size_t len = (static_cast<size_t>(d[i + 2]) << 8) | d[i + 3];
+    if (m == 0xEE && len >= 7 && i + 4 + 5 <= n && std::memcmp(d + i + 4, "Adobe", 5) == 0) return true;
+    i += 2 + len;
+  }
+  return false;
+}
+
+inline uint8_t muldiv255(int a, int b) {
+  const int t = a * b + 128;
+  return static_cast<uint8_t>(((t >> 8) + t) >> 8);
+}
+
+cv::Mat cmyk_to_rgb(const cv::Mat& cmyk, bool inverted) {
+  cv::Mat rgb(cmyk.rows, cmyk.cols, CV_8UC3);
+  for (int y = 0; y < cmyk.rows; ++y) {
+    const uint8_t* s = cmyk.ptr<uint8_t>(y);
+    uint8_t* o = rgb.ptr<uint8_t>(y);
+    for (int x = 0; x < cmyk.cols; ++x, s += 4, o += 3) {
+      const int k = inverted ? 255 - s[3] : s[3];
+      const int nk = 255 - k;
+      for (int c = 0; c < 3; ++c) {
+        const int ink = inverted ? 255 - s[c] : s[c];
+        o[c] = static_cast<uint8_t>(std::max(0, nk - muldiv255(ink, nk)));
+      }
+    }
+  }
+  return rgb;
+}
+
+DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& name, double min_scale) {
+  tjhandle h = thread_decompressor();
+  int w = 0, hgt = 0, subsamp = 0, colorspace = 0;
+  if (tjDecompressHeader3(h, data, static_cast<unsigned long>(size), &w, &hgt, &subsamp, &colorspace) != 0)
+    throw CorruptImage("cannot decode '" + name + "': bad JPEG header (" + tjGetErrorStr2(h) + ")");
+
+  // libjpeg reports a missing EOI as a warning and fills the rest; appending
+  // the marker keeps files that lack only EOI exact, and lets a real
+  // truncation show up as a "premature end of data segment" warning below.
+  const bool appended_eoi = size < 2 || data[size - 2] != 0xFF || data[size - 1] != 0xD9;
+  std::vector<uint8_t> patched;
+  if (appended_eoi) {
+    patched.assign(data, data + size);
+    patched.push_back(0xFF);
+    patched.push_back(0xD9);
+    data = patched.data();
+    size = patched.size();
+  }
+
+  int num = 1, den = 1;
+  choose_dct_scale(min_scale, &num, &den);
+  const tjscalingfactor sf{num, den};
+  const int sw = TJSCALED(w, sf), sh = TJSCALED(hgt, sf);
+
+  const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
+  DecodedImage out;
+  out.full_width = w;
+  out.full_height = hgt;
+  cv::Mat buf(sh, sw, cmyk ? CV_8UC4 : CV_8UC3);
+  const int rc = tjDecompress2(h, data, static_cast<unsigned long>(size), buf.data, sw,
+                               static_cast<int>(buf.step[0]), sh, cmyk ? TJPF_CMYK : TJPF_RGB, 0);
+  if (rc != 0) {
+    const std::string msg = tjGetErrorStr2(h);
+    const bool warning = tjGetErrorCode(h) == TJERR_WARNING;
+    std::string lower = msg;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    // Recoverable libjpeg warnings (e.g. extraneous bytes before a marker)
+    // are accepted, as PIL does; running out of data is not.
+    if (!warning || (appended_eoi && lower.find("premature end") != std::string::npos))
+      throw CorruptImage("cannot decode '" + name + "': " + (appended_eoi ? "truncated JPEG: " : "") + msg);
+  }
+  out.rgb = cmyk ? cmyk_to_rgb(buf, has_adobe_marker(data, size)) : buf;
+  return out;
+}
+
+cv::Mat to_rgb8(const cv::Mat& m, const std::string& name) {
+  cv::Mat x = m;
+  if (x.depth() == CV_16U) {
+    cv::Mat y;
+    x.convertTo(y, CV_8U, 255.0 / 65535.0);
+    x = y;
+  } else if (x.depth() != CV_8U) {
+    throw CorruptImage("cannot decode '" + name + "': unsupported sample depth");
+  }
+  cv::Mat rgb;
+  switch (x.channels()) {
+    case 1: cv::cvtColor(x, rgb, cv::COLOR_GRAY2RGB); break;
+    case 3: cv::cvtColor(x, rgb, cv::COLOR_BGR2RGB); break;
+    case 4: cv::cvtColor(x, rgb, cv::COLOR_BGRA2RGB); break;
+    default: throw CorruptImage("cannot decode '" + name + "': unsupported channel count");
+  }
+  return rgb;
+}
+
+}  // namespace
+
+ImageFormat sniff_format(const uint8_t* data, size_t size) {
+  if (size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) return ImageFormat::Jpeg;
+  return ImageFormat::Other;
+}
+
+void choose_dct_scale(double min_scale, int* num, int* den) {
+  *num = 1;
+  *den = 1;
+  if (!(min_scale < 1.0)) return;
+  int n = 0;
+  tjscalingfactor* f = tjGetScalingFactors(&n);
+  double best = 1.0;
+  for (int i = 0; i < n; ++i) {
+    const double s = static_cast<double>(f[i].num) / f[i].denom;
+    if (s <= 1.0 && s >= min_scale && s < best) {
+      best = s;
+      *num = f[i].num;
+      *den = f[i].denom;
+    }
+  }
+}
+
+ImageSize probe_image(const uint8_t* data, size_t size, const std::string& name) {
+  if (sniff_format(data, size) == ImageFormat::Jpeg) {
+    int w = 0, h = 0, ss = 0, cs = 0;
+    tjhandle hd = thread_decompressor();
+    if (tjDecompressHeader3(hd, data, static_cast<unsigned long>(size), &w, &h, &ss, &cs) != 0)
+      throw CorruptImage("cannot decode '" + name + "': bad JPEG header (" + tjGetErrorStr2(hd) + ")");
+    return {w, h};
+  }
+  const DecodedImage d = decode_image(data, size, name);
+  return {d.full_width, d.full_height};
+}
+
+DecodedImage decode_image(const uint8_t* data, size_t size, const std::string& name, double min_scale) {
+  if (size == 0) throw CorruptImage("cannot decode '" + name + "': empty file");
+  if (sniff_format(data, size) == ImageFormat::Jpeg) return decode_jpeg(data, size, name, min_scale);
+  cv::Mat m;
+  try {
+    const cv::Mat raw(1, static_cast<int>(size), CV_8U, const_cast<uint8_t*>(data));
+    m = cv::imdecode(raw, cv::IMREAD_UNCHANGED);
+  } catch (const cv::Exception& e) {
+    throw CorruptImage("cannot decode '" + name + "': " + e.what());
+  }
+  if (m.empty()) throw CorruptImage("cannot decode '" + name + "': not a recognised image format or corrupt data");
+  DecodedImage out;
+  out.rgb = to_rgb8(m, name);
+  out.full_width = out.rgb.cols;
+  out.full_height = out.rgb.rows;
+  return out;
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) throw std::runtime_error("cannot open '" + path + "'");
+  const std::streamsize n = f.tellg();
+  f.seekg(0);
+  std::vector<uint8_t> buf(static_cast<size_t>(std::max<std::streamsize>(n, 0)));
+  if (n > 0 && !f.read(reinterpret_cast<char*>(buf.data()), n)) throw std::runtime_error("cannot read '" + path + "'");
+  return buf;
+}
+
+}  // namespace vt

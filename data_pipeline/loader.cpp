@@ -1,0 +1,189 @@
+#include "data_pipeline/loader.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <spdlog/spdlog.h>
+
+#include "data_pipeline/decode.h"
+
+namespace vt {
+
+OnCorrupt parse_on_corrupt(const std::string& s) {
+  if (s == "error") return OnCorrupt::Error;
+  if (s == "skip") return OnCorrupt::Skip;
+  throw std::invalid_argument("data.on_corrupt: expected 'error' or 'skip', got '" + s + "'");
+}
+
+Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig cfg) : ds_(std::move(dataset)), cfg_(cfg) {
+  if (!ds_) throw std::invalid_argument("Loader: dataset is null");
+  if (cfg_.batch_size <= 0) throw std::invalid_argument("Loader: batch_size must be positive");
+  if (cfg_.workers < 1) throw std::invalid_argument("Loader: workers must be >= 1");
+  if (cfg_.mixup) {
+    cfg_.mixup->num_classes = ds_->num_classes();
+    cfg_.drop_last = true;  // a ragged batch cannot be mixed with its mirror
+    if (cfg_.batch_size % 2 != 0)
+      throw std::invalid_argument("Loader: mixup/cutmix needs an even batch size, got " +
+                                  std::to_string(cfg_.batch_size));
+  }
+  capacity_ = std::max(cfg_.prefetch, cfg_.workers);
+  slots_.resize(static_cast<size_t>(capacity_));
+  for (int i = 0; i < cfg_.workers; ++i) threads_.emplace_back([this] { worker_loop(); });
+}
+
+Loader::~Loader() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+    ++generation_;
+  }
+  cv_work_.notify_all();
+  cv_ready_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void Loader::stop_epoch(std::unique_lock<std::mutex>& lk) {
+  ++generation_;
+  num_batches_ = 0;
+  next_claim_ = next_take_ = 0;
+  cv_work_.notify_all();
+  // Workers still building a batch of the old epoch finish (they check the
+  // generation per sample) before the slots are reused.
+  cv_ready_.wait(lk, [this] { return in_flight_ == 0; });
+  for (auto& s : slots_) s = Slot{};
+}
+
+void Loader::start_epoch(uint64_t epoch, EpochOrder order) {
+  if (order.draw_ids.size() != order.indices.size())
+    throw std::invalid_argument("Loader::start_epoch: order has " + std::to_string(order.indices.size()) +
+                                " indices but " + std::to_string(order.draw_ids.size()) + " draw ids");
+  for (int64_t i : order.indices)
+    if (i < 0 || i >= ds_->size())
+      throw std::invalid_argument("Loader::start_epoch: index " + std::to_string(i) + " outside dataset of " +
+                                  std::to_string(ds_->size()));
+  std::unique_lock<std::mutex> lk(mu_);
+  stop_epoch(lk);
+  epoch_ = epoch;
+  order_ = std::move(order);
+  const int64_t n = static_cast<int64_t>(order_.size()), B = cfg_.batch_size;
+  num_batches_ = cfg_.drop_last ? n / B : (n + B - 1) / B;
+  failed_ = false;
+  cv_work_.notify_all();
+}
+
+bool Loader::next(Batch& out) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (failed_ || next_take_ >= num_batches_) return false;
+  Slot& s = slots_[static_cast<size_t>(next_take_ % capacity_)];
+  cv_ready_.wait(lk, [&] { return s.ready || stop_; });
+  if (!s.ready) return false;
+  std::exception_ptr err = s.error;
+  out = std::move(s.batch);
+  s = Slot{};
+  ++next_take_;
+  if (err) {
+    failed_ = true;
+    stop_epoch(lk);
+    std::rethrow_exception(err);
+  }
+  cv_work_.notify_all();
+  return true;
+}
+
+void Loader::worker_loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    cv_work_.wait(lk, [this] {
+      return stop_ || (next_claim_ < num_batches_ && next_claim_ < next_take_ + capacity_);
+    });
+    if (stop_) return;
+    const int64_t b = next_claim_++;
+    const uint64_t gen = generation_, epoch = epoch_;
+    ++in_flight_;
+    lk.unlock();
+    Slot result;
+    try {
+      build(b, epoch, gen, result);
+    } catch (...) {
+      result.error = std::current_exception();
+    }
+    lk.lock();
+    --in_flight_;
+    if (gen == generation_) {
+      Slot& s = slots_[static_cast<size_t>(b % capacity_)];
+      s = std::move(result);
+      s.ready = true;
+    }
+    cv_ready_.notify_all();
+  }
+}
+
+void Loader::load_sample(int64_t pos, uint64_t epoch, float* dst, int32_t* label, int64_t* used) {
+  const int64_t N = ds_->size();
+  int64_t idx = order_.indices[static_cast<size_t>(pos)];
+  const uint64_t stream = philox_stream(kPurposeAugment, epoch, static_cast<uint64_t>(order_.draw_ids[static_cast<size_t>(pos)]));
+  for (int64_t attempt = 0;; ++attempt) {
+    Philox rng(cfg_.seed, stream);
+    try {
+      ds_->load(idx, rng, dst);
+      *label = ds_->label(idx);
+      *used = idx;
+      return;
+    } catch (const CorruptImage& e) {
+      if (cfg_.on_corrupt == OnCorrupt::Error) throw;
+      const std::string name = ds_->name(idx);
+      bool first = false;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        ++corrupt_count_;
+        first = corrupt_names_.insert(name).second;
+      }
+      if (first) spdlog::warn("data: skipping corrupt file ({}); replaced by the next valid sample", e.what());
+      if (attempt + 1 >= N) throw std::runtime_error("data: every sample tried is corrupt (last: " + name + ")");
+      idx = (idx + 1) % N;
+    }
+  }
+}
+
+void Loader::build(int64_t b, uint64_t epoch, uint64_t generation, Slot& out) {
+  // order_ is only replaced after in-flight workers finish (stop_epoch), so
+  // reading it unlocked here is safe.
+  const int64_t n = static_cast<int64_t>(order_.size());
+  const int64_t begin = b * cfg_.batch_size, end = std::min(n, begin + cfg_.batch_size);
+  const int B = static_cast<int>(end - begin);
+  Shape shape = ds_->sample_shape();
+  const int64_t per = shape_numel(shape);
+  Shape bshape{B};
+  bshape.insert(bshape.end(), shape.begin(), shape.end());
+  Batch& batch = out.batch;
+  batch.index = b;
+  batch.images = Tensor::empty(bshape, DType::F32);
+  batch.labels = Tensor::empty({B}, DType::I32);
+  batch.indices.resize(static_cast<size_t>(B));
+  for (int i = 0; i < B; ++i) {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (generation != generation_) return;  // epoch abandoned: result is discarded
+    }
+    load_sample(begin + i, epoch, batch.images.f32() + i * per, batch.labels.i32() + i, &batch.indices[static_cast<size_t>(i)]);
+  }
+  if (cfg_.mixup) {
+    const MixupParams& mp = *cfg_.mixup;
+    batch.targets = Tensor::empty({B, mp.num_classes}, DType::F32);
+    Philox rng(cfg_.seed, philox_stream(kPurposeMixup, philox_stream(static_cast<uint64_t>(cfg_.rank), epoch), static_cast<uint64_t>(b)));
+    batch.mix = mixup_batch(batch.images.f32(), B, static_cast<int>(shape[0]), static_cast<int>(shape[1]),
+                            static_cast<int>(shape[2]), batch.labels.i32(), batch.targets.f32(), rng, mp);
+  }
+}
+
+int64_t Loader::corrupt_count() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return corrupt_count_;
+}
+
+std::vector<std::string> Loader::corrupt_names() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return {corrupt_names_.begin(), corrupt_names_.end()};
+}
+
+}  // namespace vt

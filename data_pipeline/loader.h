@@ -1,0 +1,107 @@
+// Threaded batch loader: N worker threads decode and augment whole batches
+// into a bounded ring of ready batches; the consumer takes them in order.
+//
+// Determinism: sample randomness comes from Philox(seed, (epoch, draw id))
+// and Mixup/CutMix from Philox(seed, (rank, epoch, batch index)), never from
+// the worker that ran them, so batches are bitwise identical for any number
+// of workers.
+//
+// Corrupt files (CorruptImage from the dataset): on_corrupt = Error stops the
+// epoch and rethrows in the consumer, naming the file; Skip replaces the
+// sample by the next decodable one in dataset order (index + 1, + 2, ...,
+// with that sample's own label, so labels never shift), counts the event and
+// remembers the file name (logged once per file). Any other exception in a
+// worker is delivered to the consumer at that batch. Destroying the loader or
+// starting a new epoch mid-epoch stops the workers cleanly.
+//
+// Batches are plain CPU tensors (pinned host memory for CUDA training is not
+// implemented here).
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/tensor.h"
+#include "data_pipeline/dataset.h"
+#include "data_pipeline/mixup.h"
+#include "data_pipeline/sampler.h"
+
+namespace vt {
+
+enum class OnCorrupt { Error, Skip };
+OnCorrupt parse_on_corrupt(const std::string& s);  // "error" | "skip", else throws naming data.on_corrupt
+
+struct LoaderConfig {
+  int batch_size = 64;
+  int workers = 2;
+  int prefetch = 4;      // ring capacity in batches (at least `workers` is used)
+  bool drop_last = true; // training: true; evaluation: false (forced true with mixup)
+  uint64_t seed = 0;
+  int rank = 0;          // only keys the Mixup stream
+  OnCorrupt on_corrupt = OnCorrupt::Error;
+  std::optional<MixupParams> mixup;  // num_classes is taken from the dataset
+};
+
+struct Batch {
+  int64_t index = 0;   // batch index within the epoch
+  Tensor images;       // F32 [B, C, H, W]
+  Tensor labels;       // I32 [B]
+  Tensor targets;      // F32 [B, K] soft targets when mixup is on, else undefined
+  MixupDecision mix;
+  std::vector<int64_t> indices;  // dataset indices actually used (after skips)
+};
+
+class Loader {
+ public:
+  Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig cfg);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Starts producing the batches of `order` (abandoning any epoch in flight).
+  void start_epoch(uint64_t epoch, EpochOrder order);
+  // Next batch in order; false when the epoch is exhausted. Rethrows a
+  // worker's exception (the epoch is then over).
+  bool next(Batch& out);
+  int64_t num_batches() const { return num_batches_; }
+
+  int64_t corrupt_count() const;
+  std::vector<std::string> corrupt_names() const;  // sorted, unique
+
+ private:
+  struct Slot {
+    bool ready = false;
+    Batch batch;
+    std::exception_ptr error;
+  };
+  void worker_loop();
+  void build(int64_t b, uint64_t epoch, uint64_t generation, Slot& out);
+  void load_sample(int64_t pos, uint64_t epoch, float* dst, int32_t* label, int64_t* used);
+  void stop_epoch(std::unique_lock<std::mutex>& lk);
+
+  std::shared_ptr<const Dataset> ds_;
+  LoaderConfig cfg_;
+  int capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_work_, cv_ready_;
+  std::vector<std::thread> threads_;
+  bool stop_ = false;
+  uint64_t generation_ = 0;
+  uint64_t epoch_ = 0;
+  EpochOrder order_;
+  int64_t num_batches_ = 0, next_claim_ = 0, next_take_ = 0;
+  int in_flight_ = 0;
+  bool failed_ = false;
+  std::vector<Slot> slots_;
+  int64_t corrupt_count_ = 0;
+  std::set<std::string> corrupt_names_;
+};
+
+}  // namespace vt

@@ -1,0 +1,231 @@
+#include "data_pipeline/resample.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vt {
+
+namespace {
+
+constexpr int kPrecisionBits = 32 - 8 - 2;
+
+double filter_value(ResampleFilter f, double x) {
+  switch (f) {
+    case ResampleFilter::Box: return (x > -0.5 && x <= 0.5) ? 1.0 : 0.0;
+    case ResampleFilter::Bilinear: x = std::fabs(x); return x < 1.0 ? 1.0 - x : 0.0;
+    case ResampleFilter::Bicubic: {
+      constexpr double a = -0.5;
+      x = std::fabs(x);
+      if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+      if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+      return 0.0;
+    }
+  }
+  return 0.0;
+}
+
+double filter_support(ResampleFilter f) {
+  return f == ResampleFilter::Box ? 0.5 : f == ResampleFilter::Bilinear ? 1.0 : 2.0;
+}
+
+// Per output index: first input index, tap count and fixed-point weights
+// (Pillow's precompute_coeffs + normalize_coeffs_8bpc).
+struct Coeffs {
+  int ksize = 0;
+  std::vector<int> bounds;  // [xmin, count] per output
+  std::vector<int> k;       // ksize per output
+};
+
+Coeffs precompute(int in_size, double in0, double in1, int out_size, ResampleFilter f) {
+  const double scale = (in1 - in0) / out_size;
+  const double filterscale = scale < 1.0 ? 1.0 : scale;
+  const double support = filter_support(f) * filterscale;
+  Coeffs c;
+  c.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  c.bounds.resize(2 * out_size);
+  c.k.assign(static_cast<size_t>(out_size) * c.ksize, 0);
+  std::vector<double> w(c.ksize);
+  for (int xx = 0; xx < out_size; ++xx) {
+    const double center = in0 + (xx + 0.5) * scale;
+    const double ss = 1.0 / filterscale;
+    int xmin = static_cast<int>(center - support + 0.5);
+    if (xmin < 0) xmin = 0;
+    int xmax = static_cast<int>(center + support + 0.5);
+    if (xmax > in_size) xmax = in_size;
+    xmax -= xmin;
+    double ww = 0.0;
+    for (int x = 0; x < xmax; ++x) {
+      w[x] = filter_value(f, (x + xmin - center + 0.5) * ss);
+      ww += w[x];
+    }
+    for (int x = 0; x < xmax; ++x) {
+      const double v = ww != 0.0 ? w[x] / ww : w[x];
+      c.k[static_cast<size_t>(xx) * c.ksize + x] =
+          v < 0 ? static_cast<int>(-0.5 + v * (1 << kPrecisionBits))
+                : static_cast<int>(0.5 + v * (1 << kPrecisionBits));
+    }
+    c.bounds[2 * xx] = xmin;
+    c.bounds[2 * xx + 1] = xmax;
+  }
+  return c;
+}
+
+inline uint8_t clip8(int v) {
+  v >>= kPrecisionBits;
+  return static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
+void resample_horizontal(const cv::Mat& in, cv::Mat& out, int y0, const Coeffs& c) {
+  for (int y = 0; y < out.rows; ++y) {
+    const uint8_t* s = in.ptr<uint8_t>(y + y0);
+    uint8_t* o = out.ptr<uint8_t>(y);
+    for (int xx = 0; xx < out.cols; ++xx) {
+      const int xmin = c.bounds[2 * xx], n = c.bounds[2 * xx + 1];
+      const int* k = &c.k[static_cast<size_t>(xx) * c.ksize];
+      int s0 = 1 << (kPrecisionBits - 1), s1 = s0, s2 = s0;
+      const uint8_t* p = s + 3 * xmin;
+      for (int x = 0; x < n; ++x, p += 3) {
+        s0 += p[0] * k[x];
+        s1 += p[1] * k[x];
+        s2 += p[2] * k[x];
+      }
+      o[3 * xx] = clip8(s0);
+      o[3 * xx + 1] = clip8(s1);
+      o[3 * xx + 2] = clip8(s2);
+    }
+  }
+}
+
+void resample_vertical(const cv::Mat& in, cv::Mat& out, const Coeffs& c) {
+  const int row = out.cols * 3;
+  std::vector<int> acc(row);
+  for (int yy = 0; yy < out.rows; ++yy) {
+    const int ymin = c.bounds[2 * yy], n = c.bounds[2 * yy + 1];
+    const int* k = &c.k[static_cast<size_t>(yy) * c.ksize];
+    std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
+    for (int y = 0; y < n; ++y) {
+      const uint8_t* s = in.ptr<uint8_t>(ymin + y);
+      const int ky = k[y];
+      for (int i = 0; i < row; ++i) acc[i] += s[i] * ky;
+    }
+    uint8_t* o = out.ptr<uint8_t>(yy);
+    for (int i = 0; i < row; ++i) o[i] = clip8(acc[i]);
+  }
+}
+
+void check_rgb(const cv::Mat& src, const char* op) {
+  if (src.type() != CV_8UC3 || src.empty())
+    throw std::invalid_argument(std::string(op) + ": expected a non-empty CV_8UC3 image, got type " +
+                                std::to_string(src.type()) + " size " + std::to_string(src.cols) + "x" +
+                                std::to_string(src.rows));
+}
+
+}  // namespace
+
+cv::Mat resize_pil(const cv::Mat& src, int out_w, int out_h, ResampleFilter filter, std::array<double, 4> box) {
+  check_rgb(src, "resize_pil");
+  if (out_w <= 0 || out_h <= 0)
+    throw std::invalid_argument("resize_pil: output size " + std::to_string(out_w) + "x" + std::to_string(out_h) +
+                                " must be positive");
+  if (box[2] <= box[0] || box[3] <= box[1]) box = {0, 0, double(src.cols), double(src.rows)};
+  const bool need_h = out_w != src.cols || box[0] != 0 || box[2] != src.cols;
+  const bool need_v = out_h != src.rows || box[1] != 0 || box[3] != src.rows;
+  const Coeffs ch = precompute(src.cols, box[0], box[2], out_w, filter);
+  Coeffs cv_ = precompute(src.rows, box[1], box[3], out_h, filter);
+  // Only input rows the vertical pass reads go through the horizontal pass.
+  const int yfirst = cv_.bounds[0];
+  const int ylast = cv_.bounds[2 * out_h - 2] + cv_.bounds[2 * out_h - 1];
+  cv::Mat tmp;
+  if (need_h) {
+    tmp.create(need_v ? ylast - yfirst : src.rows, out_w, CV_8UC3);
+    if (need_v) {
+      for (int i = 0; i < out_h; ++i) cv_.bounds[2 * i] -= yfirst;
+      resample_horizontal(src, tmp, yfirst, ch);
+    } else {
+      resample_horizontal(src, tmp, 0, ch);
+    }
+  } else {
+    tmp = src;
+  }
+  if (!need_v) return need_h ? tmp : src.clone();
+  cv::Mat out(out_h, out_w, CV_8UC3);
+  resample_vertical(tmp, out, cv_);
+  return out;
+}
+
+namespace {
+
+inline double cubic_conv(double v1, double v2, double v3, double v4, double d) {
+  // Keys' cubic convolution with a = -1, as in Pillow's Geometry.c BICUBIC.
+  const double p1 = v2, p2 = -v1 + v3, p3 = 2 * (v1 - v2) + v3 - v4, p4 = -v1 + v2 - v3 + v4;
+  return p1 + d * (p2 + d * (p3 + d * p4));
+}
+
+}  // namespace
+
+cv::Mat affine_pil(const cv::Mat& src, const std::array<double, 6>& m, AffineFilter filter, const cv::Vec3b& fill) {
+  check_rgb(src, "affine_pil");
+  const int W = src.cols, H = src.rows;
+  cv::Mat out(H, W, CV_8UC3);
+  auto clampx = [W](int x) { return x < 0 ? 0 : x >= W ? W - 1 : x; };
+  auto clampy = [H](int y) { return y < 0 ? 0 : y >= H ? H - 1 : y; };
+  for (int y = 0; y < H; ++y) {
+    uint8_t* o = out.ptr<uint8_t>(y);
+    for (int x = 0; x < W; ++x, o += 3) {
+      const double xo = x + 0.5, yo = y + 0.5;
+      double xin = m[0] * xo + m[1] * yo + m[2];
+      double yin = m[3] * xo + m[4] * yo + m[5];
+      if (xin < 0.0 || xin >= W || yin < 0.0 || yin >= H) {
+        o[0] = fill[0];
+        o[1] = fill[1];
+        o[2] = fill[2];
+        continue;
+      }
+      if (filter == AffineFilter::Nearest) {
+        const uint8_t* p = src.ptr<uint8_t>(static_cast<int>(yin)) + 3 * static_cast<int>(xin);
+        o[0] = p[0];
+        o[1] = p[1];
+        o[2] = p[2];
+        continue;
+      }
+      xin -= 0.5;
+      yin -= 0.5;
+      const int xi = static_cast<int>(std::floor(xin)), yi = static_cast<int>(std::floor(yin));
+      const double dx = xin - xi, dy = yin - yi;
+      if (filter == AffineFilter::Bilinear) {
+        const uint8_t* r0 = src.ptr<uint8_t>(clampy(yi));
+        const uint8_t* r1 = src.ptr<uint8_t>(clampy(yi + 1));
+        const int x0 = 3 * clampx(xi), x1 = 3 * clampx(xi + 1);
+        for (int c = 0; c < 3; ++c) {
+          const double v1 = r0[x0 + c] + dx * (r0[x1 + c] - r0[x0 + c]);
+          const double v2 = r1[x0 + c] + dx * (r1[x1 + c] - r1[x0 + c]);
+          const double v = v1 + dy * (v2 - v1);
+          o[c] = static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : static_cast<int>(v + 0.5));
+        }
+        continue;
+      }
+      int xs[4], ys[4];
+      for (int i = 0; i < 4; ++i) {
+        xs[i] = 3 * clampx(xi - 1 + i);
+        ys[i] = clampy(yi - 1 + i);
+      }
+      for (int c = 0; c < 3; ++c) {
+        double v[4];
+        for (int j = 0; j < 4; ++j) {
+          const uint8_t* r = src.ptr<uint8_t>(ys[j]);
+          v[j] = cubic_conv(r[xs[0] + c], r[xs[1] + c], r[xs[2] + c], r[xs[3] + c], dx);
+        }
+        const double val = cubic_conv(v[0], v[1], v[2], v[3], dy);
+        // Pillow stores the cubic result by truncation, not rounding
+        // (checked against Pillow outputs in test_pil_parity).
+        const int vi = static_cast<int>(val);
+        o[c] = static_cast<uint8_t>(vi < 0 ? 0 : vi > 255 ? 255 : vi);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace vt

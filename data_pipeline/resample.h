@@ -1,0 +1,37 @@
+// PIL-compatible resampling of 8-bit RGB images (cv::Mat CV_8UC3).
+//
+// resize_pil reproduces Pillow's Image.resize(size, filter, box)
+// (libImaging/Resample.c): separable convolution, horizontal pass first,
+// filter support scaled by the downscale factor (antialiasing), coefficients
+// normalised then quantised to 22-bit fixed point, 8-bit rounding and
+// clipping after each pass. Bicubic uses a = -0.5 (OpenCV's INTER_CUBIC
+// uses a = -0.75 and no antialias, so it cannot stand in for it).
+//
+// affine_pil reproduces Image.transform(size, AFFINE, (a,b,c,d,e,f),
+// resample, fillcolor) (libImaging/Geometry.c): output pixel centre
+// (x+0.5, y+0.5) maps to the input point (a x' + b y' + c, d x' + e y' + f);
+// points outside the input keep the fill colour; bicubic there is PIL's
+// transform kernel (a = -1 cubic convolution, edge-clamped taps, result
+// truncated to 8 bits).
+#pragma once
+#include <array>
+
+#include <opencv2/core.hpp>
+
+namespace vt {
+
+enum class ResampleFilter { Box, Bilinear, Bicubic };
+
+// Resizes the region `box` = (x0, y0, x1, y1) of `src` (input pixel units,
+// fractional allowed) to out_w x out_h. An empty box means the whole image.
+// Throws std::invalid_argument for a non-CV_8UC3 input or non-positive size.
+cv::Mat resize_pil(const cv::Mat& src, int out_w, int out_h, ResampleFilter filter,
+                   std::array<double, 4> box = {0, 0, 0, 0});
+
+enum class AffineFilter { Nearest, Bilinear, Bicubic };
+
+// Same size as src. `m` = (a, b, c, d, e, f) maps output to input.
+cv::Mat affine_pil(const cv::Mat& src, const std::array<double, 6>& m, AffineFilter filter,
+                   const cv::Vec3b& fill);
+
+}  // namespace vt
