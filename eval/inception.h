@@ -1,0 +1,75 @@
+// Inception-v3 feature extractor for FID, exactly pytorch-fid's FID variant
+// (github.com/mseitzer/pytorch-fid, src/pytorch_fid/inception.py:
+// fid_inception_v3 with FIDInceptionA/C/E_1/E_2, InceptionV3 with
+// output_blocks=[3], resize_input and normalize_input) — RECIPES.md §9:
+//   uint8 RGB -> v / 255 -> bilinear resize to 299x299 (align_corners=False,
+//   no antialias; skipped when already 299x299, where it is the identity)
+//   -> 2x - 1 -> Conv2d_1a .. Mixed_7c -> global average pool -> [N, 2048].
+// Every BasicConv2d is conv (no bias) + BatchNorm (eps 1e-3, running stats)
+// + ReLU; the BatchNorm is folded into the conv weights and bias at load time
+// (in double precision), and ReLU is fused into the conv.
+//
+// Weights: a safetensors file holding the torchvision/pytorch-fid state dict
+// of the inner Inception3 (names "Conv2d_1a_3x3.conv.weight",
+// "Mixed_5b.branch_pool.bn.running_var", ...; "fc.*" and
+// "*.num_batches_tracked" are ignored). tools/convert_inception.py writes it
+// from pytorch-fid's pt_inception-2015-12-05-6726825d.pth.
+//
+// Width divisor: the same topology with every channel count divided by k
+// (k in {1, 2, 4, 8, 16}; tools/inception_fixture.py defines the identical
+// reduced network in PyTorch) is inferred from the weight shapes, so small
+// test networks load like the real one; feature_dim() = 2048 / k.
+//
+// Errors: std::runtime_error naming the file and tensor for a missing tensor
+// or a shape that does not match the topology.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace vt {
+
+class InceptionFid {
+ public:
+  static InceptionFid load(const std::string& safetensors_path);
+  // `source` names the weights in error messages.
+  InceptionFid(const std::map<std::string, Tensor>& state_dict, const std::string& source);
+
+  int width_divisor() const { return div_; }
+  int64_t feature_dim() const { return 2048 / div_; }
+
+  // images: [N, 3, H, W] F32 in [0, 1] (contiguous CPU); out: [N, D] F32.
+  void features(const Tensor& images, const Tensor& out) const;
+  // images: [N, H, W, 3] U8 RGB (as decoded or from an ADM .npz); out [N, D].
+  void features_u8(const Tensor& images_nhwc, const Tensor& out) const;
+
+  // One folded Conv+BN+ReLU unit (public for tests and the benchmark).
+  struct Unit {
+    int64_t cin = 0, cout = 0;
+    int kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0;
+    Tensor w, b;  // folded: [cout, cin, kh, kw], [cout]
+  };
+
+ private:
+  const Unit& unit(const std::string& name) const;
+  // Runs unit `name` on x, writing into y (may be a channel slice).
+  void run(const std::string& name, const Tensor& x, const Tensor& y) const;
+  Tensor run_new(const std::string& name, const Tensor& x) const;
+  Tensor block_a(const std::string& p, const Tensor& x) const;
+  Tensor block_b(const std::string& p, const Tensor& x) const;
+  Tensor block_c(const std::string& p, const Tensor& x) const;
+  Tensor block_d(const std::string& p, const Tensor& x) const;
+  Tensor block_e(const std::string& p, const Tensor& x, bool max_pool) const;
+  void network(const Tensor& x299, const Tensor& out) const;
+
+  int div_ = 1;
+  std::map<std::string, Unit> units_;
+};
+
+// Converts [N, H, W, 3] U8 to [N, 3, H, W] F32 in [0, 1] as torchvision's
+// ToTensor (float(v) / 255).
+Tensor u8_nhwc_to_unit_nchw(const Tensor& images_nhwc);
+
+}  // namespace vt

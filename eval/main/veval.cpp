@@ -1,0 +1,178 @@
+// veval: evaluation commands.
+//   veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu]
+//             [--inception WEIGHTS] [--sqrtm eig|schur] [--json FILE]
+//   veval stats --images PATH --out ref.npz [--batch N] [--inception WEIGHTS]
+// PATH: image folder (recursive), ADM .npz (arr_0 uint8 NHWC) or statistics
+// .npz (mu, sigma); see eval/fid_inputs.h. FID semantics: RECIPES.md §9.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <unistd.h>
+
+#include "eval/fid_inputs.h"
+
+namespace {
+
+const char* kUsage =
+    "usage:\n"
+    "  veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu] [--inception WEIGHTS]\n"
+    "            [--sqrtm eig|schur] [--json FILE]\n"
+    "  veval stats --images PATH --out ref.npz [--batch N] [--inception WEIGHTS]\n"
+    "PATH: a folder of images (recursive), an .npz with arr_0 (uint8 [N, H, W, 3]) or an .npz\n"
+    "with mu and sigma (statistics, used directly).\n";
+
+struct Args {
+  std::map<std::string, std::string> opts;
+  std::string get(const std::string& k, const std::string& def = "") const {
+    auto it = opts.find(k);
+    return it == opts.end() ? def : it->second;
+  }
+  std::string need(const std::string& k) const {
+    auto it = opts.find(k);
+    if (it == opts.end()) throw std::invalid_argument("missing required option --" + k);
+    return it->second;
+  }
+};
+
+Args parse(int argc, char** argv, int first, std::initializer_list<const char*> allowed) {
+  Args a;
+  for (int i = first; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + s + "'");
+    std::string key = s.substr(2), val;
+    if (auto eq = key.find('='); eq != std::string::npos) {
+      val = key.substr(eq + 1), key = key.substr(0, eq);
+    } else {
+      if (i + 1 >= argc) throw std::invalid_argument("option --" + key + " needs a value");
+      val = argv[++i];
+    }
+    bool ok = false;
+    for (const char* k : allowed) ok |= key == k;
+    if (!ok) throw std::invalid_argument("unknown option --" + key);
+    a.opts[key] = val;
+  }
+  return a;
+}
+
+int64_t parse_batch(const Args& a) {
+  const std::string s = a.get("batch", "50");
+  size_t pos = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  if (pos != s.size() || v < 1) throw std::invalid_argument("--batch must be a positive integer, got '" + s + "'");
+  return v;
+}
+
+void progress(int64_t done, int64_t total) {
+  static bool tty = isatty(fileno(stderr));
+  if (tty) std::fprintf(stderr, "\r  %lld / %lld images", static_cast<long long>(done), static_cast<long long>(total));
+  else if (done == total || done % 1000 < 50) std::fprintf(stderr, "  %lld / %lld images\n", static_cast<long long>(done), static_cast<long long>(total));
+  if (tty && done == total) std::fprintf(stderr, "\n");
+}
+
+// The network, loaded only when some PATH holds images.
+std::unique_ptr<vt::InceptionFid> load_net_if_needed(const Args& a, std::initializer_list<std::string> paths,
+                                                     std::string* weights) {
+  bool need = false;
+  for (const auto& p : paths) need |= vt::classify_fid_source(p) != vt::FidSourceKind::StatsNpz;
+  if (!need) return nullptr;
+  *weights = vt::find_inception_weights(a.get("inception"));
+  auto net = std::make_unique<vt::InceptionFid>(vt::InceptionFid::load(*weights));
+  if (net->width_divisor() != 1)
+    std::fprintf(stderr, "warning: %s is a width/%d test network; scores are not comparable with published FIDs\n",
+                 weights->c_str(), net->width_divisor());
+  return net;
+}
+
+void check_device(const Args& a) {
+  const std::string d = a.get("device", "auto");
+  if (d == "auto" || d == "cpu") return;
+  if (d == "cuda") throw std::invalid_argument("--device cuda: the Inception ops have no CUDA implementation yet; use cpu");
+  throw std::invalid_argument("--device must be auto, cpu or cuda, got '" + d + "'");
+}
+
+int cmd_fid(int argc, char** argv) {
+  Args a = parse(argc, argv, 2, {"samples", "ref", "batch", "device", "inception", "sqrtm", "json"});
+  const std::string samples = a.need("samples"), ref = a.need("ref");
+  const int64_t batch = parse_batch(a);
+  check_device(a);
+  const vt::SqrtmMethod method = vt::sqrtm_method_from_name(a.get("sqrtm", "eig"));
+  std::string weights;
+  auto net = load_net_if_needed(a, {samples, ref}, &weights);
+  auto t0 = std::chrono::steady_clock::now();
+  std::fprintf(stderr, "samples: %s\n", samples.c_str());
+  vt::FidSourceStats s = vt::fid_source_stats(samples, net.get(), batch, progress);
+  std::fprintf(stderr, "ref: %s\n", ref.c_str());
+  vt::FidSourceStats r = vt::fid_source_stats(ref, net.get(), batch, progress);
+  if (s.stats.dim() != r.stats.dim())
+    throw std::runtime_error("feature dimensions differ: --samples '" + samples + "' gives " +
+                             std::to_string(s.stats.dim()) + ", --ref '" + ref + "' gives " +
+                             std::to_string(r.stats.dim()) + " (statistics from another network?)");
+  vt::FrechetResult fr = vt::frechet_distance(s.stats, r.stats, method);
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("FID: %.6f\n", fr.fid);
+  std::printf("samples: %lld images (%s)\nref: %lld images (%s)\n", static_cast<long long>(s.count),
+              vt::fid_source_name(s.kind), static_cast<long long>(r.count), vt::fid_source_name(r.kind));
+  if (const std::string jf = a.get("json"); !jf.empty()) {
+    nlohmann::json j = {
+        {"fid", fr.fid},
+        {"samples", {{"path", samples}, {"kind", vt::fid_source_name(s.kind)}, {"count", s.count}}},
+        {"ref", {{"path", ref}, {"kind", vt::fid_source_name(r.kind)}, {"count", r.count}}},
+        {"feature_dim", s.stats.dim()},
+        {"inception_weights", weights},
+        {"sqrtm", a.get("sqrtm", "eig")},
+        {"terms", {{"mean", fr.mean_term}, {"trace_sigma_samples", fr.tr_sigma1}, {"trace_sigma_ref", fr.tr_sigma2},
+                   {"trace_covmean", fr.tr_covmean}, {"max_imag", fr.max_imag}, {"eps_added", fr.eps_added}}},
+        {"seconds", sec}};
+    std::ofstream f(jf);
+    if (!f) throw std::runtime_error("cannot write --json '" + jf + "'");
+    f << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+int cmd_stats(int argc, char** argv) {
+  Args a = parse(argc, argv, 2, {"images", "out", "batch", "device", "inception"});
+  const std::string images = a.need("images"), out = a.need("out");
+  const int64_t batch = parse_batch(a);
+  check_device(a);
+  std::string weights;
+  auto net = load_net_if_needed(a, {images}, &weights);
+  vt::FidSourceStats s = vt::fid_source_stats(images, net.get(), batch, progress);
+  vt::save_stats_npz(out, s.stats);
+  std::printf("wrote %s: mu [%lld], sigma [%lld, %lld] from %lld images\n", out.c_str(),
+              static_cast<long long>(s.stats.dim()), static_cast<long long>(s.stats.dim()),
+              static_cast<long long>(s.stats.dim()), static_cast<long long>(s.count));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  try {
+    if (cmd == "fid") return cmd_fid(argc, argv);
+    if (cmd == "stats") return cmd_stats(argc, argv);
+    std::fprintf(stderr, "veval: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "veval %s: %s\n%s", cmd.c_str(), e.what(), kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "veval %s: error: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+}
