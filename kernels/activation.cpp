@@ -2,8 +2,35 @@
 
 #include "kernels/cpu/activation.h"
 #include "kernels/op_checks.h"
+#ifdef VT_CUDA
+#include "kernels/cuda/activation.h"
+#endif
 
 namespace vt {
+
+namespace {
+
+// True for CUDA tensors in a CUDA build; throws for them otherwise.
+bool on_cuda(const char* op, const Tensor& x) {
+  if (x.device().is_cpu()) return false;
+#ifndef VT_CUDA
+  opcheck::no_cuda(op);
+#endif
+  return true;
+}
+
+#ifdef VT_CUDA
+cuda::ActKind cuda_kind(Activation a) {
+  switch (a) {
+    case Activation::GeluErf: return cuda::ActKind::GeluErf;
+    case Activation::GeluTanh: return cuda::ActKind::GeluTanh;
+    case Activation::SiLU: return cuda::ActKind::SiLU;
+  }
+  return cuda::ActKind::GeluErf;
+}
+#endif
+
+}  // namespace
 
 Activation activation_from_name(const std::string& name) {
   if (name == "gelu") return Activation::GeluErf;
@@ -27,8 +54,13 @@ void activation_forward(Activation kind, const Tensor& x, const Tensor& y) {
   opcheck::contiguous(op, "x", x);
   opcheck::f32_like(op, "y", y, x.shape());
   opcheck::same_device(op, x.device(), {{"y", &y}});
-  if (!x.device().is_cpu()) opcheck::no_cuda(op);
   const int64_t n = x.numel();
+  if (on_cuda(op, x)) {
+#ifdef VT_CUDA
+    cuda::activation_forward(cuda_kind(kind), x.raw(), y.raw(), n, DType::F32);
+#endif
+    return;
+  }
   switch (kind) {
     case Activation::GeluErf: return cpu::gelu_erf_forward(x.f32(), y.f32(), n);
     case Activation::GeluTanh: return cpu::gelu_tanh_forward(x.f32(), y.f32(), n);
@@ -43,8 +75,13 @@ void activation_backward(Activation kind, const Tensor& dy, const Tensor& x, con
   opcheck::f32_like(op, "dy", dy, x.shape());
   opcheck::f32_like(op, "dx", dx, x.shape());
   opcheck::same_device(op, x.device(), {{"dy", &dy}, {"dx", &dx}});
-  if (!x.device().is_cpu()) opcheck::no_cuda(op);
   const int64_t n = x.numel();
+  if (on_cuda(op, x)) {
+#ifdef VT_CUDA
+    cuda::activation_backward(cuda_kind(kind), dy.raw(), x.raw(), dx.raw(), n, DType::F32);
+#endif
+    return;
+  }
   switch (kind) {
     case Activation::GeluErf: return cpu::gelu_erf_backward(dy.f32(), x.f32(), dx.f32(), n);
     case Activation::GeluTanh: return cpu::gelu_tanh_backward(dy.f32(), x.f32(), dx.f32(), n);

@@ -7,7 +7,8 @@
 // Abramowitz & Stegun 7.1.26 erf): outputs are within ~2e-7 absolute of the
 // exact functions (tests compare against double libm), 4-10x faster than libm.
 // Any shape; tensors contiguous F32 with identical shapes. Outputs may alias
-// inputs (y == x, dx == dy). CPU: OpenMP over chunks. CUDA: not yet (throws).
+// inputs (y == x, dx == dy). CPU: OpenMP over chunks. CUDA (fp32 tensors):
+// kernels/cuda/activation.h with CUDA's accurate erff/tanhf/expf.
 #pragma once
 #include <string>
 

@@ -2,6 +2,9 @@
 
 #include "kernels/cpu/attention.h"
 #include "kernels/op_checks.h"
+#ifdef VT_CUDA
+#include "kernels/cuda/attention.h"
+#endif
 
 namespace vt {
 namespace {
@@ -30,8 +33,15 @@ void attention_forward(const Tensor& qkv, int64_t num_heads, const Tensor& out, 
   opcheck::f32_like(op, "out", out, {d.B, d.T, d.H * d.Dh});
   if (probs.defined()) opcheck::f32_like(op, "probs", probs, {d.B, d.H, d.T, d.T});
   opcheck::same_device(op, qkv.device(), {{"out", &out}, {"probs", &probs}});
+#ifndef VT_CUDA
   if (!qkv.device().is_cpu()) opcheck::no_cuda(op);
+#endif
   if (d.B * d.T == 0) return;
+#ifdef VT_CUDA
+  if (qkv.device().is_cuda())
+    return cuda::attention_forward(qkv.raw(), out.raw(), probs.defined() ? probs.raw() : nullptr, d.B, d.T, d.H,
+                                   d.Dh, DType::F32);
+#endif
   cpu::attention_forward(qkv.f32(), out.f32(), probs.defined() ? probs.f32() : nullptr, d.B, d.T, d.H, d.Dh);
 }
 
@@ -43,8 +53,14 @@ void attention_backward(const Tensor& qkv, const Tensor& probs, const Tensor& do
   opcheck::f32_like(op, "dout", dout, {d.B, d.T, d.H * d.Dh});
   opcheck::f32_like(op, "dqkv", dqkv, qkv.shape());
   opcheck::same_device(op, qkv.device(), {{"probs", &probs}, {"dout", &dout}, {"dqkv", &dqkv}});
+#ifndef VT_CUDA
   if (!qkv.device().is_cpu()) opcheck::no_cuda(op);
+#endif
   if (d.B * d.T == 0) return;
+#ifdef VT_CUDA
+  if (qkv.device().is_cuda())
+    return cuda::attention_backward(qkv.raw(), probs.raw(), dout.raw(), dqkv.raw(), d.B, d.T, d.H, d.Dh, DType::F32);
+#endif
   cpu::attention_backward(qkv.f32(), probs.f32(), dout.f32(), dqkv.f32(), d.B, d.T, d.H, d.Dh);
 }
 

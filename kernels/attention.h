@@ -15,6 +15,8 @@
 // GEMMs per (batch, head) run through oneDNN's sgemm on CPU, OpenMP over
 // (batch, head). Errors: std::invalid_argument naming the op and the shapes
 // (D not divisible by num_heads, mismatched shapes, non-F32, non-contiguous).
+// CUDA (fp32 tensors): kernels/cuda/attention.h, cuBLAS strided-batched GEMMs
+// over the heads and a warp-per-row softmax.
 #pragma once
 #include <cstdint>
 

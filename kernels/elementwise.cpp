@@ -2,13 +2,17 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/op_checks.h"
+#ifdef VT_CUDA
+#include "kernels/cuda/elementwise.h"
+#endif
 
 namespace vt {
 
 namespace {
 
-// Checks a set of same-shape contiguous F32 tensors on one device, CPU only for now.
-void check_all(const char* op, std::initializer_list<std::pair<const char*, const Tensor*>> ts) {
+// Checks a set of same-shape contiguous F32 tensors on one device; returns
+// true when that device is CUDA (a CUDA tensor throws in a build without CUDA).
+bool check_all(const char* op, std::initializer_list<std::pair<const char*, const Tensor*>> ts) {
   const auto& first = *ts.begin();
   opcheck::dtype(op, first.first, *first.second, DType::F32);
   for (const auto& p : ts) {
@@ -17,38 +21,61 @@ void check_all(const char* op, std::initializer_list<std::pair<const char*, cons
       opcheck::fail(op, opcheck::desc(p.first, *p.second) + " is not on the device of " +
                             opcheck::desc(first.first, *first.second));
   }
-  if (!first.second->device().is_cpu()) opcheck::no_cuda(op);
+  if (first.second->device().is_cpu()) return false;
+#ifndef VT_CUDA
+  opcheck::no_cuda(op);
+#endif
+  return true;
 }
+
+#ifdef VT_CUDA
+#define VT_ON_CUDA(call) \
+  do {                   \
+    call;                \
+    return;              \
+  } while (0)
+#else
+#define VT_ON_CUDA(call) return
+#endif
 
 }  // namespace
 
 void add(const Tensor& a, const Tensor& b, const Tensor& out) {
-  check_all("add", {{"a", &a}, {"b", &b}, {"out", &out}});
+  if (check_all("add", {{"a", &a}, {"b", &b}, {"out", &out}}))
+    VT_ON_CUDA(cuda::axpby(1.0f, a.raw(), 1.0f, b.raw(), out.raw(), a.numel(), DType::F32));
   cpu::add(a.f32(), b.f32(), out.f32(), a.numel());
 }
 
 void axpby(float alpha, const Tensor& a, float beta, const Tensor& b, const Tensor& out) {
-  check_all("axpby", {{"a", &a}, {"b", &b}, {"out", &out}});
+  if (check_all("axpby", {{"a", &a}, {"b", &b}, {"out", &out}}))
+    VT_ON_CUDA(cuda::axpby(alpha, a.raw(), beta, b.raw(), out.raw(), a.numel(), DType::F32));
   cpu::axpby(alpha, a.f32(), beta, b.f32(), out.f32(), a.numel());
 }
 
 void axpy(float alpha, const Tensor& x, const Tensor& y) {
-  check_all("axpy", {{"x", &x}, {"y", &y}});
+  if (check_all("axpy", {{"x", &x}, {"y", &y}}))
+    VT_ON_CUDA(cuda::axpy(alpha, x.raw(), y.raw(), x.numel(), DType::F32));
   cpu::axpy(alpha, x.f32(), y.f32(), x.numel());
 }
 
 void scale(const Tensor& x, float alpha, const Tensor& out) {
-  check_all("scale", {{"x", &x}, {"out", &out}});
+  if (check_all("scale", {{"x", &x}, {"out", &out}}))
+    VT_ON_CUDA(cuda::scale(x.raw(), alpha, out.raw(), x.numel(), DType::F32));
   cpu::scale(x.f32(), alpha, out.f32(), x.numel());
 }
 
 void mul(const Tensor& a, const Tensor& b, const Tensor& out) {
-  check_all("mul", {{"a", &a}, {"b", &b}, {"out", &out}});
+  if (check_all("mul", {{"a", &a}, {"b", &b}, {"out", &out}}))
+    VT_ON_CUDA(cuda::mul(a.raw(), b.raw(), out.raw(), a.numel(), DType::F32));
   cpu::mul(a.f32(), b.f32(), out.f32(), a.numel());
 }
 
 double sum(const Tensor& x) {
-  check_all("sum", {{"x", &x}});
+  if (check_all("sum", {{"x", &x}})) {
+#ifdef VT_CUDA
+    return cuda::sum(x.raw(), x.numel(), false, DType::F32);
+#endif
+  }
   return cpu::sum(x.f32(), x.numel());
 }
 

@@ -2,7 +2,8 @@
 // gradient scaling). Tensors are contiguous F32 with identical shapes unless
 // stated; an output may alias any input. For fill/copy/zero use
 // Tensor::fill, Tensor::copy_from and Tensor::zero (they handle both devices).
-// CPU: OpenMP over chunks. CUDA: not yet (throws).
+// CPU: OpenMP over chunks. CUDA (fp32 tensors): kernels/cuda/elementwise.h
+// (sum synchronises the stream to return its value).
 // Errors: std::invalid_argument naming the op and the tensors' shapes.
 #pragma once
 #include "core/tensor.h"

@@ -2,6 +2,9 @@
 
 #include "kernels/cpu/layernorm.h"
 #include "kernels/op_checks.h"
+#ifdef VT_CUDA
+#include "kernels/cuda/layernorm.h"
+#endif
 
 namespace vt {
 
@@ -36,8 +39,16 @@ void backward_impl(const char* op, const Tensor& dy, const Tensor& x, const Tens
     opcheck::fail(op, "dx must not alias dy when accumulating");
   opcheck::same_device(op, x.device(), {{"dy", &dy}, {"weight", &weight}, {"mean", &mean}, {"rstd", &rstd},
                                         {"dx", &dx}, {"dweight", &dweight}, {"dbias", &dbias}});
-  if (!x.device().is_cpu()) opcheck::no_cuda(op);
   auto ptr = [](const Tensor& t) { return t.defined() ? t.f32() : nullptr; };
+  if (!x.device().is_cpu()) {
+#ifdef VT_CUDA
+    cuda::layernorm_backward(dy.raw(), x.raw(), ptr(weight), mean.f32(), rstd.f32(), rows, d,
+                             dx.defined() ? dx.raw() : nullptr, accumulate, ptr(dweight), ptr(dbias), DType::F32);
+    return;
+#else
+    opcheck::no_cuda(op);
+#endif
+  }
   cpu::layernorm_backward(dy.f32(), x.f32(), ptr(weight), mean.f32(), rstd.f32(), rows, d, ptr(dx), accumulate,
                           ptr(dweight), ptr(dbias));
 }
@@ -57,8 +68,15 @@ void layernorm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias
   if (!(eps >= 0.0f)) opcheck::fail(op, "eps must be >= 0, got " + std::to_string(eps));
   opcheck::same_device(op, x.device(), {{"weight", &weight}, {"bias", &bias}, {"y", &y}, {"mean", &mean},
                                         {"rstd", &rstd}});
-  if (!x.device().is_cpu()) opcheck::no_cuda(op);
   auto ptr = [](const Tensor& t) { return t.defined() ? t.f32() : nullptr; };
+  if (!x.device().is_cpu()) {
+#ifdef VT_CUDA
+    cuda::layernorm_forward(x.raw(), ptr(weight), ptr(bias), eps, rows, d, y.raw(), ptr(mean), ptr(rstd), DType::F32);
+    return;
+#else
+    opcheck::no_cuda(op);
+#endif
+  }
   cpu::layernorm_forward(x.f32(), ptr(weight), ptr(bias), eps, rows, d, y.f32(), ptr(mean), ptr(rstd));
 }
 

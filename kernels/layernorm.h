@@ -8,7 +8,8 @@
 // mean/rstd [R] for backward, which recomputes x_hat from them instead of
 // saving it. CPU: OpenMP over rows (forward, dx) and over column blocks
 // (dweight/dbias, a fixed summation order so results do not depend on the
-// thread count). CUDA: not yet (throws).
+// thread count). CUDA (fp32 tensors): kernels/cuda/layernorm.h, one block per
+// row, fp32 statistics, deterministic parameter-gradient sums.
 //
 // Errors: std::invalid_argument naming the op and the tensor whose shape,
 // dtype (F32), contiguity or device is wrong.

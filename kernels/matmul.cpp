@@ -4,6 +4,9 @@
 
 #include "kernels/cpu/matmul.h"
 #include "kernels/op_checks.h"
+#ifdef VT_CUDA
+#include "kernels/cuda/matmul.h"
+#endif
 
 namespace vt {
 
@@ -49,8 +52,13 @@ MatrixView as_matrix(const char* op, const char* name, const Tensor& t) {
   return v;
 }
 
-void check_cpu(const char* op, const Tensor& ref) {
-  if (!ref.device().is_cpu()) opcheck::no_cuda(op);
+// True for CUDA tensors in a CUDA build; throws for them otherwise.
+bool on_cuda(const char* op, const Tensor& ref) {
+  if (ref.device().is_cpu()) return false;
+#ifndef VT_CUDA
+  opcheck::no_cuda(op);
+#endif
+  return true;
 }
 
 }  // namespace
@@ -66,7 +74,14 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
     opcheck::fail(op, opcheck::desc("a", a) + (trans_a ? "^T" : "") + " x " + opcheck::desc("b", b) +
                           (trans_b ? "^T" : "") + " -> " + opcheck::desc("c", c) + ": inner or outer dimensions differ");
   if (bias.defined()) opcheck::f32_like(op, "bias", bias, {n});
-  check_cpu(op, a);
+  if (on_cuda(op, a)) {
+#ifdef VT_CUDA
+    cuda::gemm(trans_a, trans_b, m, n, k, alpha, A.data, A.ld, B.data, B.ld, beta, C.data, C.ld, DType::F32,
+               DType::F32);
+    if (bias.defined()) cuda::add_bias_rows(C.data, m, n, C.ld, bias.f32(), DType::F32);
+#endif
+    return;
+  }
   cpu::gemm(trans_a, trans_b, m, n, k, alpha, A.data, A.ld, B.data, B.ld, beta, C.data, C.ld);
   if (bias.defined()) cpu::add_bias_rows(C.data, m, n, C.ld, bias.f32());
 }
@@ -96,7 +111,14 @@ void matmul_strided_batched(const Tensor& a, const Tensor& b, const Tensor& c, c
   check_extent("a", a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.stride_a);
   check_extent("b", b, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.stride_b);
   check_extent("c", c, g.m, g.n, g.ldc, g.stride_c);
-  check_cpu(op, a);
+  if (on_cuda(op, a)) {
+#ifdef VT_CUDA
+    cuda::gemm_strided_batched(g.batch, g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, a.f32(), g.lda, g.stride_a,
+                               b.f32(), g.ldb, g.stride_b, g.beta, c.f32(), g.ldc, g.stride_c, DType::F32,
+                               DType::F32);
+#endif
+    return;
+  }
   cpu::gemm_strided_batched(g.batch, g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, a.f32(), g.lda, g.stride_a,
                             b.f32(), g.ldb, g.stride_b, g.beta, c.f32(), g.ldc, g.stride_c);
 }
@@ -144,7 +166,12 @@ void bias_backward(const Tensor& dy, const Tensor& dbias) {
   MatrixView D = as_matrix(op, "dy", dy);
   opcheck::f32_like(op, "dbias", dbias, {D.cols});
   opcheck::same_device(op, dy.device(), {{"dbias", &dbias}});
-  check_cpu(op, dy);
+  if (on_cuda(op, dy)) {
+#ifdef VT_CUDA
+    cuda::bias_backward(D.data, D.rows, D.cols, D.ld, dbias.f32(), DType::F32);
+#endif
+    return;
+  }
   cpu::bias_backward(D.data, D.rows, D.cols, D.ld, dbias.f32());
 }
 

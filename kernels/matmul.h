@@ -10,7 +10,8 @@
 // kernels at run time; Debian's OpenBLAS misdetects some virtual CPUs, see
 // issue 2). Multithreaded inside; the batched variant runs batches in
 // parallel when there are at least as many batches as threads.
-// CUDA: not yet (throws; the cuBLAS twin arrives with the CUDA issue).
+// CUDA (fp32 tensors): cuBLAS, fp32 accumulation without TF32
+// (kernels/cuda/matmul.h; bf16 operands through the raw vt::cuda API).
 //
 // Errors: std::invalid_argument naming the op, the tensor and its shape, for
 // undefined/non-F32 operands, mismatched inner dimensions, devices that

@@ -6,6 +6,10 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/optim.h"
 #include "kernels/op_checks.h"
+#ifdef VT_CUDA
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/optim.h"
+#endif
 
 namespace vt {
 
@@ -17,6 +21,15 @@ void check_flat(const char* op, const char* name, const Tensor& t, int64_t numel
   if (t.numel() != numel)
     opcheck::fail(op, opcheck::desc(name, t) + " has " + std::to_string(t.numel()) + " elements, expected " +
                           std::to_string(numel));
+}
+
+// True for CUDA tensors in a CUDA build; throws for them otherwise.
+bool on_cuda(const char* op, const Tensor& t) {
+  if (t.device().is_cpu()) return false;
+#ifndef VT_CUDA
+  opcheck::no_cuda(op);
+#endif
+  return true;
 }
 
 }  // namespace
@@ -36,7 +49,13 @@ void adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, 
     opcheck::fail(op, "betas must be in [0, 1), got " + std::to_string(hp.beta1) + ", " + std::to_string(hp.beta2));
   opcheck::same_device(op, param.device(), {{"grad", &grad}, {"exp_avg", &exp_avg}, {"exp_avg_sq", &exp_avg_sq},
                                             {"decay_mask", &decay_mask}});
-  if (!param.device().is_cpu()) opcheck::no_cuda(op);
+  if (on_cuda(op, param)) {
+#ifdef VT_CUDA
+    cuda::adamw(param.f32(), grad.f32(), exp_avg.f32(), exp_avg_sq.f32(), n, hp.lr, hp.beta1, hp.beta2, hp.eps,
+                hp.weight_decay, step, decay_mask.defined() ? decay_mask.u8() : nullptr);
+#endif
+    return;
+  }
   cpu::adamw(param.f32(), grad.f32(), exp_avg.f32(), exp_avg_sq.f32(), n, hp.lr, hp.beta1, hp.beta2, hp.eps,
              hp.weight_decay, step, decay_mask.defined() ? decay_mask.u8() : nullptr);
 }
@@ -61,7 +80,11 @@ double sum_of_squares(const Tensor& grad) {
   const char* op = "sum_of_squares";
   opcheck::defined(op, "grad", grad);
   check_flat(op, "grad", grad, grad.numel());
-  if (!grad.device().is_cpu()) opcheck::no_cuda(op);
+  if (on_cuda(op, grad)) {
+#ifdef VT_CUDA
+    return cuda::sum_of_squares(grad.f32(), grad.numel());
+#endif
+  }
   return cpu::sum_of_squares(grad.f32(), grad.numel());
 }
 
@@ -73,7 +96,15 @@ double clip_grad_norm(const Tensor& grad, double max_norm) {
   const double norm = grad_norm(grad);
   if (!std::isfinite(norm)) return norm;
   const double coef = max_norm / (norm + 1e-6);
-  if (coef < 1.0) cpu::scale(grad.f32(), static_cast<float>(coef), grad.f32(), grad.numel());
+  if (coef < 1.0) {
+    if (on_cuda("clip_grad_norm", grad)) {
+#ifdef VT_CUDA
+      cuda::scale(grad.raw(), static_cast<float>(coef), grad.raw(), grad.numel(), DType::F32);
+#endif
+    } else {
+      cpu::scale(grad.f32(), static_cast<float>(coef), grad.f32(), grad.numel());
+    }
+  }
   return norm;
 }
 
@@ -83,7 +114,12 @@ void ema_update(const Tensor& ema, const Tensor& param, float decay) {
   check_flat(op, "ema", ema, ema.numel());
   check_flat(op, "param", param, ema.numel());
   opcheck::same_device(op, ema.device(), {{"param", &param}});
-  if (!ema.device().is_cpu()) opcheck::no_cuda(op);
+  if (on_cuda(op, ema)) {
+#ifdef VT_CUDA
+    cuda::ema_update(ema.f32(), param.f32(), ema.numel(), decay);
+#endif
+    return;
+  }
   cpu::ema_update(ema.f32(), param.f32(), ema.numel(), decay);
 }
 

@@ -18,7 +18,8 @@
 // EMA of the weights (timm ModelEmaV2 / DiT's update_ema):
 //   ema = decay * ema + (1 - decay) * p.
 //
-// CPU: OpenMP over chunks. CUDA: not yet (throws). Errors:
+// CPU: OpenMP over chunks. CUDA (fp32 buffers): kernels/cuda/optim.h, the
+// same fp32 update formula; the norm syncs the stream. Errors:
 // std::invalid_argument naming the op and the tensor (dtype, contiguity,
 // element count, device) or the bad hyperparameter (t < 1).
 #pragma once

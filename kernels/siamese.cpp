@@ -5,6 +5,9 @@
 #include "kernels/cpu/siamese.h"
 #include "kernels/layernorm.h"
 #include "kernels/op_checks.h"
+#ifdef VT_CUDA
+#include "kernels/cuda/siamese.h"
+#endif
 
 namespace vt {
 
@@ -105,7 +108,15 @@ void siamese_input_forward(const SiameseInputSpec& s, const Tensor& u, const Ten
   check_rows(op, "u", u, shape);
   oc::f32_like(op, "z", z, shape);
   oc::same_device(op, dm.dev, {{"u", &u}, {"z", &z}});
-  if (dm.dev.is_cuda()) oc::no_cuda(op);
+  if (dm.dev.is_cuda()) {
+#ifdef VT_CUDA
+    cuda::siamese_input_forward(cuda::f32_args(input_rows(s, dm)), mptr(u), z.f32(), mean.f32(), rstd.f32(),
+                                use_saved_stats);
+    return;
+#else
+    oc::no_cuda(op);
+#endif
+  }
   cpu::siamese_input_forward(input_rows(s, dm), mptr(u), z.f32(), mean.f32(), rstd.f32(), use_saved_stats);
 }
 
@@ -133,7 +144,6 @@ void siamese_input_backward(const SiameseInputSpec& s, const Tensor& mean, const
     oc::fail(op, "dshift/dscale need shift/scale of the same [B, D] layout (row stride)");
   oc::same_device(op, dm.dev, {{"dz", &g.dz}, {"du", &g.du}, {"dy_pass", &g.dy_pass}, {"dx", &g.dx},
                                {"dy", &g.dy}, {"dshift", &g.dshift}, {"dscale", &g.dscale}});
-  if (dm.dev.is_cuda()) oc::no_cuda(op);
   cpu::SiameseInputGradPtrs p;
   p.dz = g.dz.f32();
   p.du = cptr(g.du);
@@ -144,6 +154,14 @@ void siamese_input_backward(const SiameseInputSpec& s, const Tensor& mean, const
   p.pre_dw = mptr(g.pre_dw), p.pre_db = mptr(g.pre_db);
   p.in_dw = mptr(g.in_dw), p.in_db = mptr(g.in_db);
   p.dshift = mptr(g.dshift), p.dscale = mptr(g.dscale);
+  if (dm.dev.is_cuda()) {
+#ifdef VT_CUDA
+    cuda::siamese_input_backward(cuda::f32_args(input_rows(s, dm)), mean.f32(), rstd.f32(), cuda::f32_args(p));
+    return;
+#else
+    oc::no_cuda(op);
+#endif
+  }
   cpu::siamese_input_backward(input_rows(s, dm), mean.f32(), rstd.f32(), p);
 }
 
@@ -189,7 +207,15 @@ void siamese_residual_forward(const SiameseResidualSpec& s, const Tensor& x_out,
   if (s.u.defined()) oc::f32_like(op, "x_out", x_out, s.f.shape());
   if (s.y.defined()) oc::f32_like(op, "y_out", y_out, s.f.shape());
   oc::same_device(op, s.f.device(), {{"x_out", &x_out}, {"y_out", &y_out}});
-  if (s.f.device().is_cuda()) oc::no_cuda(op);
+  if (s.f.device().is_cuda()) {
+#ifdef VT_CUDA
+    cuda::siamese_residual_forward(cuda::f32_args(a), s.u.defined() ? x_out.f32() : nullptr,
+                                   s.y.defined() ? y_out.f32() : nullptr);
+    return;
+#else
+    oc::no_cuda(op);
+#endif
+  }
   cpu::siamese_residual_forward(a, s.u.defined() ? x_out.f32() : nullptr, s.y.defined() ? y_out.f32() : nullptr);
 }
 
@@ -209,7 +235,14 @@ void siamese_residual_backward(const SiameseResidualSpec& s, const Tensor& dx_ou
       oc::fail(op, oc::desc("dgate", dgate) + " must have the layout of " + oc::desc("gate", s.gate));
   }
   oc::same_device(op, s.f.device(), {{"dx_out", &dx_out}, {"dy_out", &dy_out}, {"df", &df}, {"dgate", &dgate}});
-  if (s.f.device().is_cuda()) oc::no_cuda(op);
+  if (s.f.device().is_cuda()) {
+#ifdef VT_CUDA
+    cuda::siamese_residual_backward(cuda::f32_args(a), cptr(dx_out), cptr(dy_out), df.f32(), mptr(dgate));
+    return;
+#else
+    oc::no_cuda(op);
+#endif
+  }
   cpu::siamese_residual_backward(a, cptr(dx_out), cptr(dy_out), df.f32(), mptr(dgate));
 }
 

@@ -26,7 +26,9 @@
 //
 // Errors: std::invalid_argument naming the op, the tensor and its shape.
 // CPU: OpenMP over rows; parameter gradients over column blocks with double
-// accumulators (results independent of the thread count). CUDA: not yet.
+// accumulators (results independent of the thread count). CUDA (fp32
+// tensors): kernels/cuda/siamese.h, one block per row, deterministic
+// column sums (bf16 I/O through the raw vt::cuda API).
 #pragma once
 #include "core/tensor.h"
 

@@ -1,0 +1,176 @@
+// Bandwidth of the CUDA LayerNorm and fused SiameseNorm kernels at DeiT-S
+// (rows 32*197, D 384) and DiT-L (rows 256*64, D 1024) shapes, fp32 and
+// bf16, against cudaMemcpy device-to-device moving the same bytes.
+//
+// "bytes" is the minimum traffic of each kernel: every row tensor read once
+// plus every row tensor written once (statistics, parameters and parameter
+// gradients are small and not counted; backward kernels that also produce
+// parameter gradients re-read their inputs, so their effective GB/s is a
+// lower bound of the real traffic). The copy moves the same bytes (reads
+// bytes/2, writes bytes/2). ratio = kernel GB/s / copy GB/s (1.0 = as fast as
+// a copy). Times: median of `iters` runs after 3 warm-ups, cudaEvent timed.
+//   usage: bench_cuda_kernels [iters=20]
+// Prints one machine-readable line per kernel, shape and dtype.
+#include <cstdio>
+#include <cstdlib>
+
+#ifndef VT_CUDA
+int main() {
+  std::printf("bench_cuda_kernels: built without CUDA\n");
+  return 0;
+}
+#else
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/philox.h"
+#include "core/tensor.h"
+#include "kernels/cuda/layernorm.h"
+#include "kernels/cuda/siamese.h"
+
+using namespace vt;
+
+namespace {
+
+void ck(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+// Median milliseconds of f over iters runs.
+double time_ms(int iters, const std::function<void()>& f) {
+  cudaEvent_t a, b;
+  ck(cudaEventCreate(&a), "event");
+  ck(cudaEventCreate(&b), "event");
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<float> ms;
+  for (int i = 0; i < iters; ++i) {
+    ck(cudaEventRecord(a), "record");
+    f();
+    ck(cudaEventRecord(b), "record");
+    ck(cudaEventSynchronize(b), "sync");
+    float t = 0.0f;
+    ck(cudaEventElapsedTime(&t, a, b), "elapsed");
+    ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+Tensor rand_dev(int64_t rows, int64_t d, DType dt, uint64_t stream) {
+  Philox g(11, stream);
+  Tensor h = Tensor::empty({rows, d});
+  float* p = h.f32();
+  for (int64_t i = 0; i < h.numel(); ++i) p[i] = static_cast<float>(g.normal());
+  return h.to(dt).to(Device::cuda(0));
+}
+
+struct Shape2 {
+  const char* name;
+  int64_t rows, d, rows_per_sample;
+  bool dit;
+};
+
+void report(const char* kernel, const Shape2& s, DType dt, double bytes, double ms, int iters) {
+  // The copy of the same traffic: bytes/2 read and bytes/2 written.
+  const size_t half = static_cast<size_t>(bytes / 2);
+  void *src = nullptr, *dst = nullptr;
+  ck(cudaMalloc(&src, half), "cudaMalloc");
+  ck(cudaMalloc(&dst, half), "cudaMalloc");
+  const double copy_ms = time_ms(iters, [&] { ck(cudaMemcpyAsync(dst, src, half, cudaMemcpyDeviceToDevice), "copy"); });
+  cudaFree(src);
+  cudaFree(dst);
+  const double gbs = bytes / (ms * 1e6), copy_gbs = bytes / (copy_ms * 1e6);
+  std::printf("kernel=%-24s shape=%-6s rows=%-6lld d=%-5lld dtype=%-4s MB=%8.2f us=%9.2f GBps=%8.1f copy_GBps=%8.1f ratio=%.3f\n",
+              kernel, s.name, static_cast<long long>(s.rows), static_cast<long long>(s.d), dtype_name(dt),
+              bytes / 1e6, ms * 1e3, gbs, copy_gbs, gbs / copy_gbs);
+  std::fflush(stdout);
+}
+
+void bench_shape(const Shape2& s, DType dt, int iters) {
+  const int64_t R = s.rows, D = s.d, B = R / s.rows_per_sample;
+  const double row_bytes = static_cast<double>(R * D) * dtype_size(dt);
+  const Device dev = Device::cuda(0);
+  Tensor x = rand_dev(R, D, dt, 1), y = rand_dev(R, D, dt, 2), u = rand_dev(R, D, dt, 3),
+         z = rand_dev(R, D, dt, 4), dz = rand_dev(R, D, dt, 5), du = rand_dev(R, D, dt, 6),
+         dx = rand_dev(R, D, dt, 7), dy = rand_dev(R, D, dt, 8), mod = rand_dev(B, 6 * D, dt, 9);
+  Tensor w = Tensor::full({D}, 1.0f, dev), b = Tensor::zeros({D}, DType::F32, dev);
+  Tensor gw = Tensor::zeros({6, D}, DType::F32, dev);
+  Tensor mean = Tensor::zeros({3, R}, DType::F32, dev), rstd = Tensor::full({3, R}, 1.0f, dev);
+  Tensor drop = Tensor::full({B}, 1.0f, dev);
+  auto at = [&](const Tensor& t, int64_t e) {
+    return static_cast<void*>(static_cast<char*>(t.raw()) + e * static_cast<int64_t>(dtype_size(t.dtype())));
+  };
+
+  // LayerNorm (affine): forward reads x, writes y; backward reads dy, x, writes dx.
+  report("layernorm_fwd", s, dt, 2 * row_bytes,
+         time_ms(iters, [&] { cuda::layernorm_forward(x.raw(), w.f32(), b.f32(), 1e-6f, R, D, z.raw(), mean.f32(), rstd.f32(), dt); }),
+         iters);
+  report("layernorm_bwd", s, dt, 3 * row_bytes, time_ms(iters, [&] {
+           cuda::layernorm_backward(dz.raw(), x.raw(), w.f32(), mean.f32(), rstd.f32(), R, D, dx.raw(), false,
+                                    gw.f32(), gw.f32() + D, dt);
+         }),
+         iters);
+
+  // Siamese input: DeiT (3 affine norms) or DiT (affine post/pre, plain
+  // input norm, modulate). Forward reads x, y; writes u, z.
+  cuda::SiameseInputArgs a;
+  a.rows = R, a.d = D, a.io = dt, a.x = x.raw(), a.y = y.raw(), a.rows_per_sample = s.rows_per_sample;
+  a.post = {true, w.f32(), b.f32()};
+  a.pre = {true, w.f32(), b.f32()};
+  a.input = s.dit ? cuda::SiameseNormArgs{true, nullptr, nullptr} : cuda::SiameseNormArgs{true, w.f32(), b.f32()};
+  if (s.dit) a.shift = at(mod, 0), a.scale = at(mod, D), a.mod_ld = 6 * D;
+  report("siamese_input_fwd", s, dt, 4 * row_bytes,
+         time_ms(iters, [&] { cuda::siamese_input_forward(a, u.raw(), z.raw(), mean.f32(), rstd.f32(), false); }),
+         iters);
+  // Backward: reads x, y, dz, du, dy_pass; writes dx, dy (+ parameter grads).
+  cuda::SiameseInputGradArgs g;
+  g.dz = dz.raw(), g.du = du.raw(), g.dy_pass = u.raw(), g.dx = dx.raw(), g.dy = dy.raw();
+  report("siamese_input_bwd_act", s, dt, 7 * row_bytes,
+         time_ms(iters, [&] { cuda::siamese_input_backward(a, mean.f32(), rstd.f32(), g); }), iters);
+  g.post_dw = gw.f32(), g.post_db = gw.f32() + D, g.pre_dw = gw.f32() + 2 * D, g.pre_db = gw.f32() + 3 * D;
+  if (!s.dit) g.in_dw = gw.f32() + 4 * D, g.in_db = gw.f32() + 5 * D;
+  if (s.dit) g.dshift = at(mod, 3 * D), g.dscale = at(mod, 4 * D);
+  report("siamese_input_bwd_full", s, dt, 7 * row_bytes,
+         time_ms(iters, [&] { cuda::siamese_input_backward(a, mean.f32(), rstd.f32(), g); }), iters);
+
+  // Residual: forward reads u, f, y; writes x, y. Backward reads dx_out,
+  // dy_out (and f for dgate); writes df.
+  cuda::SiameseResidualArgs r;
+  r.rows = R, r.d = D, r.io = dt, r.u = u.raw(), r.f = z.raw(), r.y = y.raw(), r.drop_scale = drop.f32();
+  r.rows_per_sample = s.rows_per_sample, r.inv_c = 0.5f;
+  if (s.dit) r.gate = at(mod, 2 * D), r.gate_ld = 6 * D;
+  report("siamese_residual_fwd", s, dt, 5 * row_bytes,
+         time_ms(iters, [&] { cuda::siamese_residual_forward(r, x.raw(), y.raw()); }), iters);
+  report("siamese_residual_bwd", s, dt, (s.dit ? 4 : 3) * row_bytes, time_ms(iters, [&] {
+           cuda::siamese_residual_backward(r, dx.raw(), dy.raw(), dz.raw(), s.dit ? at(mod, 5 * D) : nullptr);
+         }),
+         iters);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int iters = argc > 1 ? std::atoi(argv[1]) : 20;
+  if (!cuda_available()) {
+    std::printf("bench_cuda_kernels: no CUDA device visible\n");
+    return 0;
+  }
+  cudaDeviceProp prop;
+  ck(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  std::printf("device=%s\n", prop.name);
+  const Shape2 shapes[] = {{"deit_s", 32 * 197, 384, 197, false}, {"dit_l", 256 * 64, 1024, 64, true}};
+  for (const auto& s : shapes)
+    for (DType dt : {DType::F32, DType::BF16}) bench_shape(s, dt, iters);
+  return 0;
+}
+#endif

@@ -1,0 +1,162 @@
+// Internal helpers shared by the CUDA kernels in kernels/cuda/*.cu (not a
+// public header; only .cu files include it).
+//  - VT_CUDA_CHECK / vt_check_launch: CUDA errors become std::runtime_error
+//    naming the op and the CUDA error string.
+//  - ld/st: element I/O in fp32 or bf16 with fp32 arithmetic (bf16 stores
+//    round to nearest even, as vt::f32_to_bf16 does on the host).
+//  - block_sum: a block-wide sum of N floats (warp shuffles, then one shared
+//    slot per warp), returned to every thread.
+//  - Workspace: scratch device memory from vt's caching allocator (core/
+//    allocator.h). It is returned to the cache when the host function exits,
+//    while kernels using it may still be queued: this is safe because the
+//    cache hands a block out again only to later host calls, whose kernels
+//    are ordered after ours on the same stream. Callers that mix streams must
+//    synchronise between them (as for any tensor freed across streams).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "core/allocator.h"
+#include "core/dtype.h"
+
+namespace vt {
+namespace cuda {
+namespace detail {
+
+inline void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": CUDA error: " + cudaGetErrorString(e));
+}
+// After a kernel launch: reports bad launch configurations immediately.
+inline void check_launch(const char* op) { check(cudaGetLastError(), op); }
+
+[[noreturn]] inline void bad_dtype(const char* op, DType dt) {
+  throw std::invalid_argument(std::string(op) + ": dtype " + dtype_name(dt) +
+                              " not supported on CUDA (F32 or BF16)");
+}
+
+// Runs BODY with T = float or __nv_bfloat16 according to dt.
+#define VT_CUDA_DISPATCH_IO(op, dt, T, ...)                   \
+  switch (dt) {                                               \
+    case ::vt::DType::F32: {                                  \
+      using T = float;                                        \
+      __VA_ARGS__;                                            \
+      break;                                                  \
+    }                                                         \
+    case ::vt::DType::BF16: {                                 \
+      using T = __nv_bfloat16;                                \
+      __VA_ARGS__;                                            \
+      break;                                                  \
+    }                                                         \
+    default:                                                  \
+      ::vt::cuda::detail::bad_dtype(op, dt);                  \
+  }
+
+__device__ __forceinline__ float to_f(float v) { return v; }
+__device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T>
+__device__ __forceinline__ T from_f(float v);
+template <>
+__device__ __forceinline__ float from_f<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+template <typename T>
+__device__ __forceinline__ float ld(const T* p, int64_t i) { return to_f(p[i]); }
+template <typename T>
+__device__ __forceinline__ void st(T* p, int64_t i, float v) { p[i] = from_f<T>(v); }
+
+// Sum of v[0..N) over the whole block; every thread receives the totals.
+// blockDim.x must be a multiple of 32 and every thread must call it. The
+// leading __syncthreads keeps a previous call's readers of `part` safe.
+template <int N>
+__device__ __forceinline__ void block_sum(float (&v)[N]) {
+  __shared__ float part[N][32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    for (int off = 16; off > 0; off >>= 1) v[i] += __shfl_xor_sync(0xffffffffu, v[i], off);
+  __syncthreads();
+  if (lane == 0) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) part[i][warp] = v[i];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    float t = lane < nwarps ? part[i][lane] : 0.0f;
+    for (int off = 16; off > 0; off >>= 1) t += __shfl_xor_sync(0xffffffffu, t, off);
+    v[i] = t;
+  }
+}
+
+// Threads per row-block: enough to keep each thread at <= ~8 elements.
+inline int row_threads(int64_t d) { return d > 2048 ? 512 : d > 512 ? 256 : 128; }
+
+// Rows per chunk of a column reduction: a fixed, input-independent split, so
+// the two-stage sums (per-chunk partials, then chunks added in order) give
+// the same bits on every run.
+constexpr int kColThreads = 256;
+constexpr int64_t kRowsPerChunk = 64;
+inline int64_t row_chunks(int64_t rows) { return rows == 0 ? 0 : (rows + kRowsPerChunk - 1) / kRowsPerChunk; }
+
+class Workspace {
+ public:
+  explicit Workspace(size_t bytes) : bytes_(bytes) {
+    if (bytes_ == 0) return;
+    check(cudaGetDevice(&device_), "cudaGetDevice");
+    ptr_ = cuda_alloc(bytes_, device_);
+  }
+  ~Workspace() {
+    if (ptr_) cuda_free(ptr_, device_);
+  }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  float* f32() const { return static_cast<float*>(ptr_); }
+  double* f64() const { return static_cast<double*>(ptr_); }
+
+ private:
+  size_t bytes_ = 0;
+  int device_ = 0;
+  void* ptr_ = nullptr;
+};
+
+inline unsigned grid_1d(int64_t n, int threads) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  // Grid-stride loops cover the rest; 65535 * 8 blocks saturate any GPU.
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 524280 ? 524280 : blocks);
+}
+
+// Second stage of a deterministic column reduction: partial is
+// [chunks][NQ][d] (per-chunk column sums); out[q][j] += sum over chunks in
+// chunk order, for each non-null out[q].
+template <int NQ>
+struct ChunkOutputs {
+  float* out[NQ];
+};
+template <int NQ>
+__global__ void finalize_chunks_kernel(const float* __restrict__ partial, int64_t chunks, int64_t d,
+                                       ChunkOutputs<NQ> o) {
+  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= d) return;
+#pragma unroll
+  for (int q = 0; q < NQ; ++q) {
+    if (!o.out[q]) continue;
+    float acc = 0.0f;
+    for (int64_t c = 0; c < chunks; ++c) acc += partial[(c * NQ + q) * d + j];
+    o.out[q][j] += acc;
+  }
+}
+template <int NQ>
+inline void finalize_chunks(const float* partial, int64_t chunks, int64_t d, ChunkOutputs<NQ> o,
+                            cudaStream_t stream, const char* op) {
+  finalize_chunks_kernel<NQ><<<grid_1d(d, kColThreads), kColThreads, 0, stream>>>(partial, chunks, d, o);
+  check_launch(op);
+}
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace vt

@@ -1,0 +1,71 @@
+#include "kernels/cuda/optim.h"
+
+#include <cmath>
+
+#include "kernels/cuda/common.cuh"
+
+namespace vt {
+namespace cuda {
+
+namespace {
+
+using namespace detail;
+
+struct AdamWConsts {
+  float step_size, inv_sqrt_bc2, decay_factor, b1, b2, eps, one_m_b1, one_m_b2;
+};
+
+__global__ void adamw_kernel(float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
+                             float* __restrict__ v, int64_t n, AdamWConsts c, const uint8_t* __restrict__ mask) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float gi = g[i];
+    float pi = p[i];
+    if (!mask || mask[i]) pi *= c.decay_factor;
+    const float mi = c.b1 * m[i] + c.one_m_b1 * gi;
+    const float vi = c.b2 * v[i] + c.one_m_b2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = pi - c.step_size * mi / (sqrtf(vi) * c.inv_sqrt_bc2 + c.eps);
+  }
+}
+
+__global__ void ema_kernel(float* __restrict__ ema, const float* __restrict__ p, int64_t n, float decay, float w) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    ema[i] = decay * ema[i] + w * p[i];
+}
+
+}  // namespace
+
+void adamw(float* p, const float* g, float* m, float* v, int64_t n, double lr, double beta1, double beta2,
+           double eps, double weight_decay, int64_t step, const uint8_t* decay_mask, cudaStream_t stream) {
+  const char* op = "cuda::adamw";
+  if (step < 1) throw std::invalid_argument(std::string(op) + ": step must be >= 1, got " + std::to_string(step));
+  if (n == 0) return;
+  // The same host-side constants as kernels/cpu/optim.cpp, so both devices
+  // round identically.
+  const double t = static_cast<double>(step);
+  const double bias_c1 = 1.0 - std::pow(beta1, t), bias_c2 = 1.0 - std::pow(beta2, t);
+  AdamWConsts c;
+  c.step_size = static_cast<float>(lr / bias_c1);
+  c.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bias_c2));
+  c.decay_factor = static_cast<float>(1.0 - lr * weight_decay);
+  c.b1 = static_cast<float>(beta1);
+  c.b2 = static_cast<float>(beta2);
+  c.eps = static_cast<float>(eps);
+  c.one_m_b1 = static_cast<float>(1.0 - beta1);
+  c.one_m_b2 = static_cast<float>(1.0 - beta2);
+  adamw_kernel<<<grid_1d(n, 256), 256, 0, stream>>>(p, g, m, v, n, c, decay_mask);
+  check_launch(op);
+}
+
+void ema_update(float* ema, const float* p, int64_t n, float decay, cudaStream_t stream) {
+  const char* op = "cuda::ema_update";
+  if (n == 0) return;
+  ema_kernel<<<grid_1d(n, 256), 256, 0, stream>>>(ema, p, n, decay, 1.0f - decay);
+  check_launch(op);
+}
+
+}  // namespace cuda
+}  // namespace vt

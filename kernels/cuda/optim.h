@@ -1,0 +1,26 @@
+// CUDA optimizer kernels behind kernels/optim.h, over flat fp32 device
+// buffers of n elements; same arithmetic as kernels/cpu/optim.h (the
+// hyperparameter expressions are formed in double on the host, then each
+// element is updated in fp32, as torch.optim.AdamW's single-tensor path).
+// sum_of_squares accumulates in double through a deterministic two-stage
+// reduction (fixed per-block partials, then one block) and returns to the
+// host (it synchronises `stream`).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace vt {
+namespace cuda {
+
+// decay_mask: U8 [n] device pointer (nonzero = decay) or nullptr (decay everywhere).
+void adamw(float* p, const float* g, float* m, float* v, int64_t n, double lr, double beta1, double beta2,
+           double eps, double weight_decay, int64_t step, const uint8_t* decay_mask, cudaStream_t stream = 0);
+
+double sum_of_squares(const float* x, int64_t n, cudaStream_t stream = 0);
+
+// ema = decay * ema + (1 - decay) * p.
+void ema_update(float* ema, const float* p, int64_t n, float decay, cudaStream_t stream = 0);
+
+}  // namespace cuda
+}  // namespace vt

@@ -1,0 +1,36 @@
+// The CUDA runtime calls vt_core and the kernels make, served from host
+// memory, plus the fiber scheduler state of emu.h. Linked instead of
+// libcudart, so "device" pointers are host pointers the tests can read.
+#include <cstdlib>
+#include <cstring>
+#include "emu.h"
+uint3 threadIdx;
+uint3 blockIdx;
+dim3 blockDim, gridDim;
+float vt_emu_smem[1 << 16];
+float vt_emu_xbuf[1024];
+namespace vt_emu {
+Fibers fib;
+void fiber_entry() {
+  fib.body();
+  fib.state[fib.cur] = 2;
+}
+void barrier_wait() {
+  const unsigned me = fib.cur;
+  fib.state[me] = 1;
+  swapcontext(&fib.ctx[me], &fib.sched);
+  threadIdx = make_uint3(me, 0, 0);
+}
+}
+// "Device" memory is host memory.
+cudaError_t cudaMalloc(void** p, size_t n) { *p = std::malloc(n ? n : 1); return cudaSuccess; }
+cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
+cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { std::memmove(d, s, n); return cudaSuccess; }
+cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t) { std::memmove(d, s, n); return cudaSuccess; }
+cudaError_t cudaMemset(void* d, int v, size_t n) { std::memset(d, v, n); return cudaSuccess; }
+cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
+cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+cudaError_t cudaGetDeviceCount(int* n) { *n = 1; return cudaSuccess; }
+const char* cudaGetErrorString(cudaError_t) { return "emu"; }
+cudaError_t cudaGetLastError() { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }

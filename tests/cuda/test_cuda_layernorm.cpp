@@ -1,0 +1,105 @@
+// CUDA LayerNorm against the CPU kernels (kernels/cpu/layernorm.h) on the
+// same inputs, fp32 and bf16 I/O, affine and non-affine.
+#include <gtest/gtest.h>
+
+#include "cuda_test_util.h"
+#include "kernels/cpu/layernorm.h"
+#include "kernels/cuda/layernorm.h"
+
+namespace vt {
+namespace {
+
+using namespace cudatest;
+
+struct LnCase {
+  int64_t rows, d;
+  bool weight, bias;
+  DType io;
+};
+
+std::string name_of(const LnCase& c) {
+  return std::string(dtype_name(c.io)) + " rows=" + std::to_string(c.rows) + " d=" + std::to_string(c.d) +
+         (c.weight ? " w" : "") + (c.bias ? " b" : "");
+}
+
+void run_case(const LnCase& c, uint64_t seed) {
+  SCOPED_TRACE(name_of(c));
+  const size_t n = static_cast<size_t>(c.rows * c.d), d = static_cast<size_t>(c.d);
+  // Offset mean: the two-pass variance must survive |mean| >> std.
+  const auto x = representable(randn(n, seed, 2.0, 3.0), c.io);
+  const auto dy = representable(randn(n, seed + 1), c.io);
+  const auto w = randn(d, seed + 2, 0.5, 1.0), b = randn(d, seed + 3, 0.5);
+  const auto dx0 = representable(randn(n, seed + 4), c.io);
+  const auto dw0 = randn(d, seed + 5), db0 = randn(d, seed + 6);
+  const float eps = 1e-6f;
+  const float* wp = c.weight ? w.data() : nullptr;
+  const float* bp = c.bias ? b.data() : nullptr;
+
+  // CPU reference.
+  std::vector<float> y(n), mean(c.rows), rstd(c.rows);
+  cpu::layernorm_forward(x.data(), wp, bp, eps, c.rows, c.d, y.data(), mean.data(), rstd.data());
+  std::vector<float> dx_over(n), dx_acc = dx0, dw = dw0, db = db0;
+  cpu::layernorm_backward(dy.data(), x.data(), wp, mean.data(), rstd.data(), c.rows, c.d, dx_over.data(), false,
+                          c.weight ? dw.data() : nullptr, db.data());
+  cpu::layernorm_backward(dy.data(), x.data(), wp, mean.data(), rstd.data(), c.rows, c.d, dx_acc.data(), true,
+                          nullptr, nullptr);
+
+  // CUDA.
+  Tensor gx = to_device(x, c.io), gdy = to_device(dy, c.io), gw = to_device(w, DType::F32),
+         gb = to_device(b, DType::F32);
+  Tensor gy = device_filled(n, c.io, {}), gmean = device_filled(c.rows, DType::F32, {}),
+         grstd = device_filled(c.rows, DType::F32, {});
+  const float* gwp = c.weight ? gw.f32() : nullptr;
+  const float* gbp = c.bias ? gb.f32() : nullptr;
+  cuda::layernorm_forward(gx.raw(), gwp, gbp, eps, c.rows, c.d, gy.raw(), gmean.f32(), grstd.f32(), c.io);
+  expect_close(to_host(gy), y, out_tol(c.io), "y");
+  expect_close(to_host(gmean), mean, 1e-5, "mean");
+  expect_close(to_host(grstd), rstd, 1e-5, "rstd");
+
+  // Backward from the CPU's statistics so both sides normalise identically.
+  Tensor smean = to_device(mean, DType::F32), srstd = to_device(rstd, DType::F32);
+  Tensor gdx = device_filled(n, c.io, dx0), gdw = to_device(dw0, DType::F32), gdb = to_device(db0, DType::F32);
+  cuda::layernorm_backward(gdy.raw(), gx.raw(), gwp, smean.f32(), srstd.f32(), c.rows, c.d, gdx.raw(), false,
+                           c.weight ? gdw.f32() : nullptr, gdb.f32(), c.io);
+  expect_close(to_host(gdx), dx_over, out_tol(c.io), "dx (overwrite)");
+  expect_close(to_host(gdw), dw, 1e-5, "dweight (accumulated)");
+  expect_close(to_host(gdb), db, 1e-5, "dbias (accumulated)");
+
+  Tensor gdx2 = device_filled(n, c.io, dx0);
+  cuda::layernorm_backward(gdy.raw(), gx.raw(), gwp, smean.f32(), srstd.f32(), c.rows, c.d, gdx2.raw(), true,
+                           nullptr, nullptr, c.io);
+  expect_close(to_host(gdx2), dx_acc, out_tol(c.io), "dx (accumulate)");
+
+  // dx aliasing dy (allowed when overwriting).
+  Tensor galias = to_device(dy, c.io);
+  cuda::layernorm_backward(galias.raw(), gx.raw(), gwp, smean.f32(), srstd.f32(), c.rows, c.d, galias.raw(), false,
+                           nullptr, nullptr, c.io);
+  expect_close(to_host(galias), dx_over, out_tol(c.io), "dx aliasing dy");
+}
+
+TEST(CudaLayerNorm, MatchesCpuFp32) {
+  VT_SKIP_WITHOUT_GPU();
+  run_case({37, 384, true, true, DType::F32}, 10);
+  run_case({130, 100, true, false, DType::F32}, 20);  // d not a multiple of 32; 3 row chunks
+  run_case({65, 2000, false, false, DType::F32}, 30); // several elements per thread
+  run_case({3, 1, true, true, DType::F32}, 40);       // d = 1: x_hat = 0
+}
+
+TEST(CudaLayerNorm, MatchesCpuBf16) {
+  VT_SKIP_WITHOUT_GPU();
+  run_case({37, 384, true, true, DType::BF16}, 50);
+  run_case({130, 100, false, true, DType::BF16}, 60);
+}
+
+TEST(CudaLayerNorm, RejectsTooWideRows) {
+  VT_SKIP_WITHOUT_GPU();
+  EXPECT_THROW(cuda::layernorm_forward(nullptr, nullptr, nullptr, 1e-6f, 1, 1 << 20, nullptr, nullptr, nullptr,
+                                       DType::F32),
+               std::invalid_argument);
+  EXPECT_THROW(cuda::layernorm_forward(nullptr, nullptr, nullptr, 1e-6f, 1, 8, nullptr, nullptr, nullptr,
+                                       DType::I32),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vt
