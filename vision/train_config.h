@@ -1,0 +1,79 @@
+// vtrain's configuration: the YAML schema (defaults = the DeiT ImageNet
+// recipe, RECIPES §2-7) and its typed form.
+//
+// Relative paths: data.root (and a resume directory) given in a config FILE
+// resolve against the parent of that file's directory, so configs/x.yaml can
+// say `data.root: ../shared/data/cifar10` relative to the repository root;
+// values given on the command line resolve against the current directory,
+// as does out_dir.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "vision/lr_schedule.h"
+#include "vision/vit.h"
+
+namespace vt {
+
+const ConfigSchema& vtrain_schema();
+
+struct TrainOptions {
+  std::string name, out_dir, device;
+  uint64_t seed = 0;
+  int threads = 0;
+  // model
+  std::string preset;
+  VitConfig vit;  // num_classes 0 = take from the dataset
+  float drop_path = 0.1f;
+  // data
+  std::string data_root, train_split, val_split, on_corrupt;
+  int workers = 2, prefetch = 4;
+  double crop_pct = 0.875;
+  std::vector<double> rrc_scale, rrc_ratio;
+  bool hflip = true, rand_augment = true, dct_scaling = true;
+  int randaug_ops = 2;
+  double randaug_magnitude = 9, randaug_std = 0.5;
+  double erasing_prob = 0.25;
+  int repeated_aug = 3;  // <= 1: plain shuffle
+  double mixup_alpha = 0.8, cutmix_alpha = 1.0, mixup_prob = 1.0, mixup_switch_prob = 0.5;
+  // train
+  int64_t epochs = 300;
+  int64_t batch_size = 1024;
+  double lr = 0;  // resolved: base_lr * batch / lr_batch_div unless train.lr set
+  LrSchedule sched;
+  double weight_decay = 0.05, beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;
+  double label_smoothing = 0.1;
+  std::optional<double> clip_grad;
+  bool ema = true;
+  double ema_decay = 0.99996;
+  std::optional<int64_t> max_steps;
+  // eval
+  int64_t eval_every_epochs = 1, eval_batch_size = 256;
+  bool eval_ema = true;
+  std::optional<int64_t> eval_max_images;
+  // checkpoints
+  int64_t ckpt_every_epochs = 1, ckpt_every_steps = 0;
+  int keep_last = 3;
+  bool keep_best = true;
+  std::string resume;  // "auto" | "never" | a checkpoint directory
+  // logging
+  int64_t log_every_steps = 50;
+  double log_every_s = 30;
+  bool tensorboard = true;
+
+  bool mixing() const { return mixup_prob > 0 && (mixup_alpha > 0 || cutmix_alpha > 0); }
+};
+
+// Reads a loaded config; `config_path` is the file it came from (for
+// relative paths). Throws ConfigError naming the key for values that parse
+// but make no sense (unknown scheme or preset, odd batch with mixing, ...).
+TrainOptions train_options(const Config& cfg, const std::string& config_path);
+
+// `vtrain CONFIG`: the path as given, else <repo>/configs/CONFIG (and with
+// ".yaml" appended); throws ConfigError listing the places tried.
+std::string find_config(const std::string& arg, const std::string& configs_dir);
+
+}  // namespace vt

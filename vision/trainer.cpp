@@ -1,0 +1,447 @@
+#include "vision/trainer.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <numeric>
+
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/philox.h"
+#include "core/progress.h"
+#include "data_pipeline/loader.h"
+#include "kernels/cross_entropy.h"
+#include "kernels/optim.h"
+#include "vision/checkpoint.h"
+#include "core/tensorboard/event_writer.h"
+#include "vision/vit.h"
+
+namespace vt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Philox purpose tag of the trainer's Mixup/CutMix draws (distinct from the
+// data pipeline's 0xDA7A.... tags).
+constexpr uint64_t kPurposeTrainMix = 0x7A1A0001;
+
+std::map<std::string, Tensor> named_views(const ParamStore& s, const Tensor& flat, const std::string& prefix = "") {
+  std::map<std::string, Tensor> m;
+  for (const ParamInfo& p : s.infos()) m[prefix + p.name] = flat.slice(0, p.offset, p.offset + p.numel).view(p.shape);
+  return m;
+}
+
+// Copies dict[prefix + name] into the matching views of flat; every
+// parameter must be present with its shape.
+void load_views(const ParamStore& s, const Tensor& flat, const std::map<std::string, Tensor>& dict,
+                const std::string& prefix, const std::string& what) {
+  for (const ParamInfo& p : s.infos()) {
+    auto it = dict.find(prefix + p.name);
+    if (it == dict.end()) throw std::runtime_error(what + ": missing tensor '" + prefix + p.name + "'");
+    if (it->second.shape() != p.shape || it->second.dtype() != DType::F32)
+      throw std::runtime_error(what + ": tensor '" + prefix + p.name + "' is " + dtype_name(it->second.dtype()) +
+                               " " + shape_str(it->second.shape()) + ", expected F32 " + shape_str(p.shape));
+    flat.slice(0, p.offset, p.offset + p.numel).view(p.shape).copy_from(it->second);
+  }
+}
+
+ImagePipelineConfig train_pipeline(const TrainOptions& o) {
+  ImagePipelineConfig c;
+  c.kind = ImagePipeline::DeitTrain;
+  c.size = static_cast<int>(o.vit.img_size);
+  c.hflip = o.hflip;
+  c.rand_augment = o.rand_augment;
+  c.random_erasing = o.erasing_prob > 0;
+  c.dct_scaling = o.dct_scaling;
+  c.rrc.scale_lo = o.rrc_scale[0], c.rrc.scale_hi = o.rrc_scale[1];
+  c.rrc.ratio_lo = o.rrc_ratio[0], c.rrc.ratio_hi = o.rrc_ratio[1];
+  c.randaug.num_ops = o.randaug_ops;
+  c.randaug.magnitude = o.randaug_magnitude;
+  c.randaug.magnitude_std = o.randaug_std;
+  c.erasing.probability = o.erasing_prob;
+  return c;
+}
+
+ImagePipelineConfig eval_pipeline(const TrainOptions& o) {
+  ImagePipelineConfig c;
+  c.kind = ImagePipeline::DeitEval;
+  c.size = static_cast<int>(o.vit.img_size);
+  c.crop_pct = o.crop_pct;
+  c.dct_scaling = o.dct_scaling;
+  return c;
+}
+
+std::shared_ptr<ImageFolderDataset> open_split(const TrainOptions& o, const std::string& key,
+                                               const std::string& split, const ImagePipelineConfig& pc) {
+  const std::string dir = o.data_root + "/" + split;
+  if (!fs::is_directory(dir))
+    throw std::runtime_error(key + ": split folder '" + dir + "' does not exist (data.root = '" + o.data_root + "')");
+  std::shared_ptr<ImageFolderDataset> ds;
+  try {
+    ds = std::make_shared<ImageFolderDataset>(dir, pc);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(key + " '" + dir + "': " + e.what());
+  }
+  if (ds->size() == 0) throw std::runtime_error(key + " '" + dir + "': no images");
+  return ds;
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  Config cfg;
+  TrainOptions o;
+  std::string run_dir;
+  std::shared_ptr<ImageFolderDataset> train_ds, val_ds;
+  std::unique_ptr<VisionTransformer> model;
+  Tensor exp_avg, exp_avg_sq, ema, decay_mask;
+  std::optional<CheckpointData> resume_from;
+  std::string resume_path;
+  // Position: optimizer steps done, current epoch, batches of it done.
+  int64_t step = 0, epoch = 0, batch_in_epoch = 0;
+  double best_top1 = -1;
+  int64_t best_step = -1;
+  std::vector<double> losses;
+  std::unique_ptr<MetricsWriter> metrics;
+  std::unique_ptr<TensorBoardWriter> tb;
+  std::string last_ckpt;
+
+  int64_t train_order_size(uint64_t ep) const { return static_cast<int64_t>(make_order(ep).size()); }
+
+  EpochOrder make_order(uint64_t ep) const {
+    if (o.repeated_aug > 1) return ra_order(train_ds->size(), o.seed, ep, 0, 1, o.repeated_aug);
+    return train_order(train_ds->size(), o.seed, ep, 0, 1, true);
+  }
+
+  nlohmann::json state_json() const {
+    nlohmann::json s;
+    s["step"] = step;
+    s["epoch"] = epoch;
+    s["batch_in_epoch"] = batch_in_epoch;
+    s["sampler"] = {{"kind", o.repeated_aug > 1 ? "ra" : "shuffle"},
+                    {"epoch", epoch},
+                    {"position", batch_in_epoch * o.batch_size}};
+    // Every stream is a pure function of these keys (DESIGN §2).
+    s["rng"] = {{"seed", o.seed}, {"drop_path_step", step}, {"mixup", {{"epoch", epoch}, {"batch", batch_in_epoch}}}};
+    s["config_digest"] = cfg.digest_hex();
+    s["best_top1"] = best_top1;
+    s["best_step"] = best_step;
+    s["optimizer"] = {{"kind", "adamw"}, {"step", step}};
+    return s;
+  }
+
+  void save(const std::string& why) {
+    CheckpointData d;
+    d.model = model->params().state_dict();
+    if (o.ema) d.ema = named_views(model->params(), ema);
+    auto m1 = named_views(model->params(), exp_avg, "exp_avg.");
+    auto m2 = named_views(model->params(), exp_avg_sq, "exp_avg_sq.");
+    d.optimizer.insert(m1.begin(), m1.end());
+    d.optimizer.insert(m2.begin(), m2.end());
+    d.state = state_json();
+    last_ckpt = save_checkpoint(run_dir, step, d);
+    prune_checkpoints(run_dir, o.keep_last, o.keep_best ? best_step : -1);
+    log().info("checkpoint {} ({})", last_ckpt, why);
+  }
+
+  void restore(const CheckpointData& d, const std::string& path) {
+    try {
+      model->params().load(d.model, /*strict=*/true);
+      load_views(model->params(), exp_avg, d.optimizer, "exp_avg.", "optimizer.safetensors");
+      load_views(model->params(), exp_avg_sq, d.optimizer, "exp_avg_sq.", "optimizer.safetensors");
+      if (o.ema) {
+        if (d.ema.empty()) ema.copy_from(model->params().weights().clone());  // EMA switched on now
+        else load_views(model->params(), ema, d.ema, "", "ema.safetensors");
+      }
+      const auto& s = d.state;
+      step = s.at("step").get<int64_t>();
+      epoch = s.at("epoch").get<int64_t>();
+      batch_in_epoch = s.at("batch_in_epoch").get<int64_t>();
+      best_top1 = s.value("best_top1", -1.0);
+      best_step = s.value("best_step", int64_t(-1));
+      if (s.value("config_digest", std::string()) != cfg.digest_hex())
+        log().warn("resuming from {} written with a different config (digest {} vs {})", path,
+                   s.value("config_digest", std::string("?")), cfg.digest_hex());
+    } catch (const std::exception& e) {
+      throw std::runtime_error("checkpoint '" + path + "': " + e.what());
+    }
+  }
+
+  EvalResult evaluate(const std::string& label) {
+    int64_t n = val_ds->size();
+    if (o.eval_max_images) n = std::min(n, *o.eval_max_images);
+    LoaderConfig lc;
+    lc.batch_size = static_cast<int>(o.eval_batch_size);
+    lc.workers = o.workers;
+    lc.prefetch = o.prefetch;
+    lc.drop_last = false;
+    lc.seed = o.seed;
+    lc.on_corrupt = parse_on_corrupt(o.on_corrupt);
+    Loader loader(val_ds, lc);
+    EpochOrder order = eval_order(val_ds->size(), 0, 1);
+    if (n < val_ds->size()) {
+      // An evenly spaced subset: ImageFolder lists samples class by class,
+      // so a prefix would hold only the first classes.
+      EpochOrder sub;
+      for (int64_t i = 0; i < n; ++i) {
+        const size_t j = static_cast<size_t>(i * val_ds->size() / n);
+        sub.indices.push_back(order.indices[j]);
+        sub.draw_ids.push_back(order.draw_ids[j]);
+      }
+      order = std::move(sub);
+    }
+    loader.start_epoch(0, order);
+    const int64_t K = o.vit.num_classes;
+    double loss_sum = 0;
+    int64_t c1 = 0, c5 = 0, seen = 0;
+    Batch b;
+    while (loader.next(b)) {
+      const int64_t B = b.images.shape()[0];
+      Tensor logits = Tensor::empty({B, K});
+      model->forward(b.images, logits, false);
+      CrossEntropyResult r = cross_entropy_forward_backward(logits, b.labels, 0.0f, Tensor());
+      loss_sum += r.loss * static_cast<double>(B);
+      c1 += r.correct;
+      const float* l = logits.f32();
+      for (int64_t i = 0; i < B; ++i) {
+        const float* row = l + i * K;
+        const float v = row[b.labels.i32()[i]];
+        int64_t above = 0;  // classes ranked strictly above the label (ties count for the label)
+        for (int64_t k = 0; k < K; ++k) above += row[k] > v;
+        c5 += above < 5;
+      }
+      seen += B;
+    }
+    EvalResult e;
+    e.images = seen;
+    if (seen > 0) {
+      e.top1 = 100.0 * static_cast<double>(c1) / static_cast<double>(seen);
+      e.top5 = 100.0 * static_cast<double>(c5) / static_cast<double>(seen);
+      e.loss = loss_sum / static_cast<double>(seen);
+    }
+    log().info("eval {} epoch {} step {}: top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images)", label, epoch, step,
+               e.top1, e.top5, e.loss, seen);
+    if (metrics)
+      metrics->write(step, {{"epoch", static_cast<double>(epoch)}, {"top1", e.top1}, {"top5", e.top5}, {"loss", e.loss}},
+                     {{"split", label}});
+    if (tb) {
+      tb->add_scalars({{label + "/top1", e.top1}, {label + "/top5", e.top5}, {label + "/loss", e.loss}}, step);
+      tb->flush();
+    }
+    return e;
+  }
+
+  // Model and (when on) EMA: the EMA is evaluated by swapping its values
+  // into the model's weights and back (exact copies, so training is untouched).
+  std::pair<EvalResult, EvalResult> evaluate_all() {
+    std::pair<EvalResult, EvalResult> r;
+    r.first = evaluate("val");
+    if (o.ema && o.eval_ema) {
+      Tensor keep = model->params().weights().clone();
+      Tensor w = model->params().weights();  // a view sharing the flat buffer
+      w.copy_from(ema);
+      r.second = evaluate("val_ema");
+      w.copy_from(keep);
+    }
+    if (r.first.top1 > best_top1) best_top1 = r.first.top1, best_step = step;
+    return r;
+  }
+};
+
+Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std::make_unique<Impl>()) {
+  Impl& I = *impl_;
+  I.cfg = cfg;
+  I.o = train_options(cfg, config_path);
+  TrainOptions& o = I.o;
+  if (o.device == "cuda")
+    throw std::runtime_error("device: cuda is not yet supported by vtrain (use device: cpu or auto)");
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+  if (!fs::is_directory(o.data_root))
+    throw std::runtime_error("data.root '" + o.data_root + "' does not exist or is not a directory");
+  I.train_ds = open_split(o, "data.train_split", o.train_split, train_pipeline(o));
+  I.val_ds = open_split(o, "data.val_split", o.val_split, eval_pipeline(o));
+  if (I.train_ds->num_classes() != I.val_ds->num_classes())
+    throw std::runtime_error("data.val_split '" + o.val_split + "' has " + std::to_string(I.val_ds->num_classes()) +
+                             " classes but data.train_split '" + o.train_split + "' has " +
+                             std::to_string(I.train_ds->num_classes()));
+  if (o.vit.num_classes == 0) o.vit.num_classes = I.train_ds->num_classes();
+  if (o.vit.num_classes < I.train_ds->num_classes())
+    throw ConfigError("model.num_classes = " + std::to_string(o.vit.num_classes) + " but the data has " +
+                      std::to_string(I.train_ds->num_classes()) + " classes");
+  if (I.make_order(0).size() < static_cast<size_t>(o.batch_size))
+    throw std::runtime_error("data.train_split '" + o.train_split + "': an epoch has " +
+                             std::to_string(I.make_order(0).size()) + " samples, fewer than train.batch_size " +
+                             std::to_string(o.batch_size));
+
+  I.model = std::make_unique<VisionTransformer>(o.vit);
+  I.model->init(o.seed);
+  const int64_t n = I.model->params().numel();
+  I.exp_avg = Tensor::zeros({n});
+  I.exp_avg_sq = Tensor::zeros({n});
+  std::vector<DecaySegment> segs;
+  for (const ParamInfo& p : I.model->params().infos()) segs.push_back({p.offset, p.numel, p.weight_decay});
+  I.decay_mask = decay_mask_from_segments(n, segs);
+  if (o.ema) I.ema = I.model->params().weights().clone();
+
+  I.run_dir = o.out_dir + "/" + o.name;
+  // The checkpoint to resume from is read (and validated) before anything is written.
+  if (o.resume == "auto") {
+    if (auto latest = latest_checkpoint(I.run_dir)) I.resume_path = *latest;
+  } else if (o.resume != "never") {
+    I.resume_path = o.resume;
+  } else if (!list_checkpoints(I.run_dir).empty()) {
+    throw std::runtime_error("resume=never but run directory '" + I.run_dir +
+                             "' already holds checkpoints; choose another name or resume=auto");
+  }
+  if (!I.resume_path.empty()) I.restore(load_checkpoint(I.resume_path), I.resume_path);
+}
+
+Trainer::~Trainer() = default;
+const std::vector<double>& Trainer::losses() const { return impl_->losses; }
+const TrainOptions& Trainer::options() const { return impl_->o; }
+
+TrainSummary Trainer::run() {
+  Impl& I = *impl_;
+  const TrainOptions& o = I.o;
+  fs::create_directories(I.run_dir);
+  log_to_file(I.run_dir + "/log.txt");
+  I.cfg.save(I.run_dir + "/config.yaml");
+  I.metrics = std::make_unique<MetricsWriter>(I.run_dir + "/metrics.jsonl");
+  if (o.tensorboard) I.tb = std::make_unique<TensorBoardWriter>(I.run_dir + "/tb");
+  VisionTransformer& model = *I.model;
+  ParamStore& ps = model.params();
+  log().info("vtrain: run {} | {} {} dim {} depth {} heads {} patch {} img {} | {} params | train {} images, val {}, {} classes",
+             I.run_dir, o.preset, norm_scheme_name(o.vit.backbone.scheme), o.vit.backbone.dim, o.vit.backbone.depth,
+             o.vit.backbone.heads, o.vit.patch_size, o.vit.img_size, ps.numel(), I.train_ds->size(), I.val_ds->size(),
+             I.train_ds->num_classes());
+  log().info("batch {} lr {:.3g} epochs {} | {} threads, {} loader workers{}", o.batch_size, o.lr, o.epochs,
+             omp_get_max_threads(), o.workers,
+             I.resume_path.empty() ? std::string() : " | resumed from " + I.resume_path);
+
+  LoaderConfig lc;
+  lc.batch_size = static_cast<int>(o.batch_size);
+  lc.workers = o.workers;
+  lc.prefetch = o.prefetch;
+  lc.drop_last = true;
+  lc.seed = o.seed;
+  lc.on_corrupt = parse_on_corrupt(o.on_corrupt);
+  Loader loader(I.train_ds, lc);
+
+  MixupParams mp;
+  mp.mixup_alpha = o.mixup_alpha, mp.cutmix_alpha = o.cutmix_alpha;
+  mp.prob = o.mixup_prob, mp.switch_prob = o.mixup_switch_prob;
+  mp.label_smoothing = o.label_smoothing;
+  mp.num_classes = static_cast<int>(o.vit.num_classes);
+  AdamWParams hp;
+  hp.beta1 = o.beta1, hp.beta2 = o.beta2, hp.eps = o.adam_eps, hp.weight_decay = o.weight_decay;
+
+  const int64_t B = o.batch_size, K = o.vit.num_classes;
+  Tensor logits = Tensor::empty({B, K}), dlogits = Tensor::empty({B, K}), targets = Tensor::empty({B, K});
+  TrainSummary sum;
+  std::pair<EvalResult, EvalResult> last_eval;
+  bool evaluated_now = false, saved_now = false;
+  bool stop = false;
+
+  while (I.epoch < o.epochs && !stop) {
+    EpochOrder order = I.make_order(static_cast<uint64_t>(I.epoch));
+    const int64_t steps_per_epoch = static_cast<int64_t>(order.size()) / B;
+    // Resuming mid-epoch: drop the batches already trained on; augmentation
+    // keys travel with the draw ids, Mixup is keyed by the batch index below.
+    const size_t skip = static_cast<size_t>(std::min(I.batch_in_epoch, steps_per_epoch) * B);
+    order.indices.erase(order.indices.begin(), order.indices.begin() + static_cast<ptrdiff_t>(skip));
+    order.draw_ids.erase(order.draw_ids.begin(), order.draw_ids.begin() + static_cast<ptrdiff_t>(skip));
+    loader.start_epoch(static_cast<uint64_t>(I.epoch), std::move(order));
+    ProgressOptions po;
+    po.items_per_step = static_cast<double>(B);
+    po.unit = "img";
+    po.interval_s = o.log_every_s;
+    ProgressBar bar("epoch " + std::to_string(I.epoch + 1) + "/" + std::to_string(o.epochs), steps_per_epoch - I.batch_in_epoch, po);
+    const int64_t first_batch = I.batch_in_epoch;
+    auto t0 = std::chrono::steady_clock::now();
+    Batch batch;
+    while (!stop && loader.next(batch)) {
+      evaluated_now = saved_now = false;
+      const int64_t b = I.batch_in_epoch;
+      const double lr = lr_at(o.sched, I.epoch, b, steps_per_epoch);
+      CrossEntropyResult ce;
+      ps.zero_grad();
+      if (o.mixing()) {
+        Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(I.epoch), static_cast<uint64_t>(b)));
+        const Shape& s = batch.images.shape();
+        mixup_batch(batch.images.f32(), static_cast<int>(B), static_cast<int>(s[1]), static_cast<int>(s[2]),
+                    static_cast<int>(s[3]), batch.labels.i32(), targets.f32(), rng, mp);
+        model.forward(batch.images, logits, true, o.seed, static_cast<uint64_t>(I.step));
+        ce = soft_cross_entropy_forward_backward(logits, targets, dlogits);
+      } else {
+        model.forward(batch.images, logits, true, o.seed, static_cast<uint64_t>(I.step));
+        ce = cross_entropy_forward_backward(logits, batch.labels, static_cast<float>(o.label_smoothing), dlogits);
+      }
+      if (!std::isfinite(ce.loss))
+        throw NonFiniteLoss("non-finite training loss (" + std::to_string(ce.loss) + ") at step " +
+                            std::to_string(I.step + 1) + " (epoch " + std::to_string(I.epoch) + ", batch " +
+                            std::to_string(b) + "); stopping, last good checkpoint: " +
+                            (I.last_ckpt.empty() ? (I.resume_path.empty() ? "none" : I.resume_path) : I.last_ckpt));
+      model.backward(dlogits);
+      double gnorm = o.clip_grad ? clip_grad_norm(ps.grads(), *o.clip_grad) : grad_norm(ps.grads());
+      if (!std::isfinite(gnorm))
+        throw NonFiniteLoss("non-finite gradient norm at step " + std::to_string(I.step + 1) + "; stopping, last good checkpoint: " +
+                            (I.last_ckpt.empty() ? "none" : I.last_ckpt));
+      hp.lr = lr;
+      adamw_step(ps.weights(), ps.grads(), I.exp_avg, I.exp_avg_sq, hp, I.step + 1, I.decay_mask);
+      if (o.ema) ema_update(I.ema, ps.weights(), static_cast<float>(o.ema_decay));
+      ++I.step;
+      ++I.batch_in_epoch;
+      I.losses.push_back(ce.loss);
+      sum.last_loss = ce.loss;
+      bar.update(I.batch_in_epoch - first_batch, {{"loss", ce.loss}, {"lr", lr}});
+      if (o.log_every_steps > 0 && I.step % o.log_every_steps == 0) {
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double ips = secs > 0 ? static_cast<double>((I.batch_in_epoch - first_batch) * B) / secs : 0.0;
+        I.metrics->write(I.step, {{"epoch", I.epoch + static_cast<double>(I.batch_in_epoch) / steps_per_epoch},
+                                  {"loss", ce.loss}, {"lr", lr}, {"grad_norm", gnorm}, {"img_per_s", ips}},
+                         {{"split", "train"}});
+        if (I.tb) {
+          I.tb->add_scalars({{"train/loss", ce.loss}, {"train/lr", lr}, {"train/img_per_s", ips}}, I.step);
+          I.tb->flush();
+        }
+      }
+      if (o.ckpt_every_steps > 0 && I.step % o.ckpt_every_steps == 0) I.save("every " + std::to_string(o.ckpt_every_steps) + " steps"), saved_now = true;
+      if (o.max_steps && I.step >= *o.max_steps) stop = true;
+    }
+    bar.finish();
+    if (stop && I.batch_in_epoch < steps_per_epoch) break;
+    // Epoch done.
+    ++I.epoch;
+    I.batch_in_epoch = 0;
+    const bool last = I.epoch >= o.epochs;
+    if (last || (o.eval_every_epochs > 0 && I.epoch % o.eval_every_epochs == 0))
+      last_eval = I.evaluate_all(), evaluated_now = true;
+    if (last || (o.ckpt_every_epochs > 0 && I.epoch % o.ckpt_every_epochs == 0))
+      I.save("epoch " + std::to_string(I.epoch)), saved_now = true;
+    if (stop) break;
+  }
+  if (!evaluated_now) last_eval = I.evaluate_all();
+  if (!saved_now) I.save("end");
+  sum.steps = I.step;
+  sum.final_eval = last_eval.first;
+  sum.final_eval_ema = last_eval.second;
+  sum.best_top1 = I.best_top1;
+  sum.best_step = I.best_step;
+  sum.run_dir = I.run_dir;
+  sum.last_checkpoint = I.last_ckpt;
+  log().info("done: {} steps, {} epochs | final top-1 {:.2f}% top-5 {:.2f}%{} | best top-1 {:.2f}% (step {}) | {}",
+             I.step, I.epoch, last_eval.first.top1, last_eval.first.top5,
+             o.ema && o.eval_ema ? fmt::format(" | EMA top-1 {:.2f}%", last_eval.second.top1) : std::string(),
+             I.best_top1, I.best_step, I.last_ckpt);
+  I.metrics.reset();
+  I.tb.reset();
+  log_close_file();
+  return sum;
+}
+
+}  // namespace vt

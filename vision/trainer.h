@@ -1,0 +1,68 @@
+// vtrain's DeiT training loop (RECIPES §2-7) on CPU:
+//   data   ImageFolder train/val, DeiT train transform (RRC, flip, RandAugment,
+//          RandomErasing), RASampler or plain shuffle, Mixup/CutMix per batch
+//   step   forward (drop-path) -> soft-target / label-smoothing CE -> backward
+//          -> optional grad clipping -> AdamW (lr per step from the cosine
+//          schedule, no decay on 1-D params, pos_embed, cls_token) -> EMA
+//   eval   top-1 / top-5 / loss of the model and the EMA every N epochs and at the end
+//   ckpt   step_<N>/ directories (vision/checkpoint.h), keep last K and the best
+//
+// Determinism: every random draw is keyed by (seed, purpose, epoch or step,
+// index), and the checkpoint stores (step, epoch, batches done in the epoch),
+// so a resumed run computes bitwise the same next steps as one never stopped
+// (same thread count).
+//
+// Outputs in <out_dir>/<name>/: config.yaml (resolved), log.txt,
+// metrics.jsonl (train lines every log.every_steps, eval lines), step_<N>/.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "core/config.h"
+#include "vision/train_config.h"
+
+namespace vt {
+
+// Thrown when the loss (or gradient norm) is NaN/Inf: the message names the
+// step; no checkpoint is written for it.
+class NonFiniteLoss : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct EvalResult {
+  double top1 = 0, top5 = 0, loss = 0;  // top-k in percent
+  int64_t images = 0;
+};
+
+struct TrainSummary {
+  int64_t steps = 0;          // optimizer steps done in total
+  double last_loss = 0;       // training loss of the last step run
+  EvalResult final_eval, final_eval_ema;
+  double best_top1 = 0;
+  int64_t best_step = -1;
+  std::string run_dir, last_checkpoint;
+};
+
+class Trainer {
+ public:
+  // Validates everything that can be checked before a run directory exists:
+  // the data root and both splits, the checkpoint to resume from. Nothing is
+  // written until run().
+  Trainer(const Config& cfg, const std::string& config_path);
+  ~Trainer();
+
+  TrainSummary run();
+
+  // The per-step training losses of this process, in order (tests).
+  const std::vector<double>& losses() const;
+  const TrainOptions& options() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vt
