@@ -1,0 +1,90 @@
+// dittrain's training loop (RECIPES.md §8, DESIGN.md §5):
+//   per step s = 1, 2, ...: a batch x0 (pixels in [-1, 1], or latents times
+//   data.latent_scale), labels dropped to the null class with p =
+//   class_dropout, t ~ U{0..T-1}, noise ~ N(0, I), x_t = q_sample, loss =
+//   mse + vb (learned sigma), backward, AdamW (constant lr, wd 0), EMA.
+// Randomness (t, noise, label dropout) is keyed by (run.seed, purpose, s),
+// data order and flips by (run.seed, epoch, draw id), so a resumed run
+// repeats an uninterrupted one step for step.
+//
+// Run directory <run.out_dir>/<run.name>/: config.yaml (resolved),
+// metrics.jsonl, TensorBoard events, log.txt, step_<N>/ checkpoints
+// (diffusion/checkpoint.h), samples/step_<N>.png grids from the EMA model
+// with fixed noise and labels (label i % num_classes, sample.seed).
+//
+// Non-finite guard: a step whose loss or gradient norm is not finite is
+// skipped (no optimizer/EMA update, counted in metrics); after
+// train.max_nonfinite consecutive ones training stops with an error.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "diffusion/dit_model.h"
+#include "diffusion/dit_train_config.h"
+#include "diffusion/gaussian_diffusion.h"
+
+namespace vt {
+
+class Dataset;
+class Loader;
+class MetricsWriter;
+class TensorBoardWriter;
+
+class DitTrainer {
+ public:
+  // Builds model, data and optimizer; resumes per run.resume.
+  explicit DitTrainer(const DitTrainConfig& cfg);
+  ~DitTrainer();
+
+  // Trains until train.steps, or stops after step `stop_at` (> 0; a
+  // checkpoint is written there) to simulate an interruption.
+  void train(int64_t stop_at = -1);
+
+  int64_t step() const { return step_; }
+  const std::string& run_dir() const { return run_dir_; }
+  // (step, loss) of every step run by this process.
+  const std::vector<std::pair<int64_t, double>>& losses() const { return losses_; }
+  // Writes a checkpoint of the current state; returns its directory.
+  std::string save_checkpoint();
+  // Writes the EMA model's fixed-noise grid to path.
+  void save_sample_grid(const std::string& path);
+  ParamStore& store() { return store_; }
+  const Tensor& ema() const { return ema_; }
+
+ private:
+  void resume_from(const std::string& dir);
+  void start_epoch();
+  bool train_step();  // false when the step was skipped (non-finite)
+
+  DitTrainConfig cfg_;
+  GaussianDiffusion diff_;  // the full training schedule
+  std::string run_dir_;
+  ParamStore store_;
+  std::unique_ptr<DiT> model_;
+  Tensor ema_, exp_avg_, exp_avg_sq_, decay_mask_;
+  std::shared_ptr<Dataset> dataset_;
+  std::unique_ptr<Loader> loader_;
+  std::unique_ptr<MetricsWriter> metrics_;
+  std::unique_ptr<TensorBoardWriter> tb_;
+  int64_t step_ = 0, opt_steps_ = 0, epoch_ = 0, batch_in_epoch_ = 0, batches_per_epoch_ = 0;
+  int64_t nonfinite_total_ = 0;
+  int consecutive_nonfinite_ = 0;
+  std::vector<std::pair<int64_t, double>> losses_;
+  double acc_loss_ = 0, acc_mse_ = 0, acc_vb_ = 0, acc_gnorm_ = 0;  // since the last metrics line
+  int64_t acc_n_ = 0;
+  // step buffers
+  Tensor x0_, xt_, noise_, tt_, y_, out_, dout_;
+};
+
+// `dittrain sample`: loads `ckpt` (EMA weights unless use_ema = false),
+// draws num_samples images with labels uniform in [0, num_classes) from
+// opt.seed, and writes <out>.npz (ADM: arr_0 uint8 [N, H, W, 3] and labels
+// int64 [N]; for latent models `latents` F32 [N, C, H, W] divided by
+// data.latent_scale instead of arr_0) and <out>.png (a grid of up to 64).
+void dit_sample_to_files(const DitTrainConfig& cfg, const std::string& ckpt, int64_t num_samples,
+                         const SampleOptions& opt, const std::string& out, bool use_ema = true);
+
+}  // namespace vt

@@ -1,0 +1,88 @@
+#include "diffusion/sampler.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/philox.h"
+
+namespace vt {
+namespace {
+constexpr uint64_t kPurposeSampleInit = 0xD1F70010, kPurposeSampleStep = 0xD1F70011;
+
+void fill_normal(float* dst, int64_t n, uint64_t seed, uint64_t stream) {
+  Philox rng(seed, stream);
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(rng.normal());
+}
+}  // namespace
+
+GaussianDiffusion sampling_diffusion(const SampleOptions& opt, int T) {
+  if (opt.steps < 1 || opt.steps > T)
+    throw std::invalid_argument("sample: steps must be in [1, " + std::to_string(T) + "], got " +
+                                std::to_string(opt.steps));
+  if (opt.sampler == "ddpm") return GaussianDiffusion::respaced(std::to_string(opt.steps), T);
+  if (opt.sampler == "ddim") {
+    try {
+      return GaussianDiffusion::respaced("ddim" + std::to_string(opt.steps), T);
+    } catch (const std::invalid_argument&) {
+      return GaussianDiffusion::respaced(std::to_string(opt.steps), T);
+    }
+  }
+  throw std::invalid_argument("sample.sampler: expected ddpm | ddim, got '" + opt.sampler + "'");
+}
+
+Tensor sample_images(DiT& model, const SampleOptions& opt, const std::vector<int32_t>& labels,
+                     const std::function<void(int64_t, int64_t)>& progress) {
+  const DiTConfig& mc = model.config();
+  if (!mc.learn_sigma) throw std::invalid_argument("sample: the model must have learn_sigma (2C outputs)");
+  const bool guide = opt.cfg_scale > 1.0;
+  if (guide && mc.class_dropout <= 0)
+    throw std::invalid_argument("sample: cfg_scale > 1 needs a model trained with class_dropout > 0 (null class)");
+  for (int32_t y : labels)
+    if (y < 0 || y >= mc.num_classes)
+      throw std::invalid_argument("sample: label " + std::to_string(y) + " outside [0, " +
+                                  std::to_string(mc.num_classes) + ")");
+  const GaussianDiffusion diff = sampling_diffusion(opt);
+  const int64_t N = static_cast<int64_t>(labels.size()), C = mc.in_channels, S = mc.input_size;
+  const int64_t per = C * S * S, K = diff.num_steps();
+  const int64_t bs = std::max(1, opt.batch);
+  Tensor result = Tensor::empty({N, C, S, S});
+  const int64_t total = ((N + bs - 1) / bs) * K;
+  int64_t done = 0;
+  for (int64_t first = 0; first < N; first += bs) {
+    const int64_t B = std::min(bs, N - first), MB = guide ? 2 * B : B;
+    Tensor x = Tensor::empty({B, C, S, S}), xn = Tensor::empty({B, C, S, S}), z = Tensor::empty({B, C, S, S});
+    Tensor xin = guide ? Tensor::empty({MB, C, S, S}) : x;
+    Tensor tt = Tensor::empty({MB}), yy = Tensor::empty({MB}, DType::I32);
+    Tensor mo = Tensor::empty({MB, 2 * C, S, S});
+    Tensor guided = guide ? Tensor::empty({B, 2 * C, S, S}) : mo;
+    for (int64_t b = 0; b < B; ++b) {
+      fill_normal(x.f32() + b * per, per, opt.seed, philox_stream(kPurposeSampleInit, first + b));
+      yy.i32()[b] = labels[static_cast<size_t>(first + b)];
+      if (guide) yy.i32()[B + b] = static_cast<int32_t>(mc.num_classes);
+    }
+    for (int64_t k = K - 1; k >= 0; --k) {
+      const std::vector<int> t(static_cast<size_t>(B), static_cast<int>(k));
+      tt.fill(static_cast<float>(diff.timestep_map()[static_cast<size_t>(k)]));
+      if (guide) {
+        xin.slice(0, 0, B).copy_from(x);
+        xin.slice(0, B, 2 * B).copy_from(x);
+      }
+      model.forward(xin, tt, yy, mo);
+      if (guide) cfg_combine(mo, opt.cfg_scale, opt.guided_channels, guided);
+      for (int64_t b = 0; b < B; ++b)
+        fill_normal(z.f32() + b * per, per, opt.seed,
+                    philox_stream(kPurposeSampleStep, static_cast<uint64_t>(first + b), static_cast<uint64_t>(k)));
+      if (opt.sampler == "ddim")
+        diff.ddim_step(guided, x, t, opt.eta, z, xn, opt.clip_denoised);
+      else
+        diff.ddpm_step(guided, x, t, z, xn, opt.clip_denoised);
+      std::swap(x, xn);
+      if (!guide) xin = x;
+      if (progress) progress(++done, total);
+    }
+    result.slice(0, first, first + B).copy_from(x);
+  }
+  return result;
+}
+
+}  // namespace vt

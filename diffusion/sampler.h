@@ -1,0 +1,43 @@
+// Sampling from a trained DiT (DiT sample.py / sample_ddp.py semantics,
+// RECIPES.md §8): start from N(0, I), run the respaced reverse process with
+// DDPM ancestral steps or DDIM (eta), optionally with classifier-free
+// guidance, and return the final x_0.
+//
+// Randomness is keyed per sample: the initial noise of sample i comes from
+// Philox(seed, (init, i)) and the noise of its reverse step k from
+// Philox(seed, (step, i, k)), so a sample does not depend on the batch size
+// or on which other samples are drawn with it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "diffusion/dit_model.h"
+#include "diffusion/gaussian_diffusion.h"
+
+namespace vt {
+
+struct SampleOptions {
+  std::string sampler = "ddpm";  // "ddpm" | "ddim"
+  int steps = 250;               // respacing count ("ddim" with N steps uses the "ddimN" stride rule when it
+                                 // exists, else N evenly spaced steps)
+  double eta = 0.0;              // DDIM only
+  double cfg_scale = 1.0;        // <= 1: no guidance
+  int guided_channels = -1;      // -1: all noise channels; DiT: 3
+  bool clip_denoised = false;    // DiT's samplers: false
+  uint64_t seed = 0;
+  int batch = 16;                // images per model call (doubled under guidance)
+};
+
+// The respaced diffusion SampleOptions describe.
+GaussianDiffusion sampling_diffusion(const SampleOptions& opt, int num_timesteps = 1000);
+
+// Draws labels.size() samples, [N, C, H, W] F32 (the model's input space).
+// `progress(done_steps, total_steps)` is called after each reverse step of
+// each batch when given. Throws std::invalid_argument for a bad sampler name,
+// guidance on a model without a null class, or labels outside [0, num_classes).
+Tensor sample_images(DiT& model, const SampleOptions& opt, const std::vector<int32_t>& labels,
+                     const std::function<void(int64_t, int64_t)>& progress = {});
+
+}  // namespace vt

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""DiT-S/4 training step in PyTorch eager on CPU: the reference for
+bench/bench_dit_step.cpp.
+
+The model is the DiT repository's models.py (facebookresearch/DiT: DiTBlock,
+TimestepEmbedder, LabelEmbedder, FinalLayer over timm's PatchEmbed,
+Attention and Mlp), restated here; the step runs q_sample, forward, DiT's
+learned-sigma loss (MSE + VB with detached eps, t = 0 NLL), backward, AdamW
+(lr 1e-4, wd 0) and the EMA update, like train.py.
+
+usage: python3 tools/bench_dit_step.py [--batch 32] [--iters 5] [--threads N]
+       [--cpp build/bench_dit_step]   # also runs the C++ bench, prints the ratio
+Prints one JSON line (and the ratio line with --cpp).
+"""
+import argparse
+import copy
+import json
+import math
+import subprocess
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+from timm.models.vision_transformer import Attention, Mlp, PatchEmbed
+
+
+def modulate(x, shift, scale):
+    return x * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1)
+
+
+class TimestepEmbedder(nn.Module):
+    def __init__(self, hidden, freq=256):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(freq, hidden), nn.SiLU(), nn.Linear(hidden, hidden))
+        self.freq = freq
+
+    @staticmethod
+    def timestep_embedding(t, dim, max_period=10000):
+        half = dim // 2
+        freqs = torch.exp(-math.log(max_period) * torch.arange(0, half, dtype=torch.float32) / half)
+        args = t[:, None].float() * freqs[None]
+        return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
+
+    def forward(self, t):
+        return self.mlp(self.timestep_embedding(t, self.freq))
+
+
+class LabelEmbedder(nn.Module):
+    def __init__(self, num_classes, hidden, dropout_prob):
+        super().__init__()
+        self.embedding_table = nn.Embedding(num_classes + (dropout_prob > 0), hidden)
+        self.num_classes, self.dropout_prob = num_classes, dropout_prob
+
+    def forward(self, labels, train):
+        if train and self.dropout_prob > 0:
+            drop = torch.rand(labels.shape[0]) < self.dropout_prob
+            labels = torch.where(drop, self.num_classes, labels)
+        return self.embedding_table(labels)
+
+
+class DiTBlock(nn.Module):
+    def __init__(self, hidden, heads, mlp_ratio=4.0):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(hidden, elementwise_affine=False, eps=1e-6)
+        self.attn = Attention(hidden, num_heads=heads, qkv_bias=True)
+        self.norm2 = nn.LayerNorm(hidden, elementwise_affine=False, eps=1e-6)
+        self.mlp = Mlp(in_features=hidden, hidden_features=int(hidden * mlp_ratio),
+                       act_layer=lambda: nn.GELU(approximate="tanh"), drop=0)
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(hidden, 6 * hidden))
+
+    def forward(self, x, c):
+        sm, cm, gm, sp, cp, gp = self.adaLN_modulation(c).chunk(6, dim=1)
+        x = x + gm.unsqueeze(1) * self.attn(modulate(self.norm1(x), sm, cm))
+        return x + gp.unsqueeze(1) * self.mlp(modulate(self.norm2(x), sp, cp))
+
+
+class FinalLayer(nn.Module):
+    def __init__(self, hidden, patch, out_ch):
+        super().__init__()
+        self.norm_final = nn.LayerNorm(hidden, elementwise_affine=False, eps=1e-6)
+        self.linear = nn.Linear(hidden, patch * patch * out_ch)
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(), nn.Linear(hidden, 2 * hidden))
+
+    def forward(self, x, c):
+        shift, scale = self.adaLN_modulation(c).chunk(2, dim=1)
+        return self.linear(modulate(self.norm_final(x), shift, scale))
+
+
+class DiT(nn.Module):
+    def __init__(self, input_size=32, patch=4, in_ch=4, hidden=384, depth=12, heads=6, num_classes=1000):
+        super().__init__()
+        self.in_ch, self.out_ch, self.patch = in_ch, 2 * in_ch, patch
+        self.x_embedder = PatchEmbed(input_size, patch, in_ch, hidden, bias=True)
+        self.t_embedder = TimestepEmbedder(hidden)
+        self.y_embedder = LabelEmbedder(num_classes, hidden, 0.1)
+        n = self.x_embedder.num_patches
+        self.pos_embed = nn.Parameter(torch.zeros(1, n, hidden), requires_grad=False)
+        self.blocks = nn.ModuleList([DiTBlock(hidden, heads) for _ in range(depth)])
+        self.final_layer = FinalLayer(hidden, patch, self.out_ch)
+
+    def forward(self, x, t, y):
+        x = self.x_embedder(x) + self.pos_embed
+        c = self.t_embedder(t) + self.y_embedder(y, self.training)
+        for b in self.blocks:
+            x = b(x, c)
+        x = self.final_layer(x, c)
+        c_, p = self.out_ch, self.patch
+        h = w = int(x.shape[1] ** 0.5)
+        x = x.reshape(x.shape[0], h, w, p, p, c_)
+        x = torch.einsum("nhwpqc->nchpwq", x)
+        return x.reshape(x.shape[0], c_, h * p, h * p)
+
+
+class Diffusion:
+    def __init__(self):
+        b = np.linspace(1e-4, 0.02, 1000, dtype=np.float64)
+        ac = np.cumprod(1 - b)
+        acp = np.append(1.0, ac[:-1])
+        pv = b * (1 - acp) / (1 - ac)
+        f = lambda a: torch.tensor(a, dtype=torch.float32)
+        self.sqrt_ac, self.sqrt_1mac = f(np.sqrt(ac)), f(np.sqrt(1 - ac))
+        self.sr, self.srm1 = f(np.sqrt(1 / ac)), f(np.sqrt(1 / ac - 1))
+        self.c1, self.c2 = f(b * np.sqrt(acp) / (1 - ac)), f((1 - acp) * np.sqrt(1 - b) / (1 - ac))
+        self.minlog, self.maxlog = f(np.log(np.append(pv[1], pv[1:]))), f(np.log(b))
+
+    def loss(self, model, x0, t, y, noise):
+        e = lambda a: a[t].view(-1, 1, 1, 1)
+        xt = e(self.sqrt_ac) * x0 + e(self.sqrt_1mac) * noise
+        out = model(xt, t, y)
+        C = x0.shape[1]
+        eps, v = out[:, :C], out[:, C:]
+        mse = ((noise - eps) ** 2).mean(dim=(1, 2, 3))
+        fr = (v + 1) / 2
+        lv = fr * e(self.maxlog) + (1 - fr) * e(self.minlog)
+        x0h = e(self.sr) * xt - e(self.srm1) * eps.detach()
+        mean = e(self.c1) * x0h + e(self.c2) * xt
+        tm, tl = e(self.c1) * x0 + e(self.c2) * xt, e(self.minlog)
+        kl = 0.5 * (-1 + lv - tl + torch.exp(tl - lv) + (tm - mean) ** 2 * torch.exp(-lv))
+        kl = kl.mean(dim=(1, 2, 3)) / math.log(2)
+        cdf = lambda z: 0.5 * (1 + torch.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z ** 3)))
+        inv = torch.exp(-0.5 * lv)
+        cp, cm = cdf(inv * (x0 - mean + 1 / 255)), cdf(inv * (x0 - mean - 1 / 255))
+        lp = torch.where(x0 < -0.999, torch.log(cp.clamp(min=1e-12)),
+                         torch.where(x0 > 0.999, torch.log((1 - cm).clamp(min=1e-12)),
+                                     torch.log((cp - cm).clamp(min=1e-12))))
+        nll = -lp.mean(dim=(1, 2, 3)) / math.log(2)
+        vb = torch.where(t == 0, nll, kl)
+        return (mse + vb).mean()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--cpp", default="")
+    a = ap.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    model = DiT()
+    ema = copy.deepcopy(model).requires_grad_(False)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0)
+    diff = Diffusion()
+    B = a.batch
+    x0, noise = torch.randn(B, 4, 32, 32), torch.randn(B, 4, 32, 32)
+    t, y = torch.randint(0, 1000, (B,)), torch.randint(0, 1000, (B,))
+    model.train()
+    secs = []
+    for it in range(a.iters + 1):
+        t0 = time.perf_counter()
+        loss = diff.loss(model, x0, t, y, noise)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            for pe, pm in zip(ema.parameters(), model.parameters()):
+                pe.mul_(0.9999).add_(pm, alpha=1 - 0.9999)
+        if it > 0:
+            secs.append(time.perf_counter() - t0)
+    med = sorted(secs)[len(secs) // 2]
+    ref = {"bench": "dit_step_torch", "model": "DiT-S/4", "batch": B, "threads": torch.get_num_threads(),
+           "sec_per_step": round(med, 4), "img_per_s": round(B / med, 2), "torch": torch.__version__}
+    print(json.dumps(ref))
+    if a.cpp:
+        out = subprocess.run([a.cpp, str(B), str(a.iters)], capture_output=True, text=True, check=True).stdout
+        cpp = json.loads(out.strip().splitlines()[-1])
+        print(json.dumps({"ratio_cpp_over_torch": round(cpp["img_per_s"] / ref["img_per_s"], 3),
+                          "cpp_img_per_s": cpp["img_per_s"], "torch_img_per_s": ref["img_per_s"]}))
+
+
+if __name__ == "__main__":
+    main()
