@@ -17,6 +17,7 @@
 #include "kernels/cross_entropy.h"
 #include "kernels/optim.h"
 #include "vision/checkpoint.h"
+#include "vision/evaluate.h"
 #include "core/tensorboard/event_writer.h"
 #include "vision/vit.h"
 
@@ -64,15 +65,6 @@ ImagePipelineConfig train_pipeline(const TrainOptions& o) {
   c.randaug.magnitude = o.randaug_magnitude;
   c.randaug.magnitude_std = o.randaug_std;
   c.erasing.probability = o.erasing_prob;
-  return c;
-}
-
-ImagePipelineConfig eval_pipeline(const TrainOptions& o) {
-  ImagePipelineConfig c;
-  c.kind = ImagePipeline::DeitEval;
-  c.size = static_cast<int>(o.vit.img_size);
-  c.crop_pct = o.crop_pct;
-  c.dct_scaling = o.dct_scaling;
   return c;
 }
 
@@ -173,57 +165,8 @@ struct Trainer::Impl {
   }
 
   EvalResult evaluate(const std::string& label) {
-    int64_t n = val_ds->size();
-    if (o.eval_max_images) n = std::min(n, *o.eval_max_images);
-    LoaderConfig lc;
-    lc.batch_size = static_cast<int>(o.eval_batch_size);
-    lc.workers = o.workers;
-    lc.prefetch = o.prefetch;
-    lc.drop_last = false;
-    lc.seed = o.seed;
-    lc.on_corrupt = parse_on_corrupt(o.on_corrupt);
-    Loader loader(val_ds, lc);
-    EpochOrder order = eval_order(val_ds->size(), 0, 1);
-    if (n < val_ds->size()) {
-      // An evenly spaced subset: ImageFolder lists samples class by class,
-      // so a prefix would hold only the first classes.
-      EpochOrder sub;
-      for (int64_t i = 0; i < n; ++i) {
-        const size_t j = static_cast<size_t>(i * val_ds->size() / n);
-        sub.indices.push_back(order.indices[j]);
-        sub.draw_ids.push_back(order.draw_ids[j]);
-      }
-      order = std::move(sub);
-    }
-    loader.start_epoch(0, order);
-    const int64_t K = o.vit.num_classes;
-    double loss_sum = 0;
-    int64_t c1 = 0, c5 = 0, seen = 0;
-    Batch b;
-    while (loader.next(b)) {
-      const int64_t B = b.images.shape()[0];
-      Tensor logits = Tensor::empty({B, K});
-      model->forward(b.images, logits, false);
-      CrossEntropyResult r = cross_entropy_forward_backward(logits, b.labels, 0.0f, Tensor());
-      loss_sum += r.loss * static_cast<double>(B);
-      c1 += r.correct;
-      const float* l = logits.f32();
-      for (int64_t i = 0; i < B; ++i) {
-        const float* row = l + i * K;
-        const float v = row[b.labels.i32()[i]];
-        int64_t above = 0;  // classes ranked strictly above the label (ties count for the label)
-        for (int64_t k = 0; k < K; ++k) above += row[k] > v;
-        c5 += above < 5;
-      }
-      seen += B;
-    }
-    EvalResult e;
-    e.images = seen;
-    if (seen > 0) {
-      e.top1 = 100.0 * static_cast<double>(c1) / static_cast<double>(seen);
-      e.top5 = 100.0 * static_cast<double>(c5) / static_cast<double>(seen);
-      e.loss = loss_sum / static_cast<double>(seen);
-    }
+    EvalResult e = evaluate_classifier(*model, val_ds, eval_options(o));
+    const int64_t seen = e.images;
     log().info("eval {} epoch {} step {}: top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images)", label, epoch, step,
                e.top1, e.top5, e.loss, seen);
     if (metrics)
@@ -264,7 +207,7 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   if (!fs::is_directory(o.data_root))
     throw std::runtime_error("data.root '" + o.data_root + "' does not exist or is not a directory");
   I.train_ds = open_split(o, "data.train_split", o.train_split, train_pipeline(o));
-  I.val_ds = open_split(o, "data.val_split", o.val_split, eval_pipeline(o));
+  I.val_ds = open_split(o, "data.val_split", o.val_split, deit_eval_pipeline(o));
   if (I.train_ds->num_classes() != I.val_ds->num_classes())
     throw std::runtime_error("data.val_split '" + o.val_split + "' has " + std::to_string(I.val_ds->num_classes()) +
                              " classes but data.train_split '" + o.train_split + "' has " +

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "vision/evaluate.h"  // EvalResult
 #include "vision/train_config.h"
 
 namespace vt {
@@ -30,11 +31,6 @@ namespace vt {
 class NonFiniteLoss : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
-};
-
-struct EvalResult {
-  double top1 = 0, top5 = 0, loss = 0;  // top-k in percent
-  int64_t images = 0;
 };
 
 struct TrainSummary {

@@ -77,20 +77,18 @@ void VisionTransformer::plan(int64_t B) {
   dtok_ = Tensor::empty({B, N, D});
 }
 
-void VisionTransformer::forward(const Tensor& images, const Tensor& logits, bool training, uint64_t seed,
-                                uint64_t step) {
+void VisionTransformer::check_images(const Tensor& images, const char* who) const {
   const Shape want{images.defined() && images.dim() == 4 ? images.shape()[0] : -1, cfg_.in_chans, cfg_.img_size,
                    cfg_.img_size};
   if (!images.defined() || images.shape() != want || images.dtype() != DType::F32)
-    throw std::invalid_argument("VisionTransformer::forward: images must be F32 [B, " +
+    throw std::invalid_argument(std::string("VisionTransformer::") + who + ": images must be F32 [B, " +
                                 std::to_string(cfg_.in_chans) + ", " + std::to_string(cfg_.img_size) + ", " +
                                 std::to_string(cfg_.img_size) + "], got " +
                                 (images.defined() ? shape_str(images.shape()) : std::string("undefined")));
-  const int64_t B = images.shape()[0];
-  if (!logits.defined() || logits.shape() != Shape{B, cfg_.num_classes})
-    throw std::invalid_argument("VisionTransformer::forward: logits must be [" + std::to_string(B) + ", " +
-                                std::to_string(cfg_.num_classes) + "]");
-  plan(B);
+}
+
+void VisionTransformer::forward_trunk(const Tensor& images, bool training, uint64_t seed, uint64_t step) {
+  plan(images.shape()[0]);
   const int64_t D = cfg_.backbone.dim, F = cfg_.in_chans * cfg_.patch_size * cfg_.patch_size;
   patchify(images, cfg_.patch_size, patches_);
   linear_forward(patches_, store_.value(patch_w_).view({D, F}), store_.value(patch_b_), tok_);
@@ -98,7 +96,28 @@ void VisionTransformer::forward(const Tensor& images, const Tensor& logits, bool
   pos_embed_add(h_, store_.value(pos_), h_);
   backbone_->forward(h_, Tensor(), out_, training, seed, step);
   cls_out_.copy_from(out_.select(1, 0));
+}
+
+void VisionTransformer::forward(const Tensor& images, const Tensor& logits, bool training, uint64_t seed,
+                                uint64_t step) {
+  check_images(images, "forward");
+  const int64_t B = images.shape()[0];
+  if (!logits.defined() || logits.shape() != Shape{B, cfg_.num_classes})
+    throw std::invalid_argument("VisionTransformer::forward: logits must be [" + std::to_string(B) + ", " +
+                                std::to_string(cfg_.num_classes) + "]");
+  forward_trunk(images, training, seed, step);
   head_.forward(cls_out_, logits);
+}
+
+void VisionTransformer::forward_features(const Tensor& images, const Tensor& features) {
+  check_images(images, "forward_features");
+  const Shape want{images.shape()[0], cfg_.backbone.dim};
+  if (!features.defined() || features.shape() != want || features.dtype() != DType::F32)
+    throw std::invalid_argument("VisionTransformer::forward_features: features must be F32 " + shape_str(want) +
+                                ", got " + (features.defined() ? shape_str(features.shape()) : std::string("undefined")));
+  forward_trunk(images, false, 0, 0);
+  Tensor dst = features;  // a handle on the caller's storage
+  dst.copy_from(cls_out_);
 }
 
 void VisionTransformer::backward(const Tensor& dlogits) {

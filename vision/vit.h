@@ -69,11 +69,19 @@ class VisionTransformer {
   // training enables drop-path with masks keyed by (seed, step).
   void forward(const Tensor& images, const Tensor& logits, bool training = false, uint64_t seed = 0,
                uint64_t step = 0);
+  // images as forward -> the pre-logit features F32 [B, D]: the class-token
+  // row of the backbone output (after the scheme's final norm), i.e. what the
+  // head sees; eval mode (no drop-path). Used as an embedding (veval fid
+  // --features). Throws std::invalid_argument for wrong shapes.
+  void forward_features(const Tensor& images, const Tensor& features);
   // dlogits [B, K] of the last forward; parameter gradients ACCUMULATE.
   void backward(const Tensor& dlogits);
 
  private:
   void plan(int64_t B);
+  void check_images(const Tensor& images, const char* who) const;
+  // Patch embedding -> backbone -> cls_out_ [B, D] (images already checked).
+  void forward_trunk(const Tensor& images, bool training, uint64_t seed, uint64_t step);
   VitConfig cfg_;
   ParamStore store_;
   std::unique_ptr<Backbone> backbone_;

@@ -1,10 +1,17 @@
 // veval: evaluation commands.
 //   veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu]
-//             [--inception WEIGHTS] [--sqrtm eig|schur] [--json FILE]
-//   veval stats --images PATH --out ref.npz [--batch N] [--inception WEIGHTS]
+//             [--inception WEIGHTS | --features CKPT [--config CONFIG] [--ema true]]
+//             [--sqrtm eig|schur] [--json FILE]
+//   veval stats --images PATH --out ref.npz [--batch N] [--inception WEIGHTS | --features CKPT ...]
+//   veval top1 CONFIG.yaml ckpt=DIR [split=val] [ema=true] [key.path=value ...]
 // PATH: image folder (recursive), ADM .npz (arr_0 uint8 NHWC) or statistics
-// .npz (mu, sigma); see eval/fid_inputs.h. FID semantics: RECIPES.md §9.
+// .npz (mu, sigma); see eval/fid_inputs.h. FID semantics: RECIPES.md §9;
+// --features: eval/features_embedding.h; top1: eval/top1.h.
+//
+// Exit codes: 0 done, 1 runtime error (missing file, checkpoint mismatch,
+// ...), 2 usage or configuration error.
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -13,8 +20,16 @@
 #include <stdexcept>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
+#include "core/config.h"
+#include "eval/features_embedding.h"
 #include "eval/fid_inputs.h"
+#include "eval/top1.h"
+
+#ifndef VT_CONFIGS_DIR
+#define VT_CONFIGS_DIR "configs"
+#endif
 
 namespace {
 
@@ -22,9 +37,20 @@ const char* kUsage =
     "usage:\n"
     "  veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu] [--inception WEIGHTS]\n"
     "            [--sqrtm eig|schur] [--json FILE]\n"
-    "  veval stats --images PATH --out ref.npz [--batch N] [--inception WEIGHTS]\n"
+    "  veval fid --samples PATH --ref PATH --features CKPT [--config CONFIG] [--ema true] ...\n"
+    "  veval stats --images PATH --out ref.npz [--batch N] [--inception WEIGHTS | --features CKPT ...]\n"
+    "  veval top1 CONFIG.yaml ckpt=DIR [split=val|train|FOLDER] [ema=true] [key.path=value ...]\n"
     "PATH: a folder of images (recursive), an .npz with arr_0 (uint8 [N, H, W, 3]) or an .npz\n"
-    "with mu and sigma (statistics, used directly).\n";
+    "with mu and sigma (statistics, used directly).\n"
+    "--features CKPT: embed with a vtrain classifier's pre-logit features (final normed class\n"
+    "  token) instead of Inception-v3; images get the classifier's DeiT eval transform (resize\n"
+    "  to int(img_size/crop_pct), center crop img_size). CKPT: step_<N>/, a run directory or a\n"
+    "  .safetensors file; CONFIG defaults to the run's config.yaml. Such scores are NOT\n"
+    "  comparable with published FIDs (another feature space), only with each other for the\n"
+    "  same checkpoint.\n"
+    "top1: top-1/top-5/loss of a vtrain checkpoint with the DeiT eval transform, every image\n"
+    "  counted once. CONFIG as for vtrain (a path or a name in configs/); split=val means\n"
+    "  data.val_split; other key=value words override the config (e.g. eval.batch_size=500).\n";
 
 struct Args {
   std::map<std::string, std::string> opts;
@@ -79,6 +105,24 @@ void progress(int64_t done, int64_t total) {
   if (tty && done == total) std::fprintf(stderr, "\n");
 }
 
+// Inception or, with --features, a classifier: whichever embeds the images.
+struct Embedder {
+  std::unique_ptr<vt::InceptionFid> net;
+  std::unique_ptr<vt::ClassifierEmbedding> cls;
+  std::string weights;  // what the features came from, for the report
+  vt::FidSourceStats stats(const std::string& path, int64_t batch) const {
+    return cls ? vt::embedding_source_stats(path, *cls, batch, progress)
+               : vt::fid_source_stats(path, net.get(), batch, progress);
+  }
+};
+
+bool parse_bool(const Args& a, const std::string& k) {
+  const std::string v = a.get(k, "false");
+  if (v == "true" || v == "1") return true;
+  if (v == "false" || v == "0") return false;
+  throw std::invalid_argument("--" + k + " must be true or false, got '" + v + "'");
+}
+
 // The network, loaded only when some PATH holds images.
 std::unique_ptr<vt::InceptionFid> load_net_if_needed(const Args& a, std::initializer_list<std::string> paths,
                                                      std::string* weights) {
@@ -100,19 +144,42 @@ void check_device(const Args& a) {
   throw std::invalid_argument("--device must be auto, cpu or cuda, got '" + d + "'");
 }
 
+Embedder make_embedder(const Args& a, std::initializer_list<std::string> paths) {
+  Embedder e;
+  const std::string ckpt = a.get("features");
+  if (ckpt.empty()) {
+    if (!a.get("config").empty() || a.opts.count("ema"))
+      throw std::invalid_argument("--config and --ema go with --features CKPT");
+    e.net = load_net_if_needed(a, paths, &e.weights);
+    return e;
+  }
+  if (!a.get("inception").empty()) throw std::invalid_argument("--inception and --features exclude each other");
+  e.cls = std::make_unique<vt::ClassifierEmbedding>(
+      vt::ClassifierEmbedding::load(ckpt, a.get("config"), parse_bool(a, "ema"), VT_CONFIGS_DIR));
+  e.weights = e.cls->classifier().weights_file;
+  const vt::TrainOptions& o = e.cls->classifier().options;
+  std::fprintf(stderr,
+               "features: %s (%lld-d pre-logit class token, images to %lld px by the DeiT eval transform, "
+               "crop_pct %g); scores are not comparable with published (Inception) FIDs\n",
+               e.weights.c_str(), static_cast<long long>(e.cls->feature_dim()), static_cast<long long>(o.vit.img_size),
+               o.crop_pct);
+  return e;
+}
+
 int cmd_fid(int argc, char** argv) {
-  Args a = parse(argc, argv, 2, {"samples", "ref", "batch", "device", "inception", "sqrtm", "json"});
+  Args a = parse(argc, argv, 2,
+                 {"samples", "ref", "batch", "device", "inception", "sqrtm", "json", "features", "config", "ema"});
   const std::string samples = a.need("samples"), ref = a.need("ref");
   const int64_t batch = parse_batch(a);
   check_device(a);
   const vt::SqrtmMethod method = vt::sqrtm_method_from_name(a.get("sqrtm", "eig"));
-  std::string weights;
-  auto net = load_net_if_needed(a, {samples, ref}, &weights);
+  const Embedder emb = make_embedder(a, {samples, ref});
+  const std::string& weights = emb.weights;
   auto t0 = std::chrono::steady_clock::now();
   std::fprintf(stderr, "samples: %s\n", samples.c_str());
-  vt::FidSourceStats s = vt::fid_source_stats(samples, net.get(), batch, progress);
+  vt::FidSourceStats s = emb.stats(samples, batch);
   std::fprintf(stderr, "ref: %s\n", ref.c_str());
-  vt::FidSourceStats r = vt::fid_source_stats(ref, net.get(), batch, progress);
+  vt::FidSourceStats r = emb.stats(ref, batch);
   if (s.stats.dim() != r.stats.dim())
     throw std::runtime_error("feature dimensions differ: --samples '" + samples + "' gives " +
                              std::to_string(s.stats.dim()) + ", --ref '" + ref + "' gives " +
@@ -128,7 +195,8 @@ int cmd_fid(int argc, char** argv) {
         {"samples", {{"path", samples}, {"kind", vt::fid_source_name(s.kind)}, {"count", s.count}}},
         {"ref", {{"path", ref}, {"kind", vt::fid_source_name(r.kind)}, {"count", r.count}}},
         {"feature_dim", s.stats.dim()},
-        {"inception_weights", weights},
+        {emb.cls ? "features_checkpoint" : "inception_weights", weights},
+        {"embedding", emb.cls ? "classifier pre-logit (not comparable with published FIDs)" : "inception-v3 pool3"},
         {"sqrtm", a.get("sqrtm", "eig")},
         {"terms", {{"mean", fr.mean_term}, {"trace_sigma_samples", fr.tr_sigma1}, {"trace_sigma_ref", fr.tr_sigma2},
                    {"trace_covmean", fr.tr_covmean}, {"max_imag", fr.max_imag}, {"eps_added", fr.eps_added}}},
@@ -141,13 +209,12 @@ int cmd_fid(int argc, char** argv) {
 }
 
 int cmd_stats(int argc, char** argv) {
-  Args a = parse(argc, argv, 2, {"images", "out", "batch", "device", "inception"});
+  Args a = parse(argc, argv, 2, {"images", "out", "batch", "device", "inception", "features", "config", "ema"});
   const std::string images = a.need("images"), out = a.need("out");
   const int64_t batch = parse_batch(a);
   check_device(a);
-  std::string weights;
-  auto net = load_net_if_needed(a, {images}, &weights);
-  vt::FidSourceStats s = vt::fid_source_stats(images, net.get(), batch, progress);
+  const Embedder emb = make_embedder(a, {images});
+  vt::FidSourceStats s = emb.stats(images, batch);
   vt::save_stats_npz(out, s.stats);
   std::printf("wrote %s: mu [%lld], sigma [%lld, %lld] from %lld images\n", out.c_str(),
               static_cast<long long>(s.stats.dim()), static_cast<long long>(s.stats.dim()),
@@ -155,9 +222,31 @@ int cmd_stats(int argc, char** argv) {
   return 0;
 }
 
+int cmd_top1(int argc, char** argv) {
+  const vt::Top1Request req = vt::parse_top1_args(std::vector<std::string>(argv + 2, argv + argc));
+  auto t0 = std::chrono::steady_clock::now();
+  const vt::Top1Report rep = vt::run_top1(req, VT_CONFIGS_DIR, [](int64_t d, int64_t t) { progress(d, t); });
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const vt::EvalResult& e = rep.result;
+  std::printf("top1: %.2f%%  top5: %.2f%%  loss: %.4f  (%lld images; %lld top-1 and %lld top-5 correct)\n", e.top1,
+              e.top5, e.loss, static_cast<long long>(e.images), static_cast<long long>(e.correct1),
+              static_cast<long long>(e.correct5));
+  std::printf("checkpoint: %s%s\nsplit: %s (%lld classes)\nconfig: %s\n", rep.weights_file.c_str(),
+              req.ema ? " (EMA)" : "", rep.split_dir.c_str(), static_cast<long long>(rep.num_classes),
+              rep.config_path.c_str());
+  std::fprintf(stderr, "%.1f s, %.1f images/s\n", sec, sec > 0 ? static_cast<double>(e.images) / sec : 0.0);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As vtrain: spinning OpenMP workers slow everything down on shared cores;
+  // re-execute once with a passive wait policy unless the user chose one.
+  if (!std::getenv("OMP_WAIT_POLICY")) {
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: carry on as we are
+  }
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
@@ -166,10 +255,14 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "fid") return cmd_fid(argc, argv);
     if (cmd == "stats") return cmd_stats(argc, argv);
+    if (cmd == "top1") return cmd_top1(argc, argv);
     std::fprintf(stderr, "veval: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "veval %s: %s\n%s", cmd.c_str(), e.what(), kUsage);
+    return 2;
+  } catch (const vt::ConfigError& e) {
+    std::fprintf(stderr, "veval %s: config error: %s\n", cmd.c_str(), e.what());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "veval %s: error: %s\n", cmd.c_str(), e.what());

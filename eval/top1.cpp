@@ -1,0 +1,94 @@
+#include "eval/top1.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
+#include "data_pipeline/dataset.h"
+#include "eval/classifier_checkpoint.h"
+
+namespace fs = std::filesystem;
+
+namespace vt {
+
+Top1Request parse_top1_args(const std::vector<std::string>& args) {
+  Top1Request r;
+  if (args.empty() || args[0].find('=') != std::string::npos)
+    throw std::invalid_argument("top1 needs CONFIG.yaml as its first argument");
+  r.config = args[0];
+  bool have_ckpt = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const size_t eq = a.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::invalid_argument("argument '" + a + "' is not key=value (ckpt=DIR, split=NAME, ema=true|false, key.path=value)");
+    const std::string k = a.substr(0, eq), v = a.substr(eq + 1);
+    if (k == "ckpt") {
+      r.ckpt = v, have_ckpt = true;
+    } else if (k == "split") {
+      if (v.empty()) throw std::invalid_argument("split= needs a value (val, train or a folder of data.root)");
+      r.split = v;
+    } else if (k == "ema") {
+      if (v == "true" || v == "1") r.ema = true;
+      else if (v == "false" || v == "0") r.ema = false;
+      else throw std::invalid_argument("ema must be true or false, got '" + v + "'");
+    } else {
+      r.overrides.push_back(a);
+    }
+  }
+  if (!have_ckpt || r.ckpt.empty()) throw std::invalid_argument("top1 needs ckpt=DIR (a step_<N>/ checkpoint directory)");
+  return r;
+}
+
+namespace {
+
+// Immediate sub-folders, sorted as ImageFolder sorts its classes; cheap even
+// for ImageNet (no walk of the files).
+std::vector<std::string> class_folders(const std::string& dir) {
+  std::vector<std::string> c;
+  for (const auto& e : fs::directory_iterator(dir, fs::directory_options::follow_directory_symlink))
+    if (e.is_directory()) c.push_back(e.path().filename().string());
+  std::sort(c.begin(), c.end());
+  return c;
+}
+
+}  // namespace
+
+Top1Report run_top1(const Top1Request& req, const std::string& configs_dir,
+                    const std::function<void(int64_t, int64_t)>& progress) {
+  const FoundConfig fc = load_vtrain_config(req.config, configs_dir, req.overrides);
+  LoadedClassifier lc = load_classifier(fc.cfg, fc.path, req.ckpt, req.ema);
+  const TrainOptions& o = lc.options;
+  if (o.device == "cuda") throw std::runtime_error("device: cuda is not yet supported by veval top1 (use cpu or auto)");
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+
+  const std::string split = req.split == "val" ? o.val_split : req.split == "train" ? o.train_split : req.split;
+  const std::string dir = o.data_root + "/" + split;
+  if (!fs::is_directory(dir))
+    throw std::runtime_error("split '" + req.split + "': folder '" + dir + "' does not exist (data.root = '" +
+                             o.data_root + "' from " + fc.path + ")");
+  auto ds = std::make_shared<ImageFolderDataset>(dir, deit_eval_pipeline(o));
+  if (ds->size() == 0) throw std::runtime_error("split folder '" + dir + "' holds no images");
+  // Labels are class-folder positions: they mean the classes the model was
+  // trained on only if the folders are the training split's.
+  const std::string train_dir = o.data_root + "/" + o.train_split;
+  if (split != o.train_split && fs::is_directory(train_dir) && class_folders(train_dir) != ds->folder().classes())
+    throw std::runtime_error("split folder '" + dir + "' has other class folders than the training split '" +
+                             train_dir + "' (" + std::to_string(ds->num_classes()) + " vs " +
+                             std::to_string(class_folders(train_dir).size()) + "): labels would not match");
+  if (ds->num_classes() > o.vit.num_classes)
+    throw std::runtime_error("split folder '" + dir + "' has " + std::to_string(ds->num_classes()) +
+                             " classes but the checkpoint's head has " + std::to_string(o.vit.num_classes));
+
+  Top1Report rep;
+  rep.result = evaluate_classifier(*lc.model, ds, eval_options(o), progress);
+  rep.config_path = fc.path;
+  rep.weights_file = lc.weights_file;
+  rep.split_dir = dir;
+  rep.num_classes = o.vit.num_classes;
+  return rep;
+}
+
+}  // namespace vt

@@ -1,0 +1,121 @@
+#include "vision/evaluate.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cross_entropy.h"
+
+namespace vt {
+
+ImagePipelineConfig deit_eval_pipeline(const TrainOptions& o) {
+  ImagePipelineConfig c;
+  c.kind = ImagePipeline::DeitEval;
+  c.size = static_cast<int>(o.vit.img_size);
+  c.crop_pct = o.crop_pct;
+  c.dct_scaling = o.dct_scaling;
+  return c;
+}
+
+EvalOptions eval_options(const TrainOptions& o) {
+  EvalOptions e;
+  e.batch_size = static_cast<int>(o.eval_batch_size);
+  e.workers = o.workers;
+  e.prefetch = o.prefetch;
+  e.seed = o.seed;
+  e.on_corrupt = parse_on_corrupt(o.on_corrupt);
+  e.max_images = o.eval_max_images;
+  return e;
+}
+
+EpochOrder eval_shard_order(int64_t dataset_size, const EvalOptions& o) {
+  int64_t n = dataset_size;
+  if (o.max_images) n = std::max<int64_t>(0, std::min(n, *o.max_images));
+  // Positions into the global list; eval_order validates rank/world.
+  const EpochOrder pos = eval_order(n, o.rank, o.world);
+  EpochOrder out;
+  for (int64_t p : pos.indices) {
+    const int64_t i = n < dataset_size ? p * dataset_size / n : p;
+    out.indices.push_back(i);
+    out.draw_ids.push_back(i);
+  }
+  return out;
+}
+
+namespace {
+
+void finish(EvalResult& e) {
+  e.top1 = e.top5 = e.loss = 0;
+  if (e.images > 0) {
+    const double n = static_cast<double>(e.images);
+    e.top1 = 100.0 * static_cast<double>(e.correct1) / n;
+    e.top5 = 100.0 * static_cast<double>(e.correct5) / n;
+    e.loss = e.loss_sum / n;
+  }
+}
+
+}  // namespace
+
+EvalResult evaluate_classifier(VisionTransformer& model, std::shared_ptr<const Dataset> ds, const EvalOptions& o,
+                               const std::function<void(int64_t, int64_t)>& progress) {
+  const VitConfig& vc = model.config();
+  const Shape want{vc.in_chans, vc.img_size, vc.img_size};
+  if (ds->sample_shape() != want)
+    throw std::invalid_argument("evaluate_classifier: the dataset gives samples " + shape_str(ds->sample_shape()) +
+                                " but the model takes " + shape_str(want));
+  if (ds->num_classes() > vc.num_classes)
+    throw std::invalid_argument("evaluate_classifier: the dataset has " + std::to_string(ds->num_classes()) +
+                                " classes but the model's head has " + std::to_string(vc.num_classes));
+  if (o.batch_size < 1)
+    throw std::invalid_argument("evaluate_classifier: batch size must be positive, got " + std::to_string(o.batch_size));
+  EpochOrder order = eval_shard_order(ds->size(), o);
+  const int64_t total = static_cast<int64_t>(order.size());
+  LoaderConfig lc;
+  lc.batch_size = o.batch_size;
+  lc.workers = o.workers;
+  lc.prefetch = o.prefetch;
+  lc.drop_last = false;  // the ragged last batch counts
+  lc.seed = o.seed;
+  lc.on_corrupt = o.on_corrupt;
+  lc.rank = o.rank;
+  Loader loader(ds, lc);
+  loader.start_epoch(0, std::move(order));
+  const int64_t K = vc.num_classes;
+  EvalResult e;
+  Batch b;
+  Tensor logits;
+  while (loader.next(b)) {
+    const int64_t B = b.images.shape()[0];
+    if (!logits.defined() || logits.shape()[0] != B) logits = Tensor::empty({B, K});
+    model.forward(b.images, logits, false);
+    CrossEntropyResult r = cross_entropy_forward_backward(logits, b.labels, 0.0f, Tensor());
+    e.loss_sum += r.loss * static_cast<double>(B);
+    e.correct1 += r.correct;
+    const float* l = logits.f32();
+    for (int64_t i = 0; i < B; ++i) {
+      const float* row = l + i * K;
+      const float v = row[b.labels.i32()[i]];
+      int64_t above = 0;
+      for (int64_t k = 0; k < K; ++k) above += row[k] > v;
+      e.correct5 += above < 5;
+    }
+    e.images += B;
+    if (progress) progress(e.images, total);
+  }
+  finish(e);
+  return e;
+}
+
+EvalResult merge_eval_results(const std::vector<EvalResult>& shards) {
+  EvalResult m;
+  for (const EvalResult& s : shards) {
+    m.images += s.images;
+    m.correct1 += s.correct1;
+    m.correct5 += s.correct5;
+    m.loss_sum += s.loss_sum;
+  }
+  finish(m);
+  return m;
+}
+
+}  // namespace vt
