@@ -442,6 +442,16 @@ std::map<std::string, std::string> Config::get<std::map<std::string, std::string
   return out;
 }
 
+void Config::set_string(const std::string& key, const std::string& value, const std::string& source) {
+  const ConfigKey* k = impl_->schema.find(key);
+  if (!k || k->type != ConfigType::String)
+    throw ConfigError("set_string: '" + key + "' is not a string key of the schema" + suggestion(impl_->schema, key));
+  YAML::Node v(value);
+  v.SetTag("!");  // a string, whatever it looks like (see canonical())
+  impl_->root.reset(with_value(impl_->root, split_path(key), 0, v));
+  impl_->sources[key] = source;
+}
+
 std::string Config::to_yaml() const {
   YAML::Emitter e;
   emit(e, impl_->root);

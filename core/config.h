@@ -101,6 +101,12 @@ class Config {
   // Child keys of a map node (sorted); empty when not a map.
   std::vector<std::string> children(const std::string& key) const;
 
+  // Replaces the value of a string key of the schema (e.g. a path made
+  // absolute before the config is saved) and records `source` as where it
+  // came from. Throws ConfigError when `key` is not a string key of the
+  // schema.
+  void set_string(const std::string& key, const std::string& value, const std::string& source);
+
   // The resolved config as YAML: maps with sorted keys, schema values in
   // canonical form (floats in shortest round-trip notation), _base_ removed.
   // Loading it again with the same schema gives the same config.

@@ -1,5 +1,7 @@
 #include "diffusion/dit_train_config.h"
 
+#include <filesystem>
+
 namespace vt {
 
 const ConfigSchema& dittrain_schema() {
@@ -65,7 +67,25 @@ void check(bool ok, const std::string& key, const std::string& what) {
 }
 }  // namespace
 
-DitTrainConfig dit_train_config(const Config& c) {
+Config dit_with_absolute_paths(const Config& in) {
+  Config c = in;
+  auto make_absolute = [&](const std::string& key) {
+    const std::string v = in.get<std::string>(key);
+    if (v.empty()) return;
+    const std::string abs = std::filesystem::absolute(v).lexically_normal().string();
+    if (abs != v) c.set_string(key, abs, in.source(key));
+  };
+  make_absolute("data.root");
+  make_absolute("run.out_dir");
+  const std::string resume = in.get<std::string>("run.resume");
+  if (resume != "auto" && resume != "none") make_absolute("run.resume");
+  return c;
+}
+
+DitTrainConfig dit_train_config(const Config& config) {
+  // Every path below is absolute, and so is the resolved config the trainer
+  // saves (t.yaml), which therefore works from any directory.
+  const Config c = dit_with_absolute_paths(config);
   DitTrainConfig t;
   t.run_name = c.get<std::string>("run.name");
   t.out_dir = c.get<std::string>("run.out_dir");

@@ -38,7 +38,14 @@ struct DitTrainConfig {
   std::string digest;  // its digest (hex)
 };
 
+// The config with its path-valued keys (data.root, run.out_dir, run.resume
+// when it names a directory) made absolute against the current directory,
+// which is what relative paths in a dittrain config mean. Idempotent.
+Config dit_with_absolute_paths(const Config& cfg);
+
 // Reads a validated Config (throws ConfigError naming the key on bad values).
+// Paths are made absolute first (dit_with_absolute_paths); `yaml` and
+// `digest` are those of the absolute-path config.
 DitTrainConfig dit_train_config(const Config& cfg);
 
 }  // namespace vt

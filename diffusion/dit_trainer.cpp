@@ -15,7 +15,7 @@
 #include "data_pipeline/dataset.h"
 #include "data_pipeline/loader.h"
 #include "data_pipeline/sampler.h"
-#include "diffusion/checkpoint.h"
+#include "core/checkpoint_dir.h"
 #include "diffusion/gaussian_diffusion.h"
 #include "diffusion/image_grid.h"
 #include "diffusion/sampler.h"
@@ -99,7 +99,7 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
 
   std::string resume_dir;
   if (cfg_.resume == "auto") {
-    if (auto l = latest_dit_checkpoint(run_dir_)) resume_dir = *l;
+    if (auto l = latest_checkpoint(run_dir_)) resume_dir = *l;
   } else if (cfg_.resume != "none") {
     resume_dir = cfg_.resume;
   }
@@ -123,7 +123,9 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
 DitTrainer::~DitTrainer() { log_close_file(); }
 
 void DitTrainer::resume_from(const std::string& dir) {
-  const DitCheckpoint ck = load_dit_checkpoint(dir);
+  CheckpointLoadOptions lo;
+  lo.require_ema = true;
+  const CheckpointData ck = load_checkpoint(dir, lo);
   store_.load(ck.model, /*strict=*/true);
   model_->set_pos_embed();
   load_named(store_, ck.ema, ema_, "", "checkpoint '" + dir + "' ema.safetensors");
@@ -147,7 +149,7 @@ void DitTrainer::resume_from(const std::string& dir) {
 }
 
 std::string DitTrainer::save_checkpoint() {
-  DitCheckpoint ck;
+  CheckpointData ck;
   ck.model = store_.state_dict();
   ck.ema = named_views(store_, ema_, "");
   ck.optimizer = named_views(store_, exp_avg_, "exp_avg.");
@@ -161,7 +163,9 @@ std::string DitTrainer::save_checkpoint() {
               {"nonfinite_skipped", nonfinite_total_},
               {"model", "DiT"},
               {"scheme", norm_scheme_name(cfg_.model.scheme)}};
-  const std::string dir = save_dit_checkpoint(run_dir_, step_, ck);
+  // vt:: because this member hides the free function.
+  const std::string dir = vt::save_checkpoint(run_dir_, step_, ck);
+  remove_stale_checkpoint_temps(run_dir_);
   log().info("checkpoint {}", dir);
   return dir;
 }
@@ -302,7 +306,10 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const std::string& ckpt, int
   ParamStore store;
   DiT model(store, cfg.model);
   store.finalize();
-  const DitCheckpoint ck = load_dit_checkpoint(ckpt, /*with_optimizer=*/false);
+  CheckpointLoadOptions lo;
+  lo.optimizer = false;
+  lo.require_ema = use_ema;
+  const CheckpointData ck = load_checkpoint(ckpt, lo);
   store.load(use_ema ? ck.ema : ck.model, /*strict=*/true);
   model.set_pos_embed();
   std::vector<int32_t> labels(static_cast<size_t>(num_samples));

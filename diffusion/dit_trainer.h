@@ -7,9 +7,9 @@
 // data order and flips by (run.seed, epoch, draw id), so a resumed run
 // repeats an uninterrupted one step for step.
 //
-// Run directory <run.out_dir>/<run.name>/: config.yaml (resolved),
+// Run directory <run.out_dir>/<run.name>/: config.yaml (resolved, absolute paths),
 // metrics.jsonl, TensorBoard events, log.txt, step_<N>/ checkpoints
-// (diffusion/checkpoint.h), samples/step_<N>.png grids from the EMA model
+// (core/checkpoint_dir.h), samples/step_<N>.png grids from the EMA model
 // with fixed noise and labels (label i % num_classes, sample.seed).
 //
 // Non-finite guard: a step whose loss or gradient norm is not finite is

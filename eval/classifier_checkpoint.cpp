@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "core/safetensors.h"
-#include "vision/checkpoint.h"
+#include "core/checkpoint_dir.h"
 
 namespace fs = std::filesystem;
 

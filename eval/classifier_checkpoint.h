@@ -1,5 +1,5 @@
 // A trained vtrain classifier for veval: the model a vtrain config
-// describes, with the weights of one checkpoint (vision/checkpoint.h)
+// describes, with the weights of one checkpoint (core/checkpoint_dir.h)
 // loaded strictly. Shared by `veval top1` and `veval fid --features`.
 #pragma once
 #include <memory>

@@ -100,6 +100,21 @@ std::string resolve_path(const Config& c, const std::string& key, const std::str
 
 }  // namespace
 
+Config with_absolute_paths(const Config& c, const std::string& config_path) {
+  Config out = c;
+  // resolve_path leaves command-line values relative to the CWD.
+  auto set = [&](const std::string& key, const std::string& path) {
+    if (path.empty()) return;  // left for train_options to report
+    const std::string abs = fs::absolute(path).lexically_normal().string();
+    if (abs != c.get<std::string>(key)) out.set_string(key, abs, c.source(key));
+  };
+  set("data.root", resolve_path(c, "data.root", config_path));
+  set("out_dir", c.get<std::string>("out_dir"));
+  const std::string resume = c.get<std::string>("resume");
+  if (resume != "auto" && resume != "never") set("resume", resolve_path(c, "resume", config_path));
+  return out;
+}
+
 TrainOptions train_options(const Config& c, const std::string& config_path) {
   TrainOptions o;
   o.name = c.get<std::string>("name");

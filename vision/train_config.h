@@ -72,6 +72,13 @@ struct TrainOptions {
 // but make no sense (unknown scheme or preset, odd batch with mixing, ...).
 TrainOptions train_options(const Config& cfg, const std::string& config_path);
 
+// The config with every path-valued key (data.root, out_dir, and resume when
+// it names a directory) replaced by the absolute path it resolves to under
+// the rules above, so that the resolved config vtrain saves into
+// <run>/config.yaml means the same when loaded from anywhere (vtrain,
+// `veval top1`). Idempotent; other keys are untouched.
+Config with_absolute_paths(const Config& cfg, const std::string& config_path);
+
 // `vtrain CONFIG`: the path as given, else <repo>/configs/CONFIG (and with
 // ".yaml" appended); throws ConfigError listing the places tried.
 std::string find_config(const std::string& arg, const std::string& configs_dir);

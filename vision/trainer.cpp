@@ -16,7 +16,7 @@
 #include "data_pipeline/loader.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/optim.h"
-#include "vision/checkpoint.h"
+#include "core/checkpoint_dir.h"
 #include "vision/evaluate.h"
 #include "core/tensorboard/event_writer.h"
 #include "vision/vit.h"
@@ -198,8 +198,10 @@ struct Trainer::Impl {
 
 Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std::make_unique<Impl>()) {
   Impl& I = *impl_;
-  I.cfg = cfg;
-  I.o = train_options(cfg, config_path);
+  // Absolute paths: the config saved into the run directory (and its
+  // digest in checkpoints) then means the same from any directory.
+  I.cfg = with_absolute_paths(cfg, config_path);
+  I.o = train_options(I.cfg, config_path);
   TrainOptions& o = I.o;
   if (o.device == "cuda")
     throw std::runtime_error("device: cuda is not yet supported by vtrain (use device: cpu or auto)");

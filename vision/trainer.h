@@ -5,14 +5,14 @@
 //          -> optional grad clipping -> AdamW (lr per step from the cosine
 //          schedule, no decay on 1-D params, pos_embed, cls_token) -> EMA
 //   eval   top-1 / top-5 / loss of the model and the EMA every N epochs and at the end
-//   ckpt   step_<N>/ directories (vision/checkpoint.h), keep last K and the best
+//   ckpt   step_<N>/ directories (core/checkpoint_dir.h), keep last K and the best
 //
 // Determinism: every random draw is keyed by (seed, purpose, epoch or step,
 // index), and the checkpoint stores (step, epoch, batches done in the epoch),
 // so a resumed run computes bitwise the same next steps as one never stopped
 // (same thread count).
 //
-// Outputs in <out_dir>/<name>/: config.yaml (resolved), log.txt,
+// Outputs in <out_dir>/<name>/: config.yaml (resolved, absolute paths), log.txt,
 // metrics.jsonl (train lines every log.every_steps, eval lines), step_<N>/.
 #pragma once
 #include <cstdint>

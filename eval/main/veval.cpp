@@ -19,10 +19,11 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
-#include <unistd.h>
+#include <unistd.h>  // isatty
 #include <vector>
 
 #include "core/config.h"
+#include "core/omp_policy.h"
 #include "eval/features_embedding.h"
 #include "eval/fid_inputs.h"
 #include "eval/top1.h"
@@ -241,12 +242,8 @@ int cmd_top1(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // As vtrain: spinning OpenMP workers slow everything down on shared cores;
-  // re-execute once with a passive wait policy unless the user chose one.
-  if (!std::getenv("OMP_WAIT_POLICY")) {
-    setenv("OMP_WAIT_POLICY", "passive", 1);
-    execv("/proc/self/exe", argv);  // returns only on failure: carry on as we are
-  }
+  // As vtrain: spinning OpenMP workers slow everything down on shared cores.
+  vt::reexec_with_passive_omp_wait(argv);
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

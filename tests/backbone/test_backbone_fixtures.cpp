@@ -68,7 +68,9 @@ TEST_P(BackboneFixture, OutputAndAllGradientsMatchPyTorch) {
   Tensor dc = cfg.conditioned() ? Tensor::zeros(c.shape()) : Tensor();
   bb.backward(t.at("loss_weight"), dh, dc);
   EXPECT_LT(rel_err(dh, t.at("grad.input.h")), 1e-5) << "grad.input.h";
-  if (cfg.conditioned()) EXPECT_LT(rel_err(dc, t.at("grad.input.c")), 1e-5) << "grad.input.c";
+  if (cfg.conditioned()) {
+    EXPECT_LT(rel_err(dc, t.at("grad.input.c")), 1e-5) << "grad.input.c";
+  }
   int checked = 0;
   for (const ParamInfo& p : store.infos()) {
     const Tensor& want = t.at("grad." + p.name);

@@ -90,7 +90,9 @@ TEST_P(SiameseKernels, FusedMatchesUnfusedForwardAndBackward) {
   siamese_input_forward(s, u1, z1, m1, r1);
   siamese_input_forward_unfused(s, u2, z2, m2, r2);
   EXPECT_LT(max_rel(z1, z2), 1e-6) << c.name;
-  if (c.x) EXPECT_LT(max_rel(u1, u2), 1e-6) << c.name;
+  if (c.x) {
+    EXPECT_LT(max_rel(u1, u2), 1e-6) << c.name;
+  }
   EXPECT_LT(max_rel(m1, m2), 1e-6);
   EXPECT_LT(max_rel(r1, r2), 1e-6);
 
@@ -124,7 +126,9 @@ TEST_P(SiameseKernels, FusedMatchesUnfusedForwardAndBackward) {
   siamese_input_backward(s, m1, r1, g1);
   siamese_input_backward_unfused(s, m2, r2, g2);
   auto cmp = [&](const Tensor& a, const Tensor& b, const char* what) {
-    if (a.defined()) EXPECT_LT(max_rel(a, b), 2e-6) << c.name << " " << what;
+    if (a.defined()) {
+      EXPECT_LT(max_rel(a, b), 2e-6) << c.name << " " << what;
+    }
   };
   cmp(g1.dx, g2.dx, "dx");
   cmp(g1.dy, g2.dy, "dy");

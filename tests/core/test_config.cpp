@@ -211,6 +211,25 @@ TEST(Config, ResolvedYamlRoundTripsAndDigestIsStable) {
   EXPECT_NE(e.digest(), a.digest());
 }
 
+TEST(Config, SetStringReplacesAValueThatSavesAndReloads) {
+  TmpDir d;
+  Config a = Config::parse("data: {root: rel/dir}\n", schema(), {}, "a.yaml");
+  a.set_string("data.root", "/abs/dir: with colon #", "a.yaml:1 (made absolute)");
+  a.set_string("run.name", "true", "test");  // looks like a bool, stays a string
+  EXPECT_EQ(a.get<std::string>("data.root"), "/abs/dir: with colon #");
+  EXPECT_EQ(a.source("data.root"), "a.yaml:1 (made absolute)");
+  a.save(d.file("s.yaml"));
+  Config b = Config::load(d.file("s.yaml"), schema());
+  EXPECT_EQ(b.get<std::string>("data.root"), "/abs/dir: with colon #");
+  EXPECT_EQ(b.get<std::string>("run.name"), "true");
+  EXPECT_EQ(b.digest(), a.digest());
+  // Spelled in a file, the same values give the same config.
+  Config c = Config::parse("data: {root: '/abs/dir: with colon #'}\nrun: {name: 'true'}\n", schema());
+  EXPECT_EQ(c.digest(), a.digest());
+  EXPECT_TRUE(contains(error_of([&] { a.set_string("train.lr", "1", "x"); }), "not a string key"));
+  EXPECT_TRUE(contains(error_of([&] { a.set_string("data.rot", "1", "x"); }), "did you mean 'data.root'"));
+}
+
 TEST(Config, SchemaRejectsBadDefinitions) {
   ConfigSchema s;
   s.optional("a.b", ConfigType::Int, "1", "");

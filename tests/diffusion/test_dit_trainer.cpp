@@ -12,7 +12,7 @@
 #include "core/philox.h"
 #include "core/safetensors.h"
 #include "core/tmp_dir.h"
-#include "diffusion/checkpoint.h"
+#include "core/checkpoint_dir.h"
 #include "diffusion/dit_trainer.h"
 #include "diffusion/image_grid.h"
 #include "diffusion/sampler.h"
@@ -73,12 +73,12 @@ TEST(DitTrainer, ResumeReproducesTheUninterruptedRun) {
   // The EMA really lags the weights (decay 0.9 over 7 steps).
   EXPECT_NE(flat(c.ema()), flat(c.store().weights()));
   // The checkpoint holds DiT's state-dict names.
-  const auto ck = load_dit_checkpoint(tmp.file("b/step_7"));
+  const auto ck = load_checkpoint(tmp.file("b/step_7"));
   EXPECT_TRUE(ck.model.count("blocks.1.postnorm2.weight"));
   EXPECT_TRUE(ck.model.count("y_embedder.embedding_table.weight"));
   EXPECT_TRUE(ck.optimizer.count("exp_avg_sq.final_layer.linear.weight"));
   EXPECT_EQ(ck.state.at("step").get<int64_t>(), 7);
-  EXPECT_EQ(latest_dit_checkpoint(tmp.file("b")), tmp.file("b/step_7"));
+  EXPECT_EQ(latest_checkpoint(tmp.file("b")), tmp.file("b/step_7"));
 
   // Latent models sample latents (no VAE yet), divided by the scale factor.
   SampleOptions so;
@@ -137,7 +137,7 @@ TEST(DitTrainer, ImagesDataGridAndSampleFiles) {
     ParamStore es;
     DiT ema_model(es, cfg.model);
     es.finalize();
-    es.load(load_dit_checkpoint(tmp.file("im/step_2"), false).ema, true);
+    es.load(load_checkpoint(tmp.file("im/step_2"), {/*optimizer=*/false}).ema, true);
     ema_model.set_pos_embed();
     const Tensor u = to_uint8_nhwc(sample_images(ema_model, cfg.grid, {0, 1, 0, 1}));
     int mismatches = 0;
@@ -153,7 +153,7 @@ TEST(DitTrainer, ImagesDataGridAndSampleFiles) {
     ParamStore rs;
     DiT raw(rs, cfg.model);
     rs.finalize();
-    rs.load(load_dit_checkpoint(tmp.file("im/step_2"), false).model, true);
+    rs.load(load_checkpoint(tmp.file("im/step_2"), {/*optimizer=*/false}).model, true);
     raw.set_pos_embed();
     EXPECT_NE(to_uint8_nhwc(sample_images(raw, cfg.grid, {0, 1, 0, 1})).contiguous().to(DType::F32).to_vector(),
               u.contiguous().to(DType::F32).to_vector());
@@ -218,6 +218,50 @@ TEST(ImageGrid, Uint8ConversionIsAdms) {
   EXPECT_EQ(v.u8()[0], 0);
   EXPECT_EQ(v.u8()[1], 128);
   EXPECT_EQ(v.u8()[2], 255);
+}
+
+// Restores the working directory when it goes out of scope.
+class ChdirGuard {
+ public:
+  explicit ChdirGuard(const fs::path& to) : old_(fs::current_path()) { fs::current_path(to); }
+  ~ChdirGuard() { fs::current_path(old_); }
+
+ private:
+  fs::path old_;
+};
+
+TEST(DitTrainConfig, SavedConfigHasAbsolutePathsAndResumesFromAnywhere) {
+  vt_test::TmpDir tmp;
+  write_latent_shard(tmp.file("lat"));
+  const std::string want_root = fs::absolute(tmp.file("lat")).lexically_normal().string();
+  const std::string want_run = fs::absolute(tmp.file("out/r")).lexically_normal().string();
+  {
+    ChdirGuard cd(tmp.path());  // relative paths in a dittrain config mean the CWD
+    const DitTrainConfig c =
+        dit_train_config(Config::parse(std::string("run: {name: r, out_dir: out}\n") +
+                                           "model: {input_size: 8, in_channels: 4, patch: 2, hidden: 16, depth: 1, "
+                                           "heads: 2, num_classes: 3}\n"
+                                           "data: {kind: latents, root: lat, workers: 1}\n"
+                                           "train: {global_batch: 4, steps: 1}\nsample: {every: 0}\n",
+                                       dittrain_schema()));
+    EXPECT_EQ(c.data_root, want_root);
+    DitTrainer t(c);
+    t.train();
+  }
+  ChdirGuard cd("/");
+  const std::string saved = want_run + "/config.yaml";
+  const Config loaded = Config::load(saved, dittrain_schema(), {"train.steps=2"});
+  EXPECT_EQ(loaded.get<std::string>("data.root"), want_root);
+  EXPECT_EQ(loaded.get<std::string>("run.out_dir"), fs::path(want_run).parent_path().string());
+  const DitTrainConfig again = dit_train_config(loaded);
+  // The checkpoint holds the digest of the saved config (same run).
+  EXPECT_EQ(load_checkpoint(want_run + "/step_1").state.at("config_digest").get<std::string>(),
+            dit_train_config(Config::load(saved, dittrain_schema())).digest);
+  DitTrainer t(again);
+  EXPECT_EQ(t.step(), 1);  // resumed in place
+  t.train();
+  EXPECT_EQ(t.step(), 2);
+  EXPECT_TRUE(fs::is_directory(want_run + "/step_2"));
 }
 
 TEST(DitTrainConfig, BadValuesNameTheKey) {

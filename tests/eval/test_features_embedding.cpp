@@ -16,7 +16,7 @@
 #include "data_pipeline/decode.h"
 #include "eval/features_embedding.h"
 #include "eval/frechet.h"
-#include "vision/checkpoint.h"
+#include "core/checkpoint_dir.h"
 #include "vision/evaluate.h"
 #include "vision/train_config.h"
 #include "vision/vision_test_util.h"

@@ -16,7 +16,7 @@
 #include "data_pipeline/dataset.h"
 #include "eval/classifier_checkpoint.h"
 #include "eval/top1.h"
-#include "vision/checkpoint.h"
+#include "core/checkpoint_dir.h"
 #include "vision/evaluate.h"
 #include "vision/train_config.h"
 #include "vision/vision_test_util.h"

@@ -69,5 +69,27 @@ TEST(Configs, CifarDataRootIsRelativeToTheRepository) {
   EXPECT_THROW(find_config("no_such_config", kConfigs), ConfigError);
 }
 
+TEST(Configs, WithAbsolutePathsKeepsTheirMeaning) {
+  namespace fs = std::filesystem;
+  const std::string path = find_config("cifar10_vit_tiny_siamese", kConfigs);
+  const Config c = Config::load(path, vtrain_schema(), {"out_dir=runs_x", "resume=ck/step_3"});
+  const Config a = with_absolute_paths(c, path);
+  // File value: relative to the repository (the config directory's parent);
+  // command-line values and out_dir: relative to the working directory.
+  EXPECT_EQ(a.get<std::string>("data.root"),
+            fs::path(std::string(VT_SHARED_DATA_DIR) + "/cifar10").lexically_normal().string());
+  EXPECT_EQ(a.get<std::string>("out_dir"), (fs::current_path() / "runs_x").string());
+  EXPECT_EQ(a.get<std::string>("resume"), (fs::current_path() / "ck/step_3").string());
+  EXPECT_EQ(a.source("resume"), "command line");
+  EXPECT_EQ(a.get<std::string>("name"), c.get<std::string>("name"));
+  EXPECT_EQ(a.get<int>("train.batch_size"), c.get<int>("train.batch_size"));
+  // Idempotent, whatever file it is said to come from.
+  EXPECT_EQ(with_absolute_paths(a, "/elsewhere/cfg/x.yaml").to_yaml(), a.to_yaml());
+  EXPECT_EQ(train_options(a, "/elsewhere/cfg/x.yaml").data_root, a.get<std::string>("data.root"));
+  // "auto" / "never" are not paths.
+  EXPECT_EQ(with_absolute_paths(Config::load(path, vtrain_schema()), path).get<std::string>("resume"),
+            Config::load(path, vtrain_schema()).get<std::string>("resume"));
+}
+
 }  // namespace
 }  // namespace vt

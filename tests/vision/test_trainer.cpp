@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "core/safetensors.h"
-#include "vision/checkpoint.h"
+#include "core/checkpoint_dir.h"
 #include "vision/trainer.h"
 #include "vision_test_util.h"
 
@@ -136,6 +136,43 @@ TEST_F(TrainerTest, NonFiniteLossNamesStepAndKeepsCheckpoint) {
   EXPECT_EQ(cks[0].first, 1);
   CheckpointData d = load_checkpoint(cks[0].second);  // complete and readable
   EXPECT_EQ(d.state.at("step").get<int64_t>(), 1);
+}
+
+// Restores the working directory when it goes out of scope.
+class ChdirGuard {
+ public:
+  explicit ChdirGuard(const fs::path& to) : old_(fs::current_path()) { fs::current_path(to); }
+  ~ChdirGuard() { fs::current_path(old_); }
+
+ private:
+  fs::path old_;
+};
+
+TEST_F(TrainerTest, SavedConfigIsReusableFromAnywhere) {
+  // data.root relative to the parent of the config file's directory (here
+  // the temporary directory, which holds data/).
+  fs::create_directories(tmp_.path() + "/cfgs");
+  const std::string cfg_path = tmp_.path() + "/cfgs/tiny.yaml";
+  std::ofstream(cfg_path) << tiny_yaml("data", out("r"));
+  const std::vector<std::string> ov = {"train.max_steps=1", "log.tensorboard=false", "eval.max_images=4"};
+  Trainer(Config::load(cfg_path, vtrain_schema(), ov), cfg_path).run();
+
+  const std::string want_root = fs::absolute(fs::path(tmp_.path()) / "data").lexically_normal().string();
+  const std::string saved = out("r") + "/t/config.yaml";
+  ChdirGuard cd("/");  // another working directory
+  const Config c = Config::load(saved, vtrain_schema());
+  EXPECT_EQ(c.get<std::string>("data.root"), want_root);
+  EXPECT_TRUE(fs::path(c.get<std::string>("out_dir")).is_absolute()) << c.get<std::string>("out_dir");
+  const TrainOptions o = train_options(c, saved);
+  EXPECT_EQ(o.data_root, want_root);
+  EXPECT_TRUE(fs::equivalent(o.out_dir + "/" + o.name, out("r") + "/t"));
+  // Checkpoints hold the saved config's digest: rerunning it is the same run.
+  EXPECT_EQ(load_checkpoint(out("r") + "/t/step_1").state.at("config_digest").get<std::string>(), c.digest_hex());
+  // vtrain on the saved config continues the run in place.
+  Trainer again(Config::load(saved, vtrain_schema(), {"train.max_steps=2"}), saved);
+  EXPECT_EQ(again.options().data_root, want_root);
+  EXPECT_EQ(again.run().steps, 2);
+  EXPECT_EQ(again.losses().size(), 1u);  // resumed after step 1
 }
 
 std::string error_of(const std::function<void()>& f) {

@@ -5,12 +5,8 @@
 // 2 usage or configuration error.
 //
 // OpenMP wait policy: unless OMP_WAIT_POLICY is set, vtrain re-executes
-// itself once with OMP_WAIT_POLICY=passive (the OpenMP runtime reads it
-// before main). Spinning workers make a step up to 5x slower when the cores
-// are shared with other processes (measured on a loaded 2-core machine);
-// set OMP_WAIT_POLICY=active to keep spinning on a dedicated machine.
-#include <unistd.h>
-
+// itself once with OMP_WAIT_POLICY=passive (core/omp_policy.h); set
+// OMP_WAIT_POLICY=active to keep spinning on a dedicated machine.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +15,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
+#include "core/omp_policy.h"
 #include "vision/trainer.h"
 
 #ifndef VT_CONFIGS_DIR
@@ -26,10 +23,7 @@
 #endif
 
 int main(int argc, char** argv) {
-  if (!std::getenv("OMP_WAIT_POLICY")) {
-    setenv("OMP_WAIT_POLICY", "passive", 1);
-    execv("/proc/self/exe", argv);  // returns only on failure: carry on as we are
-  }
+  vt::reexec_with_passive_omp_wait(argv);
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
     std::fprintf(stderr,
                  "usage: vtrain CONFIG.yaml [key.path=value ...]\n"
