@@ -45,6 +45,14 @@ void log_to_file(const std::string& path) {
   s.file = sink;
 }
 
+void log_file_only(spdlog::level::level_enum level, const std::string& msg) {
+  LogState& s = state();
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (!s.file) return;
+  s.file->log(spdlog::details::log_msg(s.logger->name(), level, msg));
+  s.file->flush();
+}
+
 void log_close_file() {
   LogState& s = state();
   std::lock_guard<std::mutex> lk(s.mu);

@@ -13,6 +13,10 @@ spdlog::logger& log();
 // Adds a file sink (appending); throws spdlog::spdlog_ex naming the path when
 // it cannot be opened. Calling it again replaces the previous file.
 void log_to_file(const std::string& path);
+// Writes one line at `level` to the file sink only (no-op without one) and
+// flushes it: for a message the caller also prints on stderr itself, such
+// as a fatal error that main() reports, so the terminal shows it once.
+void log_file_only(spdlog::level::level_enum level, const std::string& msg);
 // Detaches (and closes) the file sink, if any.
 void log_close_file();
 // "trace", "debug", "info", "warn", "error", "off"; throws

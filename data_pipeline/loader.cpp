@@ -2,12 +2,23 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <system_error>
 
-#include <spdlog/spdlog.h>
-
+#include "core/log.h"
 #include "data_pipeline/decode.h"
 
 namespace vt {
+
+namespace {
+
+bool first_warning_in_process(const std::string& name) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lk(mu);
+  return warned.insert(name).second;
+}
+
+}  // namespace
 
 OnCorrupt parse_on_corrupt(const std::string& s) {
   if (s == "error") return OnCorrupt::Error;
@@ -28,10 +39,22 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig cfg) : ds_(s
   }
   capacity_ = std::max(cfg_.prefetch, cfg_.workers);
   slots_.resize(static_cast<size_t>(capacity_));
-  for (int i = 0; i < cfg_.workers; ++i) threads_.emplace_back([this] { worker_loop(); });
+  try {
+    threads_.reserve(static_cast<size_t>(cfg_.workers));
+    for (int i = 0; i < cfg_.workers; ++i) threads_.emplace_back([this] { worker_loop(); });
+  } catch (const std::exception& e) {  // std::system_error, or std::bad_alloc for the thread state
+    // A throwing constructor runs no destructor: the workers already started
+    // must be stopped and joined here, or ~thread calls std::terminate.
+    const size_t started = threads_.size();
+    stop_workers();
+    throw std::runtime_error("data.workers = " + std::to_string(cfg_.workers) + ": could not start loader thread " +
+                             std::to_string(started + 1) + " (" + e.what() + "); lower data.workers");
+  }
 }
 
-Loader::~Loader() {
+Loader::~Loader() { stop_workers(); }
+
+void Loader::stop_workers() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     stop_ = true;
@@ -40,6 +63,7 @@ Loader::~Loader() {
   cv_work_.notify_all();
   cv_ready_.notify_all();
   for (auto& t : threads_) t.join();
+  threads_.clear();
 }
 
 void Loader::stop_epoch(std::unique_lock<std::mutex>& lk) {
@@ -138,7 +162,11 @@ void Loader::load_sample(int64_t pos, uint64_t epoch, float* dst, int32_t* label
         ++corrupt_count_;
         first = corrupt_names_.insert(name).second;
       }
-      if (first) spdlog::warn("data: skipping corrupt file ({}); replaced by the next valid sample", e.what());
+      // Through vt::log so the warning reaches the run's log.txt; once per
+      // file per process (an evaluation loader would otherwise repeat the
+      // training loader's warnings every epoch).
+      if (first && first_warning_in_process(name))
+        vt::log().warn("data: skipping corrupt file ({}); replaced by the next valid sample", e.what());
       if (attempt + 1 >= N) throw std::runtime_error("data: every sample tried is corrupt (last: " + name + ")");
       idx = (idx + 1) % N;
     }

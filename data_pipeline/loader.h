@@ -10,7 +10,8 @@
 // epoch and rethrows in the consumer, naming the file; Skip replaces the
 // sample by the next decodable one in dataset order (index + 1, + 2, ...,
 // with that sample's own label, so labels never shift), counts the event and
-// remembers the file name (logged once per file). Any other exception in a
+// remembers the file name (a warning through vt::log, once per file per
+// process; corrupt_count/corrupt_names give the totals). Any other exception in a
 // worker is delivered to the consumer at that batch. Destroying the loader or
 // starting a new epoch mid-epoch stops the workers cleanly.
 //
@@ -60,6 +61,9 @@ struct Batch {
 
 class Loader {
  public:
+  // Starts cfg.workers threads. When the OS refuses a thread, the ones
+  // already started are stopped and joined and std::runtime_error naming
+  // data.workers is thrown (never std::terminate).
   Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig cfg);
   ~Loader();
   Loader(const Loader&) = delete;
@@ -85,6 +89,7 @@ class Loader {
   void build(int64_t b, uint64_t epoch, uint64_t generation, Slot& out);
   void load_sample(int64_t pos, uint64_t epoch, float* dst, int32_t* label, int64_t* used);
   void stop_epoch(std::unique_lock<std::mutex>& lk);
+  void stop_workers();
 
   std::shared_ptr<const Dataset> ds_;
   LoaderConfig cfg_;

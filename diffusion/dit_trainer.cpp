@@ -1,6 +1,7 @@
 #include "diffusion/dit_trainer.h"
 
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <stdexcept>
@@ -67,10 +68,19 @@ std::shared_ptr<Dataset> make_dataset(const DitTrainConfig& c) {
 
 DitTrainer::DitTrainer(const DitTrainConfig& cfg)
     : cfg_(cfg), diff_(GaussianDiffusion::linear(cfg.num_timesteps)) {
+  // Every check (data, model, resume) runs before anything is written, so a
+  // setup failure leaves no directory that looks like a run (open_run).
   run_dir_ = (fs::path(cfg_.out_dir) / cfg_.run_name).string();
-  fs::create_directories(run_dir_);
-  log_to_file((fs::path(run_dir_) / "log.txt").string());
-  write_file_atomic((fs::path(run_dir_) / "config.yaml").string(), cfg_.yaml);
+  if (!fs::is_directory(cfg_.data_root))
+    throw std::runtime_error("data.root '" + cfg_.data_root + "' does not exist or is not a directory");
+  dataset_ = make_dataset(cfg_);
+  if (dataset_->num_classes() > cfg_.model.num_classes)
+    throw ConfigError("model.num_classes: the data has " + std::to_string(dataset_->num_classes()) +
+                      " classes, the model " + std::to_string(cfg_.model.num_classes));
+  batches_per_epoch_ = dataset_->size() / cfg_.batch;
+  if (batches_per_epoch_ == 0)
+    throw ConfigError("train.global_batch: " + std::to_string(cfg_.batch) + " exceeds the " +
+                      std::to_string(dataset_->size()) + " samples of " + cfg_.data_root);
 
   model_ = std::make_unique<DiT>(store_, cfg_.model);
   store_.finalize();
@@ -82,30 +92,24 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   for (const auto& p : store_.infos()) segs.push_back({p.offset, p.numel, p.weight_decay});
   decay_mask_ = decay_mask_from_segments(store_.numel(), segs);
 
-  dataset_ = make_dataset(cfg_);
-  if (dataset_->num_classes() > cfg_.model.num_classes)
-    throw ConfigError("model.num_classes: the data has " + std::to_string(dataset_->num_classes()) +
-                      " classes, the model " + std::to_string(cfg_.model.num_classes));
-  batches_per_epoch_ = dataset_->size() / cfg_.batch;
-  if (batches_per_epoch_ == 0)
-    throw ConfigError("train.global_batch: " + std::to_string(cfg_.batch) + " exceeds the " +
-                      std::to_string(dataset_->size()) + " samples of " + cfg_.data_root);
+  if (cfg_.resume == "auto") {
+    if (auto l = latest_checkpoint(run_dir_)) resume_dir_ = *l;
+  } else if (cfg_.resume == "never" || cfg_.resume == "none") {
+    // Training step 1.. over an old run's step_<N> would leave a mix of both.
+    if (!list_checkpoints(run_dir_).empty())
+      throw std::runtime_error("resume=never but run directory '" + run_dir_ +
+                               "' already holds checkpoints; choose another run.name or run.resume=auto");
+  } else {
+    resume_dir_ = cfg_.resume;
+  }
+  if (!resume_dir_.empty()) resume_from(resume_dir_);
+
   LoaderConfig lc;
   lc.batch_size = static_cast<int>(cfg_.batch);
   lc.workers = std::max(1, cfg_.workers);
   lc.seed = cfg_.seed;
   lc.on_corrupt = parse_on_corrupt(cfg_.on_corrupt);
   loader_ = std::make_unique<Loader>(dataset_, lc);
-
-  std::string resume_dir;
-  if (cfg_.resume == "auto") {
-    if (auto l = latest_checkpoint(run_dir_)) resume_dir = *l;
-  } else if (cfg_.resume != "none") {
-    resume_dir = cfg_.resume;
-  }
-  if (!resume_dir.empty()) resume_from(resume_dir);
-  metrics_ = std::make_unique<MetricsWriter>((fs::path(run_dir_) / "metrics.jsonl").string());
-  tb_ = std::make_unique<TensorBoardWriter>(run_dir_);
 
   const int64_t B = cfg_.batch, C = cfg_.model.in_channels, S = cfg_.model.input_size;
   x0_ = Tensor::empty({B, C, S, S});
@@ -115,12 +119,26 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   y_ = Tensor::empty({B}, DType::I32);
   out_ = Tensor::empty({B, 2 * C, S, S});
   dout_ = Tensor::empty({B, 2 * C, S, S});
-  log().info("dittrain: DiT depth {} hidden {} patch {} ({} scheme), {} parameters, {} samples, batch {}, run dir {}{}",
-             cfg_.model.depth, cfg_.model.hidden, cfg_.model.patch, norm_scheme_name(cfg_.model.scheme), model_->num_params(), dataset_->size(), B,
-             run_dir_, resume_dir.empty() ? "" : ", resumed from " + resume_dir + " at step " + std::to_string(step_));
 }
 
-DitTrainer::~DitTrainer() { log_close_file(); }
+void DitTrainer::open_run() {
+  if (opened_) return;
+  fs::create_directories(run_dir_);
+  log_to_file((fs::path(run_dir_) / "log.txt").string());
+  opened_ = true;
+  write_file_atomic((fs::path(run_dir_) / "config.yaml").string(), cfg_.yaml);
+  metrics_ = std::make_unique<MetricsWriter>((fs::path(run_dir_) / "metrics.jsonl").string());
+  tb_ = std::make_unique<TensorBoardWriter>(run_dir_);
+  log().info("dittrain: DiT depth {} hidden {} patch {} ({} scheme), {} parameters, {} samples, batch {}, run dir {}{}",
+             cfg_.model.depth, cfg_.model.hidden, cfg_.model.patch, norm_scheme_name(cfg_.model.scheme),
+             model_->num_params(), dataset_->size(), cfg_.batch, run_dir_,
+             resume_dir_.empty() ? "" : ", resumed from " + resume_dir_ + " at step " + std::to_string(step_));
+}
+
+DitTrainer::~DitTrainer() {
+  if (opened_) log_close_file();
+}
+
 
 void DitTrainer::resume_from(const std::string& dir) {
   CheckpointLoadOptions lo;
@@ -149,6 +167,7 @@ void DitTrainer::resume_from(const std::string& dir) {
 }
 
 std::string DitTrainer::save_checkpoint() {
+  open_run();
   CheckpointData ck;
   ck.model = store_.state_dict();
   ck.ema = named_views(store_, ema_, "");
@@ -257,6 +276,7 @@ void DitTrainer::save_sample_grid(const std::string& path) {
 }
 
 void DitTrainer::train(int64_t stop_at) {
+  open_run();
   const int64_t end = stop_at > 0 ? std::min(stop_at, cfg_.steps) : cfg_.steps;
   if (step_ >= end) {
     log().info("dittrain: already at step {} (target {})", step_, end);
@@ -302,7 +322,10 @@ void DitTrainer::train(int64_t stop_at) {
 
 void dit_sample_to_files(const DitTrainConfig& cfg, const std::string& ckpt, int64_t num_samples,
                          const SampleOptions& opt, const std::string& out, bool use_ema) {
-  if (num_samples < 1) throw std::invalid_argument("sample: num_samples must be >= 1");
+  if (num_samples < 1 || num_samples > kMaxSamples)
+    throw std::invalid_argument("sample: num_samples must be in [1, " + std::to_string(kMaxSamples) + "], got " +
+                                std::to_string(num_samples));
+  if (opt.batch < 1) throw std::invalid_argument("sample: batch must be >= 1, got " + std::to_string(opt.batch));
   ParamStore store;
   DiT model(store, cfg.model);
   store.finalize();
@@ -315,31 +338,53 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const std::string& ckpt, int
   std::vector<int32_t> labels(static_cast<size_t>(num_samples));
   Philox rng(opt.seed, philox_stream(kPurposeSampleLabels));
   for (auto& y : labels) y = static_cast<int32_t>(rng.integer(0, cfg.model.num_classes - 1));
+
+  // Chunks of whole batches: only the output array (uint8 pixels, or F32
+  // latents) is held for all samples, not N float images.
+  const int64_t C = cfg.model.in_channels, S = cfg.model.input_size, bs = opt.batch;
+  const int64_t chunk = bs * std::max<int64_t>(1, 1024 / bs);
+  const bool latents = cfg.data_kind == "latents";
+  NpyArray arr;
+  arr.dtype = latents ? "<f4" : "|u1";
+  arr.shape = latents ? Shape{num_samples, C, S, S} : Shape{num_samples, S, S, C};
+  const size_t per_bytes = static_cast<size_t>(C * S * S) * (latents ? sizeof(float) : 1);
+  arr.bytes.resize(static_cast<size_t>(num_samples) * per_bytes);
+  const int64_t K = sampling_diffusion(opt).num_steps(), total = (num_samples + bs - 1) / bs * K;
   ProgressOptions po;
   po.unit = "step";
-  std::unique_ptr<ProgressBar> pb;  // sized by the first callback (total depends on batching)
-  Tensor x = sample_images(model, opt, labels, [&](int64_t done, int64_t total) {
-    if (!pb) pb = std::make_unique<ProgressBar>("sample", total, po);
-    pb->update(done);
-  });
-  if (pb) pb->finish();
-  std::vector<int64_t> lab(labels.begin(), labels.end());
-  std::map<std::string, NpyArray> arrays;
-  arrays["labels"] = NpyArray::from(lab, {num_samples});
-  Tensor preview = x;
-  if (cfg.data_kind == "latents") {
-    Tensor lat = x.clone();
-    scale(lat, static_cast<float>(1.0 / cfg.latent_scale), lat);
-    arrays["latents"] = NpyArray::from_tensor(lat);
-    preview = lat;
-  } else {
-    arrays["arr_0"] = NpyArray::from_tensor(to_uint8_nhwc(x));
+  ProgressBar pb("sample", total, po);
+  int64_t done_before = 0;
+  for (int64_t first = 0; first < num_samples; first += chunk) {
+    const int64_t n = std::min(chunk, num_samples - first);
+    const std::vector<int32_t> part(labels.begin() + first, labels.begin() + first + n);
+    int64_t done_here = 0;
+    Tensor x = sample_images(
+        model, opt, part, [&](int64_t done, int64_t) { pb.update(done_before + (done_here = done)); }, first);
+    done_before += done_here;
+    Tensor o = latents ? x : to_uint8_nhwc(x);
+    if (latents) scale(o, static_cast<float>(1.0 / cfg.latent_scale), o);
+    std::memcpy(arr.bytes.data() + static_cast<size_t>(first) * per_bytes, o.contiguous().raw(),
+                static_cast<size_t>(n) * per_bytes);
   }
+  pb.finish();
+  const int64_t shown = std::min<int64_t>(64, num_samples);
+  Tensor preview;
+  if (latents) {
+    // Shown as if they were pixels (no VAE decoder yet): channels 0..2.
+    Tensor lat = Tensor::empty({shown, C, S, S});
+    std::memcpy(lat.raw(), arr.bytes.data(), static_cast<size_t>(shown) * per_bytes);
+    preview = to_uint8_nhwc(lat);
+  } else {
+    preview = Tensor::empty({shown, S, S, C}, DType::U8);
+    std::memcpy(preview.raw(), arr.bytes.data(), static_cast<size_t>(shown) * per_bytes);
+  }
+  std::map<std::string, NpyArray> arrays;
+  arrays["labels"] = NpyArray::from(std::vector<int64_t>(labels.begin(), labels.end()), {num_samples});
+  arrays[latents ? "latents" : "arr_0"] = std::move(arr);
   const fs::path parent = fs::path(out).parent_path();
   if (!parent.empty()) fs::create_directories(parent);
   save_npz(out + ".npz", arrays);
-  const int64_t shown = std::min<int64_t>(64, num_samples);
-  save_png_grid(out + ".png", to_uint8_nhwc(preview.slice(0, 0, shown)));
+  save_png_grid(out + ".png", preview);
   log().info("sample: wrote {}.npz and {}.png ({} samples, {} {} steps, cfg {})", out, out, num_samples, opt.sampler,
              opt.steps, opt.cfg_scale);
 }

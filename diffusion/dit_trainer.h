@@ -35,7 +35,14 @@ class TensorBoardWriter;
 
 class DitTrainer {
  public:
-  // Builds model, data and optimizer; resumes per run.resume.
+  // Builds data, model and optimizer and resumes per run.resume (auto: the
+  // run's newest checkpoint; never: throws std::runtime_error when the run
+  // directory already holds checkpoints; DIR: that checkpoint). Writes
+  // nothing: the run directory is created by the first train() or
+  // save_checkpoint(). Throws ConfigError when the data contradict the
+  // config (more classes than model.num_classes, fewer samples than
+  // train.global_batch) and std::runtime_error for missing or unreadable
+  // data and checkpoints.
   explicit DitTrainer(const DitTrainConfig& cfg);
   ~DitTrainer();
 
@@ -56,12 +63,14 @@ class DitTrainer {
 
  private:
   void resume_from(const std::string& dir);
+  void open_run();  // creates the run directory, log.txt, config.yaml, metrics (once)
   void start_epoch();
   bool train_step();  // false when the step was skipped (non-finite)
 
   DitTrainConfig cfg_;
   GaussianDiffusion diff_;  // the full training schedule
-  std::string run_dir_;
+  std::string run_dir_, resume_dir_;
+  bool opened_ = false;
   ParamStore store_;
   std::unique_ptr<DiT> model_;
   Tensor ema_, exp_avg_, exp_avg_sq_, decay_mask_;
@@ -79,11 +88,17 @@ class DitTrainer {
   Tensor x0_, xt_, noise_, tt_, y_, out_, dout_;
 };
 
+// Upper bound of dit_sample_to_files's num_samples (ADM's FID-50K needs 5e4).
+constexpr int64_t kMaxSamples = 1000000;
+
 // `dittrain sample`: loads `ckpt` (EMA weights unless use_ema = false),
 // draws num_samples images with labels uniform in [0, num_classes) from
 // opt.seed, and writes <out>.npz (ADM: arr_0 uint8 [N, H, W, 3] and labels
 // int64 [N]; for latent models `latents` F32 [N, C, H, W] divided by
 // data.latent_scale instead of arr_0) and <out>.png (a grid of up to 64).
+// Samples are drawn in chunks of whole batches; only the output array is
+// held for all of them. Throws std::invalid_argument for num_samples outside
+// [1, kMaxSamples] or opt.batch < 1, std::runtime_error for a bad checkpoint.
 void dit_sample_to_files(const DitTrainConfig& cfg, const std::string& ckpt, int64_t num_samples,
                          const SampleOptions& opt, const std::string& out, bool use_ema = true);
 

@@ -15,7 +15,8 @@ void fill_normal(float* dst, int64_t n, uint64_t seed, uint64_t stream) {
 }
 }  // namespace
 
-GaussianDiffusion sampling_diffusion(const SampleOptions& opt, int T) {
+GaussianDiffusion sampling_diffusion(const SampleOptions& opt) {
+  const int T = opt.num_timesteps;
   if (opt.steps < 1 || opt.steps > T)
     throw std::invalid_argument("sample: steps must be in [1, " + std::to_string(T) + "], got " +
                                 std::to_string(opt.steps));
@@ -31,7 +32,7 @@ GaussianDiffusion sampling_diffusion(const SampleOptions& opt, int T) {
 }
 
 Tensor sample_images(DiT& model, const SampleOptions& opt, const std::vector<int32_t>& labels,
-                     const std::function<void(int64_t, int64_t)>& progress) {
+                     const std::function<void(int64_t, int64_t)>& progress, int64_t index_base) {
   const DiTConfig& mc = model.config();
   if (!mc.learn_sigma) throw std::invalid_argument("sample: the model must have learn_sigma (2C outputs)");
   const bool guide = opt.cfg_scale > 1.0;
@@ -56,7 +57,7 @@ Tensor sample_images(DiT& model, const SampleOptions& opt, const std::vector<int
     Tensor mo = Tensor::empty({MB, 2 * C, S, S});
     Tensor guided = guide ? Tensor::empty({B, 2 * C, S, S}) : mo;
     for (int64_t b = 0; b < B; ++b) {
-      fill_normal(x.f32() + b * per, per, opt.seed, philox_stream(kPurposeSampleInit, first + b));
+      fill_normal(x.f32() + b * per, per, opt.seed, philox_stream(kPurposeSampleInit, static_cast<uint64_t>(index_base + first + b)));
       yy.i32()[b] = labels[static_cast<size_t>(first + b)];
       if (guide) yy.i32()[B + b] = static_cast<int32_t>(mc.num_classes);
     }
@@ -71,7 +72,8 @@ Tensor sample_images(DiT& model, const SampleOptions& opt, const std::vector<int
       if (guide) cfg_combine(mo, opt.cfg_scale, opt.guided_channels, guided);
       for (int64_t b = 0; b < B; ++b)
         fill_normal(z.f32() + b * per, per, opt.seed,
-                    philox_stream(kPurposeSampleStep, static_cast<uint64_t>(first + b), static_cast<uint64_t>(k)));
+                    philox_stream(kPurposeSampleStep, static_cast<uint64_t>(index_base + first + b),
+                                  static_cast<uint64_t>(k)));
       if (opt.sampler == "ddim")
         diff.ddim_step(guided, x, t, opt.eta, z, xn, opt.clip_denoised);
       else

@@ -28,16 +28,21 @@ struct SampleOptions {
   bool clip_denoised = false;    // DiT's samplers: false
   uint64_t seed = 0;
   int batch = 16;                // images per model call (doubled under guidance)
+  int num_timesteps = 1000;      // T of the training schedule (diffusion.num_timesteps)
 };
 
-// The respaced diffusion SampleOptions describe.
-GaussianDiffusion sampling_diffusion(const SampleOptions& opt, int num_timesteps = 1000);
+// The respaced diffusion SampleOptions describe (a linear schedule of
+// opt.num_timesteps steps, respaced to opt.steps).
+GaussianDiffusion sampling_diffusion(const SampleOptions& opt);
 
 // Draws labels.size() samples, [N, C, H, W] F32 (the model's input space).
+// Sample i uses the noise of sample index_base + i, so drawing samples
+// [a, b) in one call with index_base = a gives the same images as drawing
+// [0, b) and keeping [a, b) (callers split large requests into chunks).
 // `progress(done_steps, total_steps)` is called after each reverse step of
 // each batch when given. Throws std::invalid_argument for a bad sampler name,
 // guidance on a model without a null class, or labels outside [0, num_classes).
 Tensor sample_images(DiT& model, const SampleOptions& opt, const std::vector<int32_t>& labels,
-                     const std::function<void(int64_t, int64_t)>& progress = {});
+                     const std::function<void(int64_t, int64_t)>& progress = {}, int64_t index_base = 0);
 
 }  // namespace vt

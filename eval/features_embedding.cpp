@@ -100,6 +100,7 @@ FidSourceStats embedding_source_stats(const std::string& path, const ClassifierE
     run(arr.shape[0], [&](int64_t i, float* dst) { emb.preprocess_u8(arr.bytes.data() + i * h * w * 3, h, w, dst); });
   } else {
     const std::vector<std::string> files = list_images_recursive(path);
+    require_two_images(files, path);
     run(static_cast<int64_t>(files.size()), [&](int64_t i, float* dst) { emb.preprocess_file(files[i], dst); });
   }
   out.stats = acc.finish();

@@ -1,6 +1,7 @@
 #include "eval/fid_inputs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -40,6 +41,13 @@ GaussianStats stats_from_npz(const std::map<std::string, NpyArray>& m, const std
                              " must be [D] and [D, D]");
   const int64_t d = mu.shape[0];
   std::vector<double> m1 = mu.to_f64(), s1 = sg.to_f64();
+  // Caught here, the error names the file; frechet_distance could only say
+  // "statistics contain NaN".
+  for (const auto* v : {&m1, &s1})
+    for (size_t i = 0; i < v->size(); ++i)
+      if (!std::isfinite((*v)[i]))
+        throw std::runtime_error("'" + path + "': " + (v == &m1 ? "mu" : "sigma") + " holds a non-finite value (" +
+                                 std::to_string((*v)[i]) + " at flat index " + std::to_string(i) + ")");
   GaussianStats s;
   s.mu = Eigen::Map<Eigen::VectorXd>(m1.data(), d);
   s.sigma = Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(s1.data(), d, d);
@@ -60,6 +68,16 @@ void require_two(int64_t n, const std::string& path) {
 }
 
 }  // namespace
+
+void require_two_images(const std::vector<std::string>& files, const std::string& path) {
+  if (files.size() >= 2) return;
+  // A corrupt file is the more useful report than the count it leads to.
+  for (const std::string& f : files) {
+    std::vector<uint8_t> bytes = read_file_bytes(f);
+    decode_image(bytes.data(), bytes.size(), f);
+  }
+  require_two(static_cast<int64_t>(files.size()), path);
+}
 
 FidSourceKind classify_fid_source(const std::string& path) {
   if (!fs::exists(path)) throw std::runtime_error("'" + path + "': no such file or directory");
@@ -87,6 +105,7 @@ FidSourceStats fid_source_stats(const std::string& path, const InceptionFid* net
   out.kind = classify_fid_source(path);
   if (out.kind == FidSourceKind::StatsNpz) {
     out.stats = stats_from_npz(load_npz_members(path, {"mu", "sigma"}), path);
+    out.count = out.stats.count = stored_count(path);
     return out;
   }
   if (!net) throw std::invalid_argument("fid_source_stats: '" + path + "' holds images but no network was given");
@@ -111,7 +130,7 @@ FidSourceStats fid_source_stats(const std::string& path, const InceptionFid* net
   } else {
     const std::vector<std::string> files = list_images_recursive(path);
     const int64_t n = static_cast<int64_t>(files.size());
-    require_two(n, path);
+    require_two_images(files, path);
     for (int64_t s = 0; s < n; s += batch) {
       const int64_t b = std::min(batch, n - s);
       Tensor x = Tensor::empty({b, 3, 299, 299});
@@ -138,7 +157,18 @@ void save_stats_npz(const std::string& path, const GaussianStats& s) {
   std::vector<double> mu(s.mu.data(), s.mu.data() + d), sigma(static_cast<size_t>(d * d));
   for (int64_t i = 0; i < d; ++i)
     for (int64_t j = 0; j < d; ++j) sigma[i * d + j] = s.sigma(i, j);
-  save_npz(path, {{"mu", NpyArray::from(mu, {d})}, {"sigma", NpyArray::from(sigma, {d, d})}});
+  std::map<std::string, NpyArray> m{{"mu", NpyArray::from(mu, {d})}, {"sigma", NpyArray::from(sigma, {d, d})}};
+  if (s.count > 0) m.emplace("count", NpyArray::from(std::vector<int64_t>{s.count}, Shape{}));
+  save_npz(path, m);
+}
+
+int64_t stored_count(const std::string& path) {
+  const std::vector<std::string> keys = npz_keys(path);
+  if (std::find(keys.begin(), keys.end(), "count") == keys.end()) return 0;
+  const NpyArray a = load_npz_members(path, {"count"}).at("count");
+  if (a.numel() != 1) return 0;
+  const double v = a.to_f64()[0];
+  return std::isfinite(v) && v >= 0 ? static_cast<int64_t>(v) : 0;
 }
 
 std::string find_inception_weights(const std::string& explicit_path) {

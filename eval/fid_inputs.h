@@ -11,7 +11,8 @@
 // Errors (std::runtime_error naming the path): missing path, a folder
 // without images, an .npz without mu/sigma or arr_0 (listing its keys),
 // arr_0 that is not uint8 [N, H, W, 3], mu/sigma shapes that disagree,
-// fewer than 2 images, an undecodable image (named).
+// fewer than 2 images, an undecodable image (named, also when it leaves
+// fewer than 2), mu/sigma holding NaN or infinity.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -34,16 +35,24 @@ std::vector<std::string> list_images_recursive(const std::string& root);
 struct FidSourceStats {
   GaussianStats stats;
   FidSourceKind kind;
-  int64_t count = 0;  // images behind the statistics (0 when unknown)
+  int64_t count = 0;  // images behind the statistics (0 when unknown: a stats .npz without "count")
 };
+
+// Throws when `files` (listed from folder `path`) holds fewer than 2 images;
+// decodes them first so that a corrupt file is named rather than counted.
+void require_two_images(const std::vector<std::string>& files, const std::string& path);
 
 // `net` may be null only for statistics files. `progress` (nullable) is
 // called after every batch with (done, total).
 FidSourceStats fid_source_stats(const std::string& path, const InceptionFid* net, int64_t batch,
                                 void (*progress)(int64_t, int64_t) = nullptr);
 
-// mu and sigma as float64 arrays, as pytorch-fid's --save-stats writes them.
+// mu and sigma as float64 arrays, as pytorch-fid's --save-stats writes them,
+// plus "count" (int64 scalar, images behind them) when s.count > 0; readers
+// that only take mu and sigma ignore it.
 void save_stats_npz(const std::string& path, const GaussianStats& s);
+// The "count" member of a statistics .npz, 0 when absent.
+int64_t stored_count(const std::string& path);
 
 // Where veval looks for the Inception weights, in order: the --inception
 // argument (if non-empty), $VT_INCEPTION_WEIGHTS,

@@ -4,7 +4,7 @@
 #include <complex>
 #include <stdexcept>
 
-#include <spdlog/spdlog.h>
+#include "core/log.h"
 #include <unsupported/Eigen/MatrixFunctions>
 
 namespace vt {
@@ -42,7 +42,7 @@ GaussianStats StatsAccumulator::finish() const {
   if (count_ < 2)
     throw std::runtime_error("FID statistics need at least 2 samples, got " + std::to_string(count_));
   if (count_ < dim_)
-    spdlog::warn("FID statistics from {} samples of dimension {}: the covariance is singular (rank <= {}); "
+    vt::log().warn("FID statistics from {} samples of dimension {}: the covariance is singular (rank <= {}); "
                  "FID values from fewer samples than dimensions are biased and not comparable",
                  count_, dim_, count_ - 1);
   const double n = static_cast<double>(count_);
@@ -121,7 +121,7 @@ FrechetResult frechet_distance(const GaussianStats& a, const GaussianStats& b, S
   FrechetResult res;
   TraceSqrt t = run(a.sigma, b.sigma);
   if (!t.finite) {
-    spdlog::warn("fid calculation produces singular product; adding {} to diagonal of cov estimates", eps);
+    vt::log().warn("fid calculation produces singular product; adding {} to diagonal of cov estimates", eps);
     const Eigen::MatrixXd off = eps * Eigen::MatrixXd::Identity(d, d);
     t = run(a.sigma + off, b.sigma + off);
     res.eps_added = true;

@@ -102,6 +102,7 @@ EvalResult evaluate_classifier(VisionTransformer& model, std::shared_ptr<const D
     e.images += B;
     if (progress) progress(e.images, total);
   }
+  e.skipped = loader.corrupt_count();
   finish(e);
   return e;
 }
@@ -113,6 +114,7 @@ EvalResult merge_eval_results(const std::vector<EvalResult>& shards) {
     m.correct1 += s.correct1;
     m.correct5 += s.correct5;
     m.loss_sum += s.loss_sum;
+    m.skipped += s.skipped;
   }
   finish(m);
   return m;

@@ -30,6 +30,9 @@ namespace vt {
 struct EvalResult {
   double top1 = 0, top5 = 0, loss = 0;  // top-k in percent; loss = mean cross-entropy (no smoothing)
   int64_t images = 0;
+  // data.on_corrupt=skip: samples replaced because their file was corrupt
+  // (each such file is also warned about in the log).
+  int64_t skipped = 0;
   // Raw counts behind the figures (what merge_eval_results adds up).
   int64_t correct1 = 0, correct5 = 0;
   double loss_sum = 0;  // sum over images of the per-image cross-entropy

@@ -1,6 +1,11 @@
 #include "vision/train_config.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <filesystem>
+#include <limits>
+#include <sstream>
 
 namespace vt {
 
@@ -10,11 +15,11 @@ const ConfigSchema& vtrain_schema() {
   static const ConfigSchema schema = [] {
     ConfigSchema s;
     using T = ConfigType;
-    s.optional("name", T::String, "vtrain", "run name: outputs go to <out_dir>/<name>/")
+    s.optional("name", T::String, "vtrain", "run name (letters, digits, - _ .): outputs go to <out_dir>/<name>/")
         .optional("out_dir", T::String, "runs", "parent of run directories (relative to the CWD)")
-        .optional("device", T::String, "auto", "auto | cpu | cuda")
+        .optional("device", T::String, "auto", "auto | cpu (cuda: not yet implemented for training)")
         .optional("seed", T::Int, "0", "seed of every random stream (init, data order, augmentation, drop-path)")
-        .optional("threads", T::Int, "0", "OpenMP threads for compute (0: library default)")
+        .optional("threads", T::Int, "0", "OpenMP threads for compute (0: library default; 0..1024)")
         .optional("model.preset", T::String, "deit_small", "deit_tiny | deit_small | deit_base | custom")
         .optional("model.img_size", T::Int, "224", "input resolution")
         .optional("model.patch_size", T::Int, "16", "patch size (custom preset)")
@@ -31,8 +36,8 @@ const ConfigSchema& vtrain_schema() {
         .required("data.root", T::String, "folder with <train_split>/ and <val_split>/ class folders")
         .optional("data.train_split", T::String, "train", "training sub-folder")
         .optional("data.val_split", T::String, "val", "validation sub-folder")
-        .optional("data.workers", T::Int, "8", "loader threads")
-        .optional("data.prefetch", T::Int, "4", "ready batches buffered")
+        .optional("data.workers", T::Int, "8", "loader threads (1..256)")
+        .optional("data.prefetch", T::Int, "4", "ready batches buffered (1..1024)")
         .optional("data.on_corrupt", T::String, "error", "error | skip")
         .optional("data.crop_pct", T::Float, "0.875", "eval: resize to int(img_size / crop_pct), center crop")
         .optional("data.rrc_scale", T::FloatList, "[0.08, 1.0]", "RandomResizedCrop area range")
@@ -44,7 +49,7 @@ const ConfigSchema& vtrain_schema() {
         .optional("data.randaug_magnitude", T::Float, "9", "RandAugment magnitude m")
         .optional("data.randaug_mstd", T::Float, "0.5", "RandAugment magnitude std")
         .optional("data.random_erasing", T::Float, "0.25", "RandomErasing probability (0: off)")
-        .optional("data.repeated_aug", T::Int, "3", "RASampler repeats (<= 1: plain shuffle)")
+        .optional("data.repeated_aug", T::Int, "3", "RASampler repeats (1: plain shuffle; 1..64; > 1 needs >= 256 train images)")
         .optional("data.mixup", T::Float, "0.8", "Mixup alpha (0: off)")
         .optional("data.cutmix", T::Float, "1.0", "CutMix alpha (0: off)")
         .optional("data.mixup_prob", T::Float, "1.0", "probability of mixing a batch (0: mixing off)")
@@ -65,17 +70,17 @@ const ConfigSchema& vtrain_schema() {
         .optional("train.clip_grad", T::Float, "~", "max global grad norm (unset: no clipping)")
         .optional("train.ema", T::Bool, "true", "model EMA")
         .optional("train.ema_decay", T::Float, "0.99996", "EMA decay per step")
-        .optional("train.max_steps", T::Int, "~", "stop after this many optimizer steps (the schedule is unchanged)")
-        .optional("eval.every_epochs", T::Int, "1", "evaluate every N epochs (and at the end)")
+        .optional("train.max_steps", T::Int, "~", "stop after this many optimizer steps, >= 1 (unset: no limit; the schedule is unchanged)")
+        .optional("eval.every_epochs", T::Int, "1", "evaluate every N epochs (0: only at the end)")
         .optional("eval.batch_size", T::Int, "256", "evaluation batch size")
         .optional("eval.ema", T::Bool, "true", "also evaluate the EMA weights")
-        .optional("eval.max_images", T::Int, "~", "evaluate N evenly spaced val images (unset: all)")
+        .optional("eval.max_images", T::Int, "~", "evaluate N >= 1 evenly spaced val images (unset: all)")
         .optional("ckpt.every_epochs", T::Int, "1", "checkpoint every N epochs (0: off; the end always)")
         .optional("ckpt.every_steps", T::Int, "0", "also checkpoint every N steps (0: off)")
         .optional("ckpt.keep_last", T::Int, "3", "complete checkpoints kept (plus the best)")
         .optional("ckpt.keep_best", T::Bool, "true", "keep the checkpoint with the best top-1")
-        .optional("resume", T::String, "auto", "auto (newest complete checkpoint of the run) | never | DIR")
-        .optional("log.every_steps", T::Int, "50", "metrics.jsonl line every N steps")
+        .optional("resume", T::String, "auto", "auto (newest complete checkpoint of the run) | never (alias: none) | DIR")
+        .optional("log.every_steps", T::Int, "50", "metrics.jsonl line every N steps (0: off)")
         .optional("log.every_s", T::Float, "30", "plain progress line every N seconds (non-terminal)")
         .optional("log.tensorboard", T::Bool, "true", "TensorBoard event files in <run>/tb/");
     return s;
@@ -89,6 +94,12 @@ namespace {
   throw ConfigError(key + " (" + c.source(key) + "): " + what);
 }
 
+std::string fmt_num(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
 // See the header: file values relative to the config file's directory's
 // parent, command-line values relative to the CWD.
 std::string resolve_path(const Config& c, const std::string& key, const std::string& config_path) {
@@ -96,6 +107,44 @@ std::string resolve_path(const Config& c, const std::string& key, const std::str
   if (p.is_absolute() || c.source(key) == "command line") return p.lexically_normal().string();
   fs::path cfg_dir = fs::absolute(fs::path(config_path)).parent_path();
   return (cfg_dir.parent_path() / p).lexically_normal().string();
+}
+
+// Integer keys are range-checked here, before any run directory exists, so
+// that a value too large for the int the data pipeline uses (or an absurd
+// one) fails in seconds instead of after a whole run.
+int64_t int_in(const Config& c, const std::string& key, int64_t lo, int64_t hi) {
+  const int64_t v = c.get<int64_t>(key);
+  if (v < lo || v > hi)
+    bad(c, key, (hi == std::numeric_limits<int64_t>::max() ? "must be >= " + std::to_string(lo)
+                                                            : "must be in [" + std::to_string(lo) + ", " +
+                                                                  std::to_string(hi) + "]") +
+                    ", got " + std::to_string(v));
+  return v;
+}
+
+// A finite float >= lo (> lo when `open`), and <= hi.
+double real_in(const Config& c, const std::string& key, double lo, double hi, bool open_lo = false) {
+  const double v = c.get<double>(key);
+  const bool ok = std::isfinite(v) && (open_lo ? v > lo : v >= lo) && v <= hi;
+  if (!ok) {
+    const std::string hi_s = std::isinf(hi) ? "inf)" : fmt_num(hi) + "]";
+    bad(c, key, "must be a finite number in " + std::string(open_lo ? "(" : "[") + fmt_num(lo) + ", " + hi_s +
+                    ", got " + fmt_num(v));
+  }
+  return v;
+}
+
+constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A run name becomes one path component under out_dir: '.', '..' or a '/'
+// would write into (or above) out_dir itself.
+void check_name(const Config& c, const std::string& name) {
+  const bool chars_ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+  });
+  if (!chars_ok || name == "." || name == "..")
+    bad(c, "name", "must be a plain name (letters, digits, '-', '_', '.'; not '.' or '..'), got '" + name + "'");
 }
 
 }  // namespace
@@ -111,20 +160,26 @@ Config with_absolute_paths(const Config& c, const std::string& config_path) {
   set("data.root", resolve_path(c, "data.root", config_path));
   set("out_dir", c.get<std::string>("out_dir"));
   const std::string resume = c.get<std::string>("resume");
-  if (resume != "auto" && resume != "never") set("resume", resolve_path(c, "resume", config_path));
+  if (resume != "auto" && resume != "never" && resume != "none") set("resume", resolve_path(c, "resume", config_path));
   return out;
 }
 
 TrainOptions train_options(const Config& c, const std::string& config_path) {
   TrainOptions o;
   o.name = c.get<std::string>("name");
-  if (o.name.empty() || o.name.find('/') != std::string::npos) bad(c, "name", "must be a non-empty plain name");
+  check_name(c, o.name);
   o.out_dir = c.get<std::string>("out_dir");
+  if (o.out_dir.empty()) bad(c, "out_dir", "must not be empty");
   o.device = c.get<std::string>("device");
   if (o.device != "auto" && o.device != "cpu" && o.device != "cuda")
     bad(c, "device", "expected auto | cpu | cuda, got '" + o.device + "'");
-  o.seed = static_cast<uint64_t>(c.get<int64_t>("seed"));
-  o.threads = c.get<int>("threads");
+  // The CUDA kernels exist, but the training loop (optimizer, EMA, loader
+  // hand-off) is CPU-only; failing here beats silently training on the CPU.
+  if (o.device == "cuda")
+    bad(c, "device", "CUDA training is not yet implemented in vtrain (the CUDA kernels exist but the trainer runs "
+                     "on the CPU); use device=cpu or device=auto");
+  o.seed = static_cast<uint64_t>(int_in(c, "seed", 0, std::numeric_limits<int64_t>::max()));
+  o.threads = static_cast<int>(int_in(c, "threads", 0, 1024));
 
   NormScheme scheme;
   try {
@@ -133,14 +188,17 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
     bad(c, "model.norm.scheme", "expected pre | post | siamese, got '" + c.get<std::string>("model.norm.scheme") + "'");
   }
   o.preset = c.get<std::string>("model.preset");
-  o.drop_path = c.get<float>("model.drop_path");
-  if (o.drop_path < 0 || o.drop_path >= 1) bad(c, "model.drop_path", "must be in [0, 1)");
+  o.drop_path = static_cast<float>(real_in(c, "model.drop_path", 0, 1));
+  if (o.drop_path >= 1) bad(c, "model.drop_path", "must be in [0, 1)");
   if (o.preset == "custom") {
-    o.vit.patch_size = c.get<int64_t>("model.patch_size");
-    o.vit.backbone.dim = c.get<int64_t>("model.dim");
-    o.vit.backbone.depth = c.get<int64_t>("model.depth");
-    o.vit.backbone.heads = c.get<int64_t>("model.heads");
-    o.vit.backbone.mlp_ratio = c.get<double>("model.mlp_ratio");
+    o.vit.patch_size = int_in(c, "model.patch_size", 1, 4096);
+    o.vit.backbone.dim = int_in(c, "model.dim", 1, 65536);
+    o.vit.backbone.depth = int_in(c, "model.depth", 1, 4096);
+    o.vit.backbone.heads = int_in(c, "model.heads", 1, 65536);
+    o.vit.backbone.mlp_ratio = real_in(c, "model.mlp_ratio", 0, 1024, /*open_lo=*/true);
+    if (o.vit.backbone.dim % o.vit.backbone.heads != 0)
+      bad(c, "model.heads", "model.heads = " + std::to_string(o.vit.backbone.heads) + " must divide model.dim = " +
+                                std::to_string(o.vit.backbone.dim));
   } else {
     try {
       o.vit = vit_preset(o.preset);
@@ -148,95 +206,108 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
       bad(c, "model.preset", "expected deit_tiny | deit_small | deit_base | custom, got '" + o.preset + "'");
     }
   }
-  o.vit.img_size = c.get<int64_t>("model.img_size");
-  o.vit.num_classes = c.get<int64_t>("model.num_classes");
+  o.vit.img_size = int_in(c, "model.img_size", 1, 8192);
+  if (o.vit.img_size % o.vit.patch_size != 0)
+    bad(c, "model.img_size", "model.img_size = " + std::to_string(o.vit.img_size) +
+                                 " is not a multiple of the patch size " + std::to_string(o.vit.patch_size) +
+                                 (o.preset == "custom" ? " (model.patch_size)" : " of model.preset " + o.preset));
+  o.vit.num_classes = int_in(c, "model.num_classes", 0, kIntMax);
   o.vit.backbone.variant = ModelVariant::DeiT;
   o.vit.backbone.scheme = scheme;
   o.vit.backbone.qkv_bias = c.get<bool>("model.qkv_bias");
   o.vit.backbone.normalized_input = c.get<bool>("model.norm.normalized_input");
   o.vit.backbone.depth_scaling = c.get<bool>("model.norm.depth_scaling");
-  if (o.vit.backbone.depth <= 0) bad(c, "model.depth", "must be positive");
   o.vit.backbone.drop_path = drop_path_linspace(o.drop_path, o.vit.backbone.depth);
+  // Whatever the model would still reject is a config error too (exit 2),
+  // not a runtime failure after the data has been opened.
+  try {
+    VitConfig probe = o.vit;
+    if (probe.num_classes == 0) probe.num_classes = 1;  // taken from the data later
+    probe.validate();
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(std::string("model: ") + e.what());
+  }
 
   o.data_root = resolve_path(c, "data.root", config_path);
+  if (c.get<std::string>("data.root").empty()) bad(c, "data.root", "must not be empty");
   o.train_split = c.get<std::string>("data.train_split");
   o.val_split = c.get<std::string>("data.val_split");
   o.on_corrupt = c.get<std::string>("data.on_corrupt");
   if (o.on_corrupt != "error" && o.on_corrupt != "skip") bad(c, "data.on_corrupt", "expected error | skip");
-  o.workers = c.get<int>("data.workers");
-  if (o.workers < 1) bad(c, "data.workers", "must be >= 1");
-  o.prefetch = c.get<int>("data.prefetch");
+  // One OS thread each; thousands only exhaust memory and thread limits.
+  o.workers = static_cast<int>(int_in(c, "data.workers", 1, 256));
+  o.prefetch = static_cast<int>(int_in(c, "data.prefetch", 1, 1024));
   o.crop_pct = c.get<double>("data.crop_pct");
-  if (o.crop_pct <= 0 || o.crop_pct > 1) bad(c, "data.crop_pct", "must be in (0, 1]");
+  if (!(o.crop_pct > 0 && o.crop_pct <= 1)) bad(c, "data.crop_pct", "must be in (0, 1]");
   o.rrc_scale = c.get<std::vector<double>>("data.rrc_scale");
   o.rrc_ratio = c.get<std::vector<double>>("data.rrc_ratio");
   if (o.rrc_scale.size() != 2 || !(0 < o.rrc_scale[0] && o.rrc_scale[0] <= o.rrc_scale[1] && o.rrc_scale[1] <= 1))
     bad(c, "data.rrc_scale", "expected [lo, hi] with 0 < lo <= hi <= 1");
-  if (o.rrc_ratio.size() != 2 || !(0 < o.rrc_ratio[0] && o.rrc_ratio[0] <= o.rrc_ratio[1]))
-    bad(c, "data.rrc_ratio", "expected [lo, hi] with 0 < lo <= hi");
+  if (o.rrc_ratio.size() != 2 ||
+      !(0 < o.rrc_ratio[0] && o.rrc_ratio[0] <= o.rrc_ratio[1] && std::isfinite(o.rrc_ratio[1])))
+    bad(c, "data.rrc_ratio", "expected [lo, hi] with 0 < lo <= hi (finite)");
   o.hflip = c.get<bool>("data.hflip");
   o.dct_scaling = c.get<bool>("data.dct_scaling");
   o.rand_augment = c.get<bool>("data.rand_augment");
-  o.randaug_ops = c.get<int>("data.randaug_ops");
-  o.randaug_magnitude = c.get<double>("data.randaug_magnitude");
-  o.randaug_std = c.get<double>("data.randaug_mstd");
-  o.erasing_prob = c.get<double>("data.random_erasing");
-  if (o.erasing_prob < 0 || o.erasing_prob > 1) bad(c, "data.random_erasing", "must be a probability in [0, 1]");
-  o.repeated_aug = c.get<int>("data.repeated_aug");
-  o.mixup_alpha = c.get<double>("data.mixup");
-  o.cutmix_alpha = c.get<double>("data.cutmix");
-  o.mixup_prob = c.get<double>("data.mixup_prob");
-  o.mixup_switch_prob = c.get<double>("data.mixup_switch_prob");
-  if (o.mixup_alpha < 0) bad(c, "data.mixup", "must be >= 0");
-  if (o.cutmix_alpha < 0) bad(c, "data.cutmix", "must be >= 0");
+  o.randaug_ops = static_cast<int>(int_in(c, "data.randaug_ops", 0, 64));
+  o.randaug_magnitude = real_in(c, "data.randaug_magnitude", 0, 1000);
+  o.randaug_std = real_in(c, "data.randaug_mstd", 0, 1000);
+  o.erasing_prob = real_in(c, "data.random_erasing", 0, 1);
+  o.repeated_aug = static_cast<int>(int_in(c, "data.repeated_aug", 1, 64));
+  o.mixup_alpha = real_in(c, "data.mixup", 0, kInf);
+  o.cutmix_alpha = real_in(c, "data.cutmix", 0, kInf);
+  o.mixup_prob = real_in(c, "data.mixup_prob", 0, 1);
+  o.mixup_switch_prob = real_in(c, "data.mixup_switch_prob", 0, 1);
 
-  o.epochs = c.get<int64_t>("train.epochs");
-  if (o.epochs <= 0) bad(c, "train.epochs", "must be positive");
-  o.batch_size = c.get<int64_t>("train.batch_size");
-  if (o.batch_size <= 0) bad(c, "train.batch_size", "must be positive");
+  o.epochs = int_in(c, "train.epochs", 1, kIntMax);
+  // The loader and kernels index a batch with int.
+  o.batch_size = int_in(c, "train.batch_size", 1, kIntMax);
   if (o.mixing() && o.batch_size % 2 != 0)
     bad(c, "train.batch_size", "Mixup/CutMix pairs sample i with B-1-i and needs an even batch, got " +
                                    std::to_string(o.batch_size) + " (or set data.mixup_prob=0)");
-  const double div = static_cast<double>(c.get<int64_t>("train.lr_batch_div"));
-  if (div <= 0) bad(c, "train.lr_batch_div", "must be positive");
-  o.lr = c.has("train.lr") ? c.get<double>("train.lr") : c.get<double>("train.base_lr") * o.batch_size / div;
+  const double div = static_cast<double>(int_in(c, "train.lr_batch_div", 1, kIntMax));
+  if (c.has("train.lr")) {
+    o.lr = real_in(c, "train.lr", 0, kInf, /*open_lo=*/true);
+  } else {
+    o.lr = real_in(c, "train.base_lr", 0, kInf, /*open_lo=*/true) * static_cast<double>(o.batch_size) / div;
+    if (!std::isfinite(o.lr)) bad(c, "train.base_lr", "train.base_lr * train.batch_size / train.lr_batch_div is not finite");
+  }
   o.sched.base_lr = o.lr;
-  o.sched.warmup_lr = c.get<double>("train.warmup_lr");
-  o.sched.min_lr = c.get<double>("train.min_lr");
-  o.sched.warmup_epochs = c.get<double>("train.warmup_epochs");
+  o.sched.warmup_lr = real_in(c, "train.warmup_lr", 0, kInf);
+  o.sched.min_lr = real_in(c, "train.min_lr", 0, kInf);
+  o.sched.warmup_epochs = real_in(c, "train.warmup_epochs", 0, kInf);
   o.sched.epochs = static_cast<double>(o.epochs);
   o.sched.deit_epoch_steps = c.get<bool>("train.deit_epoch_lr");
-  o.weight_decay = c.get<double>("train.weight_decay");
+  o.weight_decay = real_in(c, "train.weight_decay", 0, kInf);
   const auto betas = c.get<std::vector<double>>("train.betas");
-  if (betas.size() != 2 || betas[0] < 0 || betas[0] >= 1 || betas[1] < 0 || betas[1] >= 1)
+  if (betas.size() != 2 || !(betas[0] >= 0 && betas[0] < 1 && betas[1] >= 0 && betas[1] < 1))
     bad(c, "train.betas", "expected [beta1, beta2] in [0, 1)");
   o.beta1 = betas[0], o.beta2 = betas[1];
-  o.adam_eps = c.get<double>("train.eps");
-  o.label_smoothing = c.get<double>("train.label_smoothing");
-  if (o.label_smoothing < 0 || o.label_smoothing >= 1) bad(c, "train.label_smoothing", "must be in [0, 1)");
-  if (c.has("train.clip_grad")) {
-    o.clip_grad = c.get<double>("train.clip_grad");
-    if (*o.clip_grad <= 0) bad(c, "train.clip_grad", "must be positive (or unset)");
-  }
+  o.adam_eps = real_in(c, "train.eps", 0, kInf, /*open_lo=*/true);
+  o.label_smoothing = real_in(c, "train.label_smoothing", 0, 1);
+  if (o.label_smoothing >= 1) bad(c, "train.label_smoothing", "must be in [0, 1)");
+  if (c.has("train.clip_grad")) o.clip_grad = real_in(c, "train.clip_grad", 0, kInf, /*open_lo=*/true);
   o.ema = c.get<bool>("train.ema");
-  o.ema_decay = c.get<double>("train.ema_decay");
-  if (o.ema_decay < 0 || o.ema_decay > 1) bad(c, "train.ema_decay", "must be in [0, 1]");
-  if (c.has("train.max_steps")) o.max_steps = c.get<int64_t>("train.max_steps");
+  o.ema_decay = real_in(c, "train.ema_decay", 0, 1);
+  // Unset means no limit; 0 would train nothing and still report a result.
+  if (c.has("train.max_steps")) o.max_steps = int_in(c, "train.max_steps", 1, std::numeric_limits<int64_t>::max());
 
-  o.eval_every_epochs = c.get<int64_t>("eval.every_epochs");
-  o.eval_batch_size = c.get<int64_t>("eval.batch_size");
-  if (o.eval_batch_size <= 0) bad(c, "eval.batch_size", "must be positive");
+  o.eval_every_epochs = int_in(c, "eval.every_epochs", 0, kIntMax);
+  o.eval_batch_size = int_in(c, "eval.batch_size", 1, kIntMax);
   o.eval_ema = c.get<bool>("eval.ema");
-  if (c.has("eval.max_images")) o.eval_max_images = c.get<int64_t>("eval.max_images");
-  o.ckpt_every_epochs = c.get<int64_t>("ckpt.every_epochs");
-  o.ckpt_every_steps = c.get<int64_t>("ckpt.every_steps");
-  o.keep_last = c.get<int>("ckpt.keep_last");
-  if (o.keep_last < 1) bad(c, "ckpt.keep_last", "must be >= 1");
+  // Unset means all images; 0 would evaluate nothing and report 0% as a result.
+  if (c.has("eval.max_images"))
+    o.eval_max_images = int_in(c, "eval.max_images", 1, std::numeric_limits<int64_t>::max());
+  o.ckpt_every_epochs = int_in(c, "ckpt.every_epochs", 0, kIntMax);
+  o.ckpt_every_steps = int_in(c, "ckpt.every_steps", 0, std::numeric_limits<int64_t>::max());
+  o.keep_last = static_cast<int>(int_in(c, "ckpt.keep_last", 1, kIntMax));
   o.keep_best = c.get<bool>("ckpt.keep_best");
   o.resume = c.get<std::string>("resume");
+  if (o.resume == "none") o.resume = "never";  // dittrain's spelling
+  if (o.resume.empty()) bad(c, "resume", "expected auto | never | none | a checkpoint directory");
   if (o.resume != "auto" && o.resume != "never") o.resume = resolve_path(c, "resume", config_path);
-  o.log_every_steps = c.get<int64_t>("log.every_steps");
-  o.log_every_s = c.get<double>("log.every_s");
+  o.log_every_steps = int_in(c, "log.every_steps", 0, std::numeric_limits<int64_t>::max());
+  o.log_every_s = real_in(c, "log.every_s", 0, kInf);
   o.tensorboard = c.get<bool>("log.tensorboard");
   return o;
 }

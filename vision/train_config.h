@@ -37,7 +37,7 @@ struct TrainOptions {
   int randaug_ops = 2;
   double randaug_magnitude = 9, randaug_std = 0.5;
   double erasing_prob = 0.25;
-  int repeated_aug = 3;  // <= 1: plain shuffle
+  int repeated_aug = 3;  // 1: plain shuffle
   double mixup_alpha = 0.8, cutmix_alpha = 1.0, mixup_prob = 1.0, mixup_switch_prob = 0.5;
   // train
   int64_t epochs = 300;
@@ -58,7 +58,7 @@ struct TrainOptions {
   int64_t ckpt_every_epochs = 1, ckpt_every_steps = 0;
   int keep_last = 3;
   bool keep_best = true;
-  std::string resume;  // "auto" | "never" | a checkpoint directory
+  std::string resume;  // "auto" | "never" (config may say "none") | a checkpoint directory
   // logging
   int64_t log_every_steps = 50;
   double log_every_s = 30;
@@ -69,7 +69,11 @@ struct TrainOptions {
 
 // Reads a loaded config; `config_path` is the file it came from (for
 // relative paths). Throws ConfigError naming the key for values that parse
-// but make no sense (unknown scheme or preset, odd batch with mixing, ...).
+// but make no sense: every number is range-checked (sizes that must fit an
+// int, probabilities in [0, 1], positive finite lr, ...), the model shape is
+// validated (heads | dim, patch | img_size), name must be a plain path
+// component, device=cuda is refused (training runs on the CPU). All of this
+// happens before a run directory exists.
 TrainOptions train_options(const Config& cfg, const std::string& config_path);
 
 // The config with every path-valued key (data.root, out_dir, and resume when

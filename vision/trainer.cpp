@@ -167,16 +167,35 @@ struct Trainer::Impl {
   EvalResult evaluate(const std::string& label) {
     EvalResult e = evaluate_classifier(*model, val_ds, eval_options(o));
     const int64_t seen = e.images;
-    log().info("eval {} epoch {} step {}: top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images)", label, epoch, step,
-               e.top1, e.top5, e.loss, seen);
-    if (metrics)
-      metrics->write(step, {{"epoch", static_cast<double>(epoch)}, {"top1", e.top1}, {"top5", e.top5}, {"loss", e.loss}},
-                     {{"split", label}});
+    log().info("eval {} epoch {} step {}: top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images{})", label, epoch, step,
+               e.top1, e.top5, e.loss, seen,
+               e.skipped > 0 ? fmt::format(", {} corrupt skipped and replaced", e.skipped) : std::string());
+    if (metrics) {
+      std::vector<std::pair<std::string, double>> m{
+          {"epoch", static_cast<double>(epoch)}, {"top1", e.top1}, {"top5", e.top5}, {"loss", e.loss}};
+      if (o.on_corrupt == "skip") m.emplace_back("corrupt_skipped", static_cast<double>(e.skipped));
+      metrics->write(step, m, {{"split", label}});
+    }
     if (tb) {
       tb->add_scalars({{label + "/top1", e.top1}, {label + "/top5", e.top5}, {label + "/loss", e.loss}}, step);
       tb->flush();
     }
     return e;
+  }
+
+  TrainSummary loop();
+
+  // data.on_corrupt=skip: the loader warns once per file as it meets it;
+  // this adds the running totals to the log and metrics.jsonl.
+  void report_skipped(const Loader& loader) {
+    if (o.on_corrupt != "skip") return;
+    const int64_t n = loader.corrupt_count();
+    const size_t files = loader.corrupt_names().size();
+    if (n > 0) log().warn("data: {} corrupt samples skipped so far in training ({} distinct files)", n, files);
+    if (metrics)
+      metrics->write(step, {{"epoch", static_cast<double>(epoch)}, {"corrupt_skipped", static_cast<double>(n)},
+                            {"corrupt_files", static_cast<double>(files)}},
+                     {{"split", "data"}});
   }
 
   // Model and (when on) EMA: the EMA is evaluated by swapping its values
@@ -203,8 +222,6 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   I.cfg = with_absolute_paths(cfg, config_path);
   I.o = train_options(I.cfg, config_path);
   TrainOptions& o = I.o;
-  if (o.device == "cuda")
-    throw std::runtime_error("device: cuda is not yet supported by vtrain (use device: cpu or auto)");
   if (o.threads > 0) omp_set_num_threads(o.threads);
   if (!fs::is_directory(o.data_root))
     throw std::runtime_error("data.root '" + o.data_root + "' does not exist or is not a directory");
@@ -218,10 +235,21 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   if (o.vit.num_classes < I.train_ds->num_classes())
     throw ConfigError("model.num_classes = " + std::to_string(o.vit.num_classes) + " but the data has " +
                       std::to_string(I.train_ds->num_classes()) + " classes");
-  if (I.make_order(0).size() < static_cast<size_t>(o.batch_size))
-    throw std::runtime_error("data.train_split '" + o.train_split + "': an epoch has " +
-                             std::to_string(I.make_order(0).size()) + " samples, fewer than train.batch_size " +
-                             std::to_string(o.batch_size));
+  size_t epoch_samples = 0;
+  try {
+    epoch_samples = I.make_order(0).size();
+  } catch (const std::invalid_argument& e) {
+    // RASampler keeps n // 256 * 256 samples: small datasets get none.
+    if (o.repeated_aug <= 1) throw;
+    throw ConfigError("data.repeated_aug = " + std::to_string(o.repeated_aug) + ": an epoch of data.train_split '" +
+                      o.train_split + "' (" + std::to_string(I.train_ds->size()) +
+                      " images) would be empty: repeated augmentation keeps n // 256 * 256 samples; "
+                      "use data.repeated_aug=1 (plain shuffle) for fewer than 256 images");
+  }
+  if (epoch_samples < static_cast<size_t>(o.batch_size))
+    throw ConfigError("train.batch_size = " + std::to_string(o.batch_size) + " exceeds the " +
+                      std::to_string(epoch_samples) + " samples of an epoch of data.train_split '" + o.train_split +
+                      "'" + (o.repeated_aug > 1 ? " (data.repeated_aug = " + std::to_string(o.repeated_aug) + ")" : ""));
 
   I.model = std::make_unique<VisionTransformer>(o.vit);
   I.model->init(o.seed);
@@ -252,9 +280,23 @@ const TrainOptions& Trainer::options() const { return impl_->o; }
 
 TrainSummary Trainer::run() {
   Impl& I = *impl_;
-  const TrainOptions& o = I.o;
   fs::create_directories(I.run_dir);
   log_to_file(I.run_dir + "/log.txt");
+  try {
+    return I.loop();
+  } catch (const std::exception& e) {
+    // main() prints the error on stderr; the run's log must hold it too.
+    log_file_only(spdlog::level::err, std::string("vtrain: run failed: ") + e.what());
+    I.metrics.reset();
+    I.tb.reset();
+    log_close_file();
+    throw;
+  }
+}
+
+TrainSummary Trainer::Impl::loop() {
+  Impl& I = *this;
+  const TrainOptions& o = I.o;
   I.cfg.save(I.run_dir + "/config.yaml");
   I.metrics = std::make_unique<MetricsWriter>(I.run_dir + "/metrics.jsonl");
   if (o.tensorboard) I.tb = std::make_unique<TensorBoardWriter>(I.run_dir + "/tb");
@@ -359,10 +401,14 @@ TrainSummary Trainer::run() {
       if (o.max_steps && I.step >= *o.max_steps) stop = true;
     }
     bar.finish();
-    if (stop && I.batch_in_epoch < steps_per_epoch) break;
+    if (stop && I.batch_in_epoch < steps_per_epoch) {
+      I.report_skipped(loader);
+      break;
+    }
     // Epoch done.
     ++I.epoch;
     I.batch_in_epoch = 0;
+    I.report_skipped(loader);
     const bool last = I.epoch >= o.epochs;
     if (last || (o.eval_every_epochs > 0 && I.epoch % o.eval_every_epochs == 0))
       last_eval = I.evaluate_all(), evaluated_now = true;

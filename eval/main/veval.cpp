@@ -11,6 +11,7 @@
 // Exit codes: 0 done, 1 runtime error (missing file, checkpoint mismatch,
 // ...), 2 usage or configuration error.
 #include <chrono>
+#include <filesystem>
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
@@ -138,6 +139,24 @@ std::unique_ptr<vt::InceptionFid> load_net_if_needed(const Args& a, std::initial
   return net;
 }
 
+// Checked before any image is embedded: a typo in --json/--out must not
+// cost the whole computation. Runtime error (exit 1), like a missing input.
+void check_output_parent(const std::string& opt, const std::string& file) {
+  if (file.empty()) throw std::invalid_argument("--" + opt + " needs a file name");
+  const std::filesystem::path parent = std::filesystem::path(file).parent_path();
+  if (!parent.empty() && !std::filesystem::is_directory(parent))
+    throw std::runtime_error("--" + opt + " '" + file + "': directory '" + parent.string() + "' does not exist");
+  if (std::filesystem::is_directory(file))
+    throw std::runtime_error("--" + opt + " '" + file + "' is a directory, expected a file name");
+}
+
+// "N images (kind)", or for a statistics file "statistics from FILE [(N images)]".
+std::string describe_source(const std::string& path, const vt::FidSourceStats& s) {
+  if (s.kind == vt::FidSourceKind::StatsNpz)
+    return "statistics from " + path + (s.count > 0 ? " (" + std::to_string(s.count) + " images)" : "");
+  return std::to_string(s.count) + " images (" + vt::fid_source_name(s.kind) + ")";
+}
+
 void check_device(const Args& a) {
   const std::string d = a.get("device", "auto");
   if (d == "auto" || d == "cpu") return;
@@ -173,6 +192,7 @@ int cmd_fid(int argc, char** argv) {
   const std::string samples = a.need("samples"), ref = a.need("ref");
   const int64_t batch = parse_batch(a);
   check_device(a);
+  if (a.opts.count("json")) check_output_parent("json", a.get("json"));
   const vt::SqrtmMethod method = vt::sqrtm_method_from_name(a.get("sqrtm", "eig"));
   const Embedder emb = make_embedder(a, {samples, ref});
   const std::string& weights = emb.weights;
@@ -188,8 +208,7 @@ int cmd_fid(int argc, char** argv) {
   vt::FrechetResult fr = vt::frechet_distance(s.stats, r.stats, method);
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("FID: %.6f\n", fr.fid);
-  std::printf("samples: %lld images (%s)\nref: %lld images (%s)\n", static_cast<long long>(s.count),
-              vt::fid_source_name(s.kind), static_cast<long long>(r.count), vt::fid_source_name(r.kind));
+  std::printf("samples: %s\nref: %s\n", describe_source(samples, s).c_str(), describe_source(ref, r).c_str());
   if (const std::string jf = a.get("json"); !jf.empty()) {
     nlohmann::json j = {
         {"fid", fr.fid},
@@ -214,6 +233,7 @@ int cmd_stats(int argc, char** argv) {
   const std::string images = a.need("images"), out = a.need("out");
   const int64_t batch = parse_batch(a);
   check_device(a);
+  check_output_parent("out", out);
   const Embedder emb = make_embedder(a, {images});
   vt::FidSourceStats s = emb.stats(images, batch);
   vt::save_stats_npz(out, s.stats);

@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/safetensors.h"
 #include "data_pipeline/decode.h"
@@ -160,6 +165,40 @@ TEST(Loader, DestroyMidEpochAndRestart) {
     EXPECT_EQ(b.index, 0);
   }
   SUCCEED();
+}
+
+// The OS refusing a worker thread (here: an address-space limit, so each
+// 8 MiB stack soon fails) must give an exception naming data.workers, with
+// the threads already started joined: never std::terminate. In a forked
+// child, so the limit does not touch the test process.
+TEST(Loader, ThreadStartFailureIsAnErrorNotTerminate) {
+  TempDir t("ld_threads");
+  make_folder(t.path, false);
+  auto ds = std::make_shared<ImageFolderDataset>(t.path.string(), small_train());
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    long pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    const rlim_t now = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE));
+    rlimit lim{now + (64u << 20), now + (64u << 20)};
+    if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(10);
+    LoaderConfig c;
+    c.batch_size = 2;
+    c.workers = 100000;
+    try {
+      Loader l(ds, c);
+      _exit(11);  // 100000 stacks cannot fit in 64 MiB
+    } catch (const std::runtime_error& e) {
+      _exit(std::string(e.what()).find("data.workers = 100000") != std::string::npos ? 0 : 12);
+    } catch (...) {
+      _exit(13);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit failed, 11: no failure, 12: message, 13: other exception";
 }
 
 TEST(Loader, LatentShards) {

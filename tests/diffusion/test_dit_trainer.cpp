@@ -236,7 +236,7 @@ TEST(DitTrainConfig, SavedConfigHasAbsolutePathsAndResumesFromAnywhere) {
   const std::string want_root = fs::absolute(tmp.file("lat")).lexically_normal().string();
   const std::string want_run = fs::absolute(tmp.file("out/r")).lexically_normal().string();
   {
-    ChdirGuard cd(tmp.path());  // relative paths in a dittrain config mean the CWD
+    ChdirGuard cd(tmp.path());  // relative paths in config text (no file) mean the CWD
     const DitTrainConfig c =
         dit_train_config(Config::parse(std::string("run: {name: r, out_dir: out}\n") +
                                            "model: {input_size: 8, in_channels: 4, patch: 2, hidden: 16, depth: 1, "

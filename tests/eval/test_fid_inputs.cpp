@@ -2,7 +2,9 @@
 // give consistent statistics; bad inputs give errors that name the problem.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <filesystem>
 #include <functional>
 
@@ -66,6 +68,10 @@ TEST_F(FidInputs, FolderNpzAndStatsAgree) {
   FidSourceStats c = fid_source_stats(p("stats.npz"), nullptr, 1);
   EXPECT_EQ(c.kind, FidSourceKind::StatsNpz);
   EXPECT_EQ((c.stats.sigma - a.stats.sigma).cwiseAbs().maxCoeff(), 0.0);
+  // The image count travels with the statistics (veval prints it for a ref).
+  EXPECT_EQ(raw.at("count").dtype, "<i8");
+  EXPECT_EQ(c.count, 4);
+  EXPECT_EQ(stored_count(p("stats.npz")), 4);
   // 4 samples in 128 dimensions: rank-3 covariances, so the square roots
   // of ~1e-16-relative eigenvalues leave O(1e-7) of the trace behind.
   EXPECT_NEAR(frechet_distance(a.stats, c.stats).fid, 0.0, 1e-5 * a.stats.sigma.trace());
@@ -85,6 +91,7 @@ TEST_F(FidInputs, ReferenceBatchWithStatisticsUsesThem) {
   EXPECT_EQ(s.stats.mu, Eigen::Vector2d(1, 2));
   EXPECT_EQ(s.stats.sigma(0, 1), 0.5);
   EXPECT_EQ(s.stats.sigma(1, 1), 1.0);
+  EXPECT_EQ(s.count, 0);  // no "count" member: unknown, not "0 images"
 }
 
 void expect_error(const std::function<void()>& f, const std::string& needle) {
@@ -107,6 +114,22 @@ TEST_F(FidInputs, BadInputsNameTheProblem) {
   save_npz(p("ms.npz"), {{"mu", NpyArray::from(std::vector<double>(3), {3})},
                          {"sigma", NpyArray::from(std::vector<double>(4), {2, 2})}});
   expect_error([&] { fid_source_stats(p("ms.npz"), nullptr, 4); }, "must be [D] and [D, D]");
+  for (double bad : {std::nan(""), HUGE_VAL}) {
+    save_npz(p("nan.npz"), {{"mu", NpyArray::from(std::vector<double>{0, 1}, {2})},
+                            {"sigma", NpyArray::from(std::vector<double>{1, 0, 0, bad}, {2, 2})}});
+    expect_error([&] { fid_source_stats(p("nan.npz"), nullptr, 4); }, p("nan.npz") + "': sigma holds a non-finite");
+  }
+  // One good image and one that does not decode: the bad file is named, not
+  // "found 1" (and not only when the count is already >= 2).
+  fs::create_directories(dir_ / "half");
+  fs::copy_file(dir_ / "imgs" / "img0.png", dir_ / "half" / "a.png");
+  std::ofstream(dir_ / "half" / "b.png") << "not a png";
+  expect_error([&] { fid_source_stats(p("half"), net_.get(), 4); }, "half/b.png");
+  fs::remove(dir_ / "half" / "a.png");
+  expect_error([&] { fid_source_stats(p("half"), net_.get(), 4); }, "half/b.png");  // was "found 1"
+  fs::remove(dir_ / "half" / "b.png");
+  fs::copy_file(dir_ / "imgs" / "img0.png", dir_ / "half" / "a.png");
+  expect_error([&] { fid_source_stats(p("half"), net_.get(), 4); }, "at least 2 images, found 1");
   fs::create_directories(dir_ / "empty");
   expect_error([&] { fid_source_stats(p("empty"), net_.get(), 4); }, "no image files");
   expect_error([&] { find_inception_weights(p("nowhere.safetensors")); }, "tools/convert_inception.py");

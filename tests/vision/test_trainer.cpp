@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "core/safetensors.h"
 #include "core/checkpoint_dir.h"
@@ -208,7 +211,13 @@ TEST_F(TrainerTest, BadInputFailsBeforeAnyOutput) {
   EXPECT_NE(m.find("even"), std::string::npos) << m;
   EXPECT_EQ(make(yaml, {"train.batch_size=7", "data.mixup_prob=0"}), "");  // odd is fine without mixing
   m = make(yaml, {"device=cuda"});
-  EXPECT_NE(m.find("not yet supported"), std::string::npos) << m;
+  EXPECT_NE(m.find("CUDA training is not yet implemented"), std::string::npos) << m;
+  EXPECT_THROW(Trainer(parse(yaml, {"device=cuda"}), "test.yaml"), ConfigError);
+  // 32 train images: RASampler keeps 32 // 256 * 256 = 0 of them.
+  m = make(yaml, {"data.repeated_aug=3"});
+  EXPECT_NE(m.find("data.repeated_aug"), std::string::npos) << m;
+  EXPECT_NE(m.find("empty"), std::string::npos) << m;
+  EXPECT_THROW(Trainer(parse(yaml, {"data.repeated_aug=3"}), "test.yaml"), ConfigError);
   // An unreadable checkpoint: a truncated model file.
   const std::string ck = tmp_.path() + "/broken/step_3";
   fs::create_directories(ck);
@@ -218,6 +227,68 @@ TEST_F(TrainerTest, BadInputFailsBeforeAnyOutput) {
   EXPECT_NE(m.find(ck), std::string::npos) << m;
   EXPECT_NE(m.find("model.safetensors"), std::string::npos) << m;
   EXPECT_FALSE(fs::exists(o)) << "a failed setup must not create the run directory";
+}
+
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST_F(TrainerTest, SkippedCorruptFilesAreLoggedOnceAndCounted) {
+  // One undecodable file per split; 33 train samples, batch 8: 4 steps per
+  // epoch, so an epoch may or may not draw it; over 3 epochs (with the
+  // shuffle) the count is what the loader saw, checked against metrics.
+  std::ofstream(data() + "/train/airplane/zz_corrupt.jpg") << "not a jpeg";
+  std::ofstream(data() + "/test/bird/zz_corrupt.jpg") << "not a jpeg";
+  Config c = parse(tiny_yaml(data(), out("skip")),
+                   {"data.on_corrupt=skip", "log.tensorboard=false", "ckpt.every_steps=0", "eval.ema=false"});
+  TrainSummary s;
+  run(c, &s);
+  const std::string log = read_text(out("skip") + "/t/log.txt");
+  // Every evaluation reads all 17 test samples, so the bad test file is met
+  // 3 times (once per epoch) but named once.
+  EXPECT_EQ(count_of(log, "test/bird/zz_corrupt.jpg"), 1u) << log;
+  EXPECT_EQ(s.final_eval.skipped, 1);
+  EXPECT_EQ(s.final_eval.images, 17);
+  // One "split":"data" line per epoch with the running total, never falling.
+  const std::string metrics = read_text(out("skip") + "/t/metrics.jsonl");
+  std::istringstream lines(metrics);
+  std::string line;
+  int data_lines = 0;
+  double last = -1;
+  while (std::getline(lines, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.at("split") == "data") {
+      ++data_lines;
+      EXPECT_GE(j.at("corrupt_skipped").get<double>(), last);
+      last = j.at("corrupt_skipped").get<double>();
+      EXPECT_LE(j.at("corrupt_files").get<double>(), 1.0);
+    }
+    if (j.at("split") == "val") {
+      EXPECT_EQ(j.at("corrupt_skipped").get<double>(), 1.0) << line;
+    }
+  }
+  EXPECT_EQ(data_lines, 3);
+  // Training draws the bad file when the shuffle puts it among the 32 of
+  // the 33 samples an epoch uses; then it is named exactly once.
+  EXPECT_EQ(count_of(log, "train/airplane/zz_corrupt.jpg"), last > 0 ? 1u : 0u) << log;
+}
+
+TEST_F(TrainerTest, FatalErrorsReachTheRunLog) {
+  std::ofstream(data() + "/train/airplane/0000.jpg", std::ios::trunc) << "truncated";
+  Config c = parse(tiny_yaml(data(), out("fatal")), {"log.tensorboard=false", "data.on_corrupt=error"});
+  Trainer t(c, "test.yaml");
+  const std::string m = error_of([&] { t.run(); });
+  EXPECT_NE(m.find("0000.jpg"), std::string::npos) << m;
+  const std::string log = read_text(out("fatal") + "/t/log.txt");
+  EXPECT_NE(log.find("[error] vtrain: run failed: " + m), std::string::npos) << log;
 }
 
 }  // namespace

@@ -49,9 +49,12 @@ int main(int argc, char** argv) {
   try {
     vt::Trainer trainer(cfg, path);
     vt::TrainSummary s = trainer.run();
-    std::printf("vtrain: %s done after %lld steps: test top-1 %.2f%% (top-5 %.2f%%), EMA top-1 %.2f%%, best top-1 %.2f%%\n",
-                s.run_dir.c_str(), static_cast<long long>(s.steps), s.final_eval.top1, s.final_eval.top5,
-                s.final_eval_ema.top1, s.best_top1);
+    const vt::TrainOptions& o = trainer.options();
+    std::printf("vtrain: %s done after %lld steps: test top-1 %.2f%% (top-5 %.2f%%)", s.run_dir.c_str(),
+                static_cast<long long>(s.steps), s.final_eval.top1, s.final_eval.top5);
+    // The EMA figure only when it was evaluated (eval.ema and train.ema).
+    if (o.ema && o.eval_ema) std::printf(", EMA top-1 %.2f%%", s.final_eval_ema.top1);
+    std::printf(", best top-1 %.2f%%\n", s.best_top1);
     return 0;
   } catch (const vt::ConfigError& e) {
     std::fprintf(stderr, "vtrain: config error: %s\n", e.what());

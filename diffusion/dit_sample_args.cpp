@@ -1,0 +1,90 @@
+#include "diffusion/dit_sample_args.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "diffusion/dit_trainer.h"
+
+namespace vt {
+namespace {
+
+[[noreturn]] void bad(const std::string& key, const std::string& value, const std::string& what) {
+  throw ConfigError("sample: " + key + "=" + value + ": " + what);
+}
+
+// The whole text must be a decimal integer in [lo, hi] ("3x", "", "1e3" fail).
+int64_t parse_int(const std::string& key, const std::string& v, int64_t lo, int64_t hi) {
+  const std::string range = "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  int64_t x = 0;
+  const char* end = v.data() + v.size();
+  const auto r = std::from_chars(v.data(), end, x);
+  if (r.ec == std::errc::result_out_of_range) bad(key, v, range + " (out of range)");
+  if (v.empty() || r.ec != std::errc() || r.ptr != end) bad(key, v, range);
+  if (x < lo || x > hi) bad(key, v, range);
+  return x;
+}
+
+// The whole text must be a finite number in [lo, hi].
+double parse_float(const std::string& key, const std::string& v, double lo, double hi) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "expected a finite number in [%g, %g]", lo, hi);
+  errno = 0;
+  char* end = nullptr;
+  const double x = v.empty() ? 0.0 : std::strtod(v.c_str(), &end);
+  if (v.empty() || end != v.c_str() + v.size() || errno == ERANGE || !std::isfinite(x) || x < lo || x > hi)
+    bad(key, v, buf);
+  return x;
+}
+
+std::string one_of(const std::string& key, const std::string& v, const std::set<std::string>& allowed) {
+  if (allowed.count(v)) return v;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : " | ") + a;
+  bad(key, v, "expected " + list);
+}
+
+}  // namespace
+
+const std::set<std::string>& dit_sample_arg_keys() {
+  static const std::set<std::string> k = {"ckpt",    "num_samples", "steps", "cfg_scale", "seed",
+                                          "sampler", "eta",         "batch", "weights",   "out"};
+  return k;
+}
+
+DitSampleArgs parse_dit_sample_args(const std::map<std::string, std::string>& opts, const DitTrainConfig& cfg) {
+  for (const auto& kv : opts)
+    if (!dit_sample_arg_keys().count(kv.first)) bad(kv.first, kv.second, "unknown sample argument");
+  auto has = [&](const char* k) { return opts.count(k) > 0; };
+  auto at = [&](const char* k) { return opts.at(k); };
+  DitSampleArgs a;
+  if (!has("ckpt") || at("ckpt").empty()) throw ConfigError("sample: ckpt=DIR (a checkpoint directory) is required");
+  a.ckpt = at("ckpt");
+  SampleOptions& so = a.options;
+  so = cfg.grid;
+  if (has("sampler")) so.sampler = one_of("sampler", at("sampler"), {"ddpm", "ddim"});
+  if (has("steps")) so.steps = static_cast<int>(parse_int("steps", at("steps"), 1, cfg.num_timesteps));
+  if (has("cfg_scale")) so.cfg_scale = parse_float("cfg_scale", at("cfg_scale"), 0, 1000);
+  if (has("eta")) so.eta = parse_float("eta", at("eta"), 0, 1000);
+  if (has("seed")) so.seed = static_cast<uint64_t>(parse_int("seed", at("seed"), 0, INT64_MAX));
+  if (has("batch")) so.batch = static_cast<int>(parse_int("batch", at("batch"), 1, 4096));
+  if (has("num_samples")) a.num_samples = parse_int("num_samples", at("num_samples"), 1, kMaxSamples);
+  if (has("weights")) a.use_ema = one_of("weights", at("weights"), {"ema", "model"}) == "ema";
+  if (has("out")) {
+    if (at("out").empty()) bad("out", "", "expected a path");
+    a.out = at("out");
+  } else {
+    char g[32];
+    std::snprintf(g, sizeof g, "%g", so.cfg_scale);
+    a.out = (std::filesystem::path(a.ckpt) / ("samples_" + std::to_string(a.num_samples) + "_" + so.sampler +
+                                              std::to_string(so.steps) + "_cfg" + g + "_seed" +
+                                              std::to_string(so.seed)))
+                .string();
+  }
+  return a;
+}
+
+}  // namespace vt

@@ -1,0 +1,36 @@
+// The key=value arguments of `dittrain sample` (diffusion/dittrain_main.cpp),
+// checked and combined with the config's sample.* defaults.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+
+#include "diffusion/dit_train_config.h"
+#include "diffusion/sampler.h"
+
+namespace vt {
+
+struct DitSampleArgs {
+  std::string ckpt;          // checkpoint directory (as given: relative to the CWD)
+  std::string out;           // output path without .npz / .png
+  int64_t num_samples = 64;  // [1, kMaxSamples]
+  SampleOptions options;     // the config's sample.* keys, overridden by the arguments
+  bool use_ema = true;       // weights=ema (default) | model
+};
+
+// ckpt num_samples steps cfg_scale seed sampler eta batch weights out
+const std::set<std::string>& dit_sample_arg_keys();
+
+// `opts` maps argument keys to their text. Defaults: sampler, steps, eta,
+// cfg_scale, seed, batch, guided_channels, clip_denoised from cfg.grid (the
+// config's sample.* keys); num_samples 64; weights ema; out
+// <ckpt>/samples_<N>_<sampler><steps>_cfg<G>_seed<K>. Throws ConfigError
+// naming the key and the value for: a missing ckpt, an unknown key, text that
+// is not entirely a number of the key's type, or a value out of range
+// (steps in [1, diffusion.num_timesteps], num_samples in [1, kMaxSamples],
+// batch in [1, 4096], seed in [0, 2^63 - 1], cfg_scale and eta finite in
+// [0, 1000], sampler ddpm | ddim, weights ema | model, out non-empty).
+DitSampleArgs parse_dit_sample_args(const std::map<std::string, std::string>& opts, const DitTrainConfig& cfg);
+
+}  // namespace vt

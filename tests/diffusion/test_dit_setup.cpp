@@ -1,0 +1,291 @@
+// dittrain's setup and argument checks: range checks name the key, relative
+// paths resolve as vtrain's, setup failures and resume=never on an existing
+// run write nothing, `sample` arguments are parsed strictly with the
+// config's sample.* keys as defaults, config lookup.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <opencv2/imgcodecs.hpp>
+#include <set>
+
+#include "core/checkpoint_dir.h"
+#include "core/config.h"
+#include "core/philox.h"
+#include "core/safetensors.h"
+#include "core/tmp_dir.h"
+#include "diffusion/dit_sample_args.h"
+#include "diffusion/dit_trainer.h"
+#include "diffusion/sampler.h"
+
+namespace vt {
+namespace {
+namespace fs = std::filesystem;
+
+// `classes` folders of 2 tiny PNGs each; an empty folder when `empty_class`.
+void write_images(const std::string& root, int classes, bool empty_class = false) {
+  for (int c = 0; c < classes; ++c) {
+    const std::string dir = root + "/c" + std::to_string(c);
+    fs::create_directories(dir);
+    if (empty_class && c == classes - 1) continue;
+    for (int i = 0; i < 2; ++i)
+      cv::imwrite(dir + "/" + std::to_string(i) + ".png", cv::Mat(8, 8, CV_8UC3, cv::Scalar(30 * c, 50 * i, 90)));
+  }
+}
+
+std::string yaml_for(const std::string& out_dir, const std::string& root, const std::string& extra = "") {
+  return "run: {name: r, out_dir: " + out_dir + ", seed: 1}\n" +
+         "model: {input_size: 8, in_channels: 3, patch: 4, hidden: 8, depth: 1, heads: 2, num_classes: 3}\n"
+         "data: {kind: images, root: " + root + ", workers: 1}\n"
+         "train: {global_batch: 2, steps: 1}\nsample: {every: 0}\n" + extra;
+}
+
+DitTrainConfig cfg_from(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  return dit_train_config(Config::parse(yaml, dittrain_schema(), overrides));
+}
+
+std::string error_of_config(const std::string& yaml, const std::vector<std::string>& overrides) {
+  try {
+    cfg_from(yaml, overrides);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DitSetup, ObviouslyInvalidValuesAreConfigErrorsNamingTheKey) {
+  const std::string y = yaml_for("/tmp/unused", "/tmp/unused");
+  ASSERT_NO_THROW(cfg_from(y));
+  for (const std::string ov :
+       {"train.steps=0", "train.steps=-5", "train.lr=0", "train.lr=-1e-4", "train.lr=.nan", "train.lr=.inf",
+        "train.global_batch=0", "train.ema_decay=1.5", "train.ema_decay=-0.1", "train.beta1=1",
+        "train.beta2=-0.5", "train.eps=0", "train.weight_decay=-1", "train.grad_clip=-1", "train.max_nonfinite=0",
+        "model.class_dropout=1.0", "model.class_dropout=-0.1", "model.mlp_ratio=0", "log.every=0",
+        "ckpt.every=-1", "sample.every=-1", "sample.num=0", "sample.batch=0", "sample.batch=-3",
+        "sample.steps=0", "sample.steps=1001", "sample.eta=-1", "sample.cfg_scale=.nan", "sample.seed=-1",
+        "sample.guided_channels=4", "sample.guided_channels=0", "sample.sampler=euler", "data.workers=-1",
+        "data.latent_scale=0", "data.on_corrupt=ignore", "run.seed=-2", "run.name=a/b", "run.name=",
+        "diffusion.num_timesteps=1"}) {
+    const std::string key = ov.substr(0, ov.find('='));
+    const std::string msg = error_of_config(y, {ov});
+    EXPECT_NE(msg.find(key), std::string::npos) << ov << " gave '" << msg << "'";
+  }
+  // sample.steps is bounded by the schedule, which the sampler also uses.
+  const DitTrainConfig t = cfg_from(y, {"diffusion.num_timesteps=100", "sample.steps=100"});
+  EXPECT_EQ(t.grid.num_timesteps, 100);
+  const GaussianDiffusion d = sampling_diffusion(t.grid);
+  EXPECT_EQ(d.num_steps(), 100);
+  EXPECT_EQ(d.timestep_map().back(), 99);
+  EXPECT_NE(error_of_config(y, {"diffusion.num_timesteps=100", "sample.steps=101"}).find("sample.steps"),
+            std::string::npos);
+}
+
+TEST(DitSetup, ResumeWordsNeverAndItsAliasNone) {
+  const std::string y = yaml_for("/tmp/unused", "/tmp/unused");
+  EXPECT_EQ(cfg_from(y, {"run.resume=never"}).resume, "never");
+  EXPECT_EQ(cfg_from(y, {"run.resume=none"}).resume, "never");
+  EXPECT_EQ(cfg_from(y).resume, "auto");
+  EXPECT_EQ(cfg_from(y, {"run.resume=/abs/step_3"}).resume, "/abs/step_3");
+}
+
+// Lists every path under dir (relative), to compare a directory before and after.
+std::set<std::string> tree(const std::string& dir) {
+  std::set<std::string> s;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) s.insert(fs::relative(e.path(), dir).string());
+  return s;
+}
+
+TEST(DitSetup, ResumeNeverRefusesARunDirectoryWithCheckpoints) {
+  vt_test::TmpDir tmp;
+  write_images(tmp.file("img"), 3);
+  {
+    DitTrainer t(cfg_from(yaml_for(tmp.file("out"), tmp.file("img")), {"train.steps=2", "ckpt.every=1"}));
+    t.train();
+  }
+  const std::set<std::string> before = tree(tmp.file("out"));
+  ASSERT_TRUE(before.count("r/step_2"));
+  for (const char* word : {"never", "none"}) {
+    const std::string msg = vt_test::error_of([&] {
+      DitTrainer t(cfg_from(yaml_for(tmp.file("out"), tmp.file("img")),
+                            {"train.steps=1", std::string("run.resume=") + word}));
+    });
+    EXPECT_NE(msg.find("already holds checkpoints"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(tmp.file("out/r")), std::string::npos) << msg;
+    EXPECT_EQ(tree(tmp.file("out")), before) << word;
+  }
+  // never on a fresh run name trains from step 0.
+  DitTrainer fresh(cfg_from(yaml_for(tmp.file("out"), tmp.file("img")), {"run.name=r2", "run.resume=never"}));
+  EXPECT_EQ(fresh.step(), 0);
+  fresh.train();
+  EXPECT_TRUE(fs::is_directory(tmp.file("out/r2/step_1")));
+}
+
+TEST(DitSetup, SetupFailuresLeaveNoRunDirectory) {
+  vt_test::TmpDir tmp;
+  write_images(tmp.file("img"), 3);
+  write_images(tmp.file("holes"), 3, /*empty_class=*/true);
+  fs::create_directories(tmp.file("no_shards"));
+  const std::string out = tmp.file("out");
+  struct Case {
+    std::string root;
+    std::vector<std::string> overrides;
+    std::string expect;  // in the message
+  };
+  const std::vector<Case> cases = {
+      {tmp.file("missing"), {}, "data.root"},
+      {tmp.file("img"), {"train.global_batch=7"}, "train.global_batch"},
+      {tmp.file("img"), {"model.num_classes=1"}, "model.num_classes"},
+      {tmp.file("holes"), {}, "c2"},
+      {tmp.file("no_shards"), {"data.kind=latents", "model.in_channels=4"}, "no_shards"},
+      {tmp.file("img"), {"run.resume=" + tmp.file("nowhere/step_5")}, "nowhere"},
+  };
+  for (const Case& c : cases) {
+    const std::string msg = vt_test::error_of([&] { DitTrainer t(cfg_from(yaml_for(out, c.root), c.overrides)); });
+    EXPECT_NE(msg.find(c.expect), std::string::npos) << c.root << ": '" << msg << "'";
+    EXPECT_FALSE(fs::exists(out)) << c.root << " " << (c.overrides.empty() ? "" : c.overrides[0]);
+  }
+  // The same config with good data creates the directory only when training starts.
+  DitTrainer t(cfg_from(yaml_for(out, tmp.file("img"))));
+  EXPECT_FALSE(fs::exists(out));
+  t.train();
+  EXPECT_TRUE(fs::is_regular_file(out + "/r/config.yaml"));
+  EXPECT_TRUE(fs::is_directory(out + "/r/step_1"));
+}
+
+// Restores the working directory when it goes out of scope.
+class ChdirGuard {
+ public:
+  explicit ChdirGuard(const fs::path& to) : old_(fs::current_path()) { fs::current_path(to); }
+  ~ChdirGuard() { fs::current_path(old_); }
+
+ private:
+  fs::path old_;
+};
+
+TEST(DitSetup, RelativePathsResolveLikeVtrain) {
+  vt_test::TmpDir tmp;
+  const fs::path base = fs::absolute(tmp.path()).lexically_normal();
+  fs::create_directories(base / "repo/configs");
+  fs::create_directories(base / "elsewhere");
+  const std::string cfg_path = (base / "repo/configs/x.yaml").string();
+  std::ofstream(cfg_path) << "run: {name: r, out_dir: out, resume: ckpts/step_4}\n"
+                              "data: {kind: images, root: ../data/img}\n"
+                              "model: {in_channels: 3}\n";
+  ChdirGuard cd(base / "elsewhere");
+  // File values: against the parent of the file's directory (repo/).
+  const DitTrainConfig a = dit_train_config(Config::load(cfg_path, dittrain_schema()), cfg_path);
+  EXPECT_EQ(a.data_root, (base / "data/img").string());
+  EXPECT_EQ(a.resume, (base / "repo/ckpts/step_4").string());
+  EXPECT_EQ(a.out_dir, (base / "elsewhere/out").string());  // out_dir: the CWD
+  // Command-line values: against the CWD.
+  const DitTrainConfig b = dit_train_config(
+      Config::load(cfg_path, dittrain_schema(), {"data.root=mine", "run.resume=ck/step_1"}), cfg_path);
+  EXPECT_EQ(b.data_root, (base / "elsewhere/mine").string());
+  EXPECT_EQ(b.resume, (base / "elsewhere/ck/step_1").string());
+  // The saved YAML is absolute and resolves to itself from anywhere.
+  const std::string saved = (base / "saved.yaml").string();
+  std::ofstream(saved) << a.yaml;
+  ChdirGuard cd2("/");
+  const DitTrainConfig c = dit_train_config(Config::load(saved, dittrain_schema()), saved);
+  EXPECT_EQ(c.data_root, a.data_root);
+  EXPECT_EQ(c.resume, a.resume);
+  EXPECT_EQ(c.out_dir, a.out_dir);
+  EXPECT_EQ(c.digest, a.digest);
+}
+
+TEST(DitSetup, FindConfig) {
+  vt_test::TmpDir tmp;
+  fs::create_directories(tmp.file("configs/sub"));
+  const std::string f = tmp.write("configs/a.yaml", "data: {kind: images, root: x}\n");
+  EXPECT_EQ(dit_find_config(f, tmp.file("configs")), f);
+  EXPECT_EQ(dit_find_config("a.yaml", tmp.file("configs")), tmp.file("configs") + "/a.yaml");
+  EXPECT_EQ(dit_find_config("a", tmp.file("configs")), tmp.file("configs") + "/a.yaml");
+  const std::string missing = vt_test::error_of([&] { dit_find_config("b", tmp.file("configs")); });
+  EXPECT_NE(missing.find("not found"), std::string::npos) << missing;
+  EXPECT_NE(missing.find(tmp.file("configs") + "/b.yaml"), std::string::npos) << missing;
+  const std::string dir = vt_test::error_of([&] { dit_find_config(tmp.file("configs"), "/nonexistent"); });
+  EXPECT_NE(dir.find("is a directory"), std::string::npos) << dir;
+  EXPECT_THROW(dit_find_config("sub", tmp.file("configs")), ConfigError);
+}
+
+TEST(DitSampleArgs, DefaultsComeFromTheConfig) {
+  const DitTrainConfig cfg = cfg_from(yaml_for("/tmp/unused", "/tmp/unused"),
+                                      {"sample.sampler=ddim", "sample.steps=25", "sample.cfg_scale=1.5",
+                                       "sample.seed=7", "sample.batch=3", "sample.eta=0.5", "sample.clip_denoised=true"});
+  const DitSampleArgs a = parse_dit_sample_args({{"ckpt", "runs/r/step_9"}}, cfg);
+  EXPECT_EQ(a.options.sampler, "ddim");
+  EXPECT_EQ(a.options.steps, 25);
+  EXPECT_EQ(a.options.cfg_scale, 1.5);
+  EXPECT_EQ(a.options.seed, 7u);
+  EXPECT_EQ(a.options.batch, 3);
+  EXPECT_EQ(a.options.eta, 0.5);
+  EXPECT_TRUE(a.options.clip_denoised);
+  EXPECT_EQ(a.num_samples, 64);
+  EXPECT_TRUE(a.use_ema);
+  EXPECT_EQ(a.out, "runs/r/step_9/samples_64_ddim25_cfg1.5_seed7");
+  const DitSampleArgs b = parse_dit_sample_args({{"ckpt", "c"}, {"sampler", "ddpm"}, {"steps", "250"},
+                                                 {"seed", "12"}, {"num_samples", "1000000"}, {"weights", "model"},
+                                                 {"cfg_scale", "4"}, {"batch", "8"}},
+                                                cfg);
+  EXPECT_EQ(b.options.sampler, "ddpm");
+  EXPECT_EQ(b.options.steps, 250);
+  EXPECT_EQ(b.options.seed, 12u);
+  EXPECT_EQ(b.options.batch, 8);
+  EXPECT_EQ(b.num_samples, 1000000);
+  EXPECT_FALSE(b.use_ema);
+  EXPECT_EQ(b.out, "c/samples_1000000_ddpm250_cfg4_seed12");
+}
+
+TEST(DitSampleArgs, BadValuesNameTheKeyAndTheValue) {
+  const DitTrainConfig cfg = cfg_from(yaml_for("/tmp/unused", "/tmp/unused"));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"steps", "abc"},         {"steps", "3x"},        {"steps", ""},           {"steps", "0"},
+      {"steps", "1001"},        {"steps", "2.5"},       {"batch", "0"},          {"batch", "-3"},
+      {"batch", "5000"},        {"seed", "-1"},         {"seed", "99999999999999999999"},
+      {"num_samples", "100000000000"},                  {"num_samples", "0"},    {"num_samples", "1000001"},
+      {"cfg_scale", "inf"},     {"cfg_scale", "nan"},   {"cfg_scale", "2g"},     {"eta", "-1"},
+      {"sampler", "euler"},     {"weights", "best"},    {"out", ""}};
+  for (const auto& kv : bad) {
+    const std::string msg = vt_test::error_of([&] { parse_dit_sample_args({{"ckpt", "c"}, kv}, cfg); });
+    EXPECT_NE(msg.find(kv.first + "=" + kv.second), std::string::npos) << kv.first << "=" << kv.second << ": '" << msg
+                                                                      << "'";
+    EXPECT_THROW(parse_dit_sample_args({{"ckpt", "c"}, kv}, cfg), ConfigError);
+  }
+  EXPECT_NE(vt_test::error_of([&] { parse_dit_sample_args({{"steps", "5"}}, cfg); }).find("ckpt"), std::string::npos);
+}
+
+TEST(DitSampler, ChunksWithAnIndexBaseMatchOneCall) {
+  // dit_sample_to_files draws large requests in chunks: samples [2, 5) drawn
+  // alone with index_base 2 must equal those of the whole draw.
+  DiTConfig c;
+  c.input_size = 4, c.in_channels = 2, c.patch = 2, c.hidden = 8, c.depth = 1, c.heads = 2, c.num_classes = 3;
+  ParamStore store;
+  DiT model(store, c);
+  store.finalize();
+  store.init(1);
+  Philox rng(5, 6);
+  Tensor w = store.weights();
+  for (int64_t i = 0; i < w.numel(); ++i) w.f32()[i] += static_cast<float>(0.02 * rng.normal());
+  model.set_pos_embed();
+  SampleOptions so;
+  so.sampler = "ddpm", so.steps = 3, so.seed = 4, so.batch = 8;
+  const Tensor all = sample_images(model, so, {0, 1, 2, 0, 1});
+  const Tensor part = sample_images(model, so, {2, 0, 1}, {}, /*index_base=*/2);
+  const auto va = all.slice(0, 2, 5).contiguous().to_vector(), vb = part.contiguous().to_vector();
+  ASSERT_EQ(va.size(), vb.size());
+  double e = 0, m = 0;
+  for (size_t i = 0; i < va.size(); ++i) {
+    e = std::max(e, std::fabs(static_cast<double>(va[i]) - vb[i]));
+    m = std::max(m, std::fabs(static_cast<double>(va[i])));
+  }
+  EXPECT_LT(e, 1e-5 * m);
+  EXPECT_GT(m, 0.1);
+  // ... and a different base gives different noise.
+  const Tensor shifted = sample_images(model, so, {2, 0, 1}, {}, /*index_base=*/0);
+  EXPECT_NE(shifted.contiguous().to_vector(), vb);
+}
+
+}  // namespace
+}  // namespace vt
