@@ -42,8 +42,9 @@ struct ImagePipelineConfig {
   bool hflip = true;
   bool rand_augment = true;
   bool random_erasing = true;
-  // JPEG DCT-domain downscaling when the crop needs fewer pixels than the
-  // file has (libjpeg-turbo); off = decode at full size as PIL does.
+  // JPEG DCT-domain downscaling by 1/2, 1/4 or 1/8 when the crop needs at
+  // most that many pixels (libjpeg-turbo's SIMD scales; the other eighths
+  // decode slower than full size); off = decode at full size as PIL does.
   bool dct_scaling = true;
   RrcParams rrc;
   RandAugmentParams randaug;
