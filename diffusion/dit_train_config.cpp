@@ -12,10 +12,10 @@ const ConfigSchema& dittrain_schema() {
   static const ConfigSchema s = [] {
     using T = ConfigType;
     ConfigSchema c;
-    c.optional("run.name", T::String, "dit", "run directory name under run.out_dir")
-        .optional("run.out_dir", T::String, "runs", "parent of run directories (relative to the CWD)")
-        .optional("run.seed", T::Int, "0", "seed of init, data order, noise, timesteps, label dropout")
-        .optional("run.resume", T::String, "auto", "auto (newest complete checkpoint of the run) | never (alias: none) | DIR")
+    c.optional("name", T::String, "dit", "run directory name under out_dir")
+        .optional("out_dir", T::String, "runs", "parent of run directories (relative to the CWD)")
+        .optional("seed", T::Int, "0", "seed of init, data order, noise, timesteps, label dropout")
+        .optional("resume", T::String, "auto", "auto (newest complete checkpoint of the run) | never (alias: none) | DIR")
         .optional("model.preset", T::String, "~", "DiT-{S,B,L,XL}/{2,4,8}; sets depth/hidden/heads/patch")
         .optional("model.input_size", T::Int, "32", "H = W of the model input (latent 32 for 256px images)")
         .optional("model.in_channels", T::Int, "4", "input channels (4 latents, 3 pixels)")
@@ -125,9 +125,9 @@ Config dit_with_absolute_paths(const Config& in, const std::string& config_path)
     if (abs != in.get<std::string>(key)) c.set_string(key, abs, in.source(key));
   };
   set("data.root", resolve_path(in, "data.root", config_path));
-  set("run.out_dir", in.get<std::string>("run.out_dir"));
-  const std::string resume = in.get<std::string>("run.resume");
-  if (!is_resume_word(resume)) set("run.resume", resolve_path(in, "run.resume", config_path));
+  set("out_dir", in.get<std::string>("out_dir"));
+  const std::string resume = in.get<std::string>("resume");
+  if (!is_resume_word(resume)) set("resume", resolve_path(in, "resume", config_path));
   return c;
 }
 
@@ -136,15 +136,15 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   // saves (t.yaml), which therefore works from any directory.
   const Config c = dit_with_absolute_paths(config, config_path);
   DitTrainConfig t;
-  t.run_name = c.get<std::string>("run.name");
+  t.run_name = c.get<std::string>("name");
   check(c, !t.run_name.empty() && t.run_name.find('/') == std::string::npos && t.run_name != "." &&
                t.run_name != "..",
-        "run.name", "must be a non-empty plain name, got '" + t.run_name + "'");
-  t.out_dir = c.get<std::string>("run.out_dir");
-  check(c, !t.out_dir.empty(), "run.out_dir", "must not be empty");
-  t.seed = static_cast<uint64_t>(int_in(c, "run.seed", 0, INT64_MAX));
-  t.resume = c.get<std::string>("run.resume");
-  check(c, !t.resume.empty(), "run.resume", "expected auto | never | a checkpoint directory, got ''");
+        "name", "must be a non-empty plain name, got '" + t.run_name + "'");
+  t.out_dir = c.get<std::string>("out_dir");
+  check(c, !t.out_dir.empty(), "out_dir", "must not be empty");
+  t.seed = static_cast<uint64_t>(int_in(c, "seed", 0, INT64_MAX));
+  t.resume = c.get<std::string>("resume");
+  check(c, !t.resume.empty(), "resume", "expected auto | never | a checkpoint directory, got ''");
   if (t.resume == "none") t.resume = "never";  // the older word
   DiTConfig m;
   m.input_size = c.get<int64_t>("model.input_size");

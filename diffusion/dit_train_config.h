@@ -3,10 +3,10 @@
 // example and configs/cifar10_dit_siamese.yaml for a small one.
 //
 // Relative paths follow vtrain (vision/train_config.h): data.root and a
-// run.resume directory written in a config FILE resolve against the parent
+// resume directory written in a config FILE resolve against the parent
 // of that file's directory (configs/x.yaml says `../shared/data/cifar10`
 // relative to the repository root); values given on the command line, and
-// run.out_dir, resolve against the current directory.
+// out_dir, resolve against the current directory.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -45,7 +45,7 @@ struct DitTrainConfig {
   std::string digest;  // its digest (hex)
 };
 
-// The config with its path-valued keys (data.root, run.out_dir, run.resume
+// The config with its path-valued keys (data.root, out_dir, resume
 // when it names a directory) made absolute under the rules above;
 // `config_path` is the file the config was loaded from. With an empty
 // config_path (a config parsed from text) file values resolve against the
@@ -57,7 +57,7 @@ Config dit_with_absolute_paths(const Config& cfg, const std::string& config_path
 // <= 0 (train.steps, train.global_batch, sample.num, sample.batch, ...),
 // negative periods, train.lr <= 0 or non-finite, probabilities and decays
 // outside [0, 1], sample.steps outside [1, diffusion.num_timesteps], unknown
-// names (data.kind, sample.sampler, run.resume words, model.norm.scheme).
+// names (data.kind, sample.sampler, resume words, model.norm.scheme).
 // Paths are made absolute first (dit_with_absolute_paths); `yaml` and
 // `digest` are those of the absolute-path config, so the run directory's
 // config.yaml works from any directory.

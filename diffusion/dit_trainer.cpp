@@ -98,7 +98,7 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
     // Training step 1.. over an old run's step_<N> would leave a mix of both.
     if (!list_checkpoints(run_dir_).empty())
       throw std::runtime_error("resume=never but run directory '" + run_dir_ +
-                               "' already holds checkpoints; choose another run.name or run.resume=auto");
+                               "' already holds checkpoints; choose another name or resume=auto");
   } else {
     resume_dir_ = cfg_.resume;
   }
@@ -156,7 +156,7 @@ void DitTrainer::resume_from(const std::string& dir) {
     batch_in_epoch_ = ck.state.at("batch_in_epoch").get<int64_t>();
     nonfinite_total_ = ck.state.value("nonfinite_skipped", int64_t{0});
     if (ck.state.value("seed", uint64_t{0}) != cfg_.seed)
-      log().warn("resume: checkpoint seed {} differs from run.seed {}", ck.state.value("seed", uint64_t{0}),
+      log().warn("resume: checkpoint seed {} differs from seed {}", ck.state.value("seed", uint64_t{0}),
                  cfg_.seed);
     if (ck.state.value("config_digest", std::string()) != cfg_.digest)
       log().warn("resume: the configuration differs from the checkpoint's (digest {} vs {})",

@@ -3,11 +3,11 @@
 //   data.latent_scale), labels dropped to the null class with p =
 //   class_dropout, t ~ U{0..T-1}, noise ~ N(0, I), x_t = q_sample, loss =
 //   mse + vb (learned sigma), backward, AdamW (constant lr, wd 0), EMA.
-// Randomness (t, noise, label dropout) is keyed by (run.seed, purpose, s),
-// data order and flips by (run.seed, epoch, draw id), so a resumed run
+// Randomness (t, noise, label dropout) is keyed by (seed, purpose, s),
+// data order and flips by (seed, epoch, draw id), so a resumed run
 // repeats an uninterrupted one step for step.
 //
-// Run directory <run.out_dir>/<run.name>/: config.yaml (resolved, absolute paths),
+// Run directory <out_dir>/<name>/: config.yaml (resolved, absolute paths),
 // metrics.jsonl, TensorBoard events, log.txt, step_<N>/ checkpoints
 // (core/checkpoint_dir.h), samples/step_<N>.png grids from the EMA model
 // with fixed noise and labels (label i % num_classes, sample.seed).
@@ -35,7 +35,7 @@ class TensorBoardWriter;
 
 class DitTrainer {
  public:
-  // Builds data, model and optimizer and resumes per run.resume (auto: the
+  // Builds data, model and optimizer and resumes per resume (auto: the
   // run's newest checkpoint; never: throws std::runtime_error when the run
   // directory already holds checkpoints; DIR: that checkpoint). Writes
   // nothing: the run directory is created by the first train() or

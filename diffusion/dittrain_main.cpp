@@ -71,7 +71,7 @@ int run(int argc, char** argv) {
     }
   }
   // Sampling never trains: the run's resume setting does not matter.
-  if (sample) overrides.push_back("run.resume=auto");
+  if (sample) overrides.push_back("resume=auto");
   const std::string config_path = vt::dit_find_config(args[0], VT_CONFIGS_DIR);
   const vt::Config cfg = vt::Config::load(config_path, vt::dittrain_schema(), overrides);
   const vt::DitTrainConfig tc = vt::dit_train_config(cfg, config_path);

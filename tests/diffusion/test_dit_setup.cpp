@@ -36,7 +36,7 @@ void write_images(const std::string& root, int classes, bool empty_class = false
 }
 
 std::string yaml_for(const std::string& out_dir, const std::string& root, const std::string& extra = "") {
-  return "run: {name: r, out_dir: " + out_dir + ", seed: 1}\n" +
+  return "name: r\nout_dir: " + out_dir + "\nseed: 1\n" +
          "model: {input_size: 8, in_channels: 3, patch: 4, hidden: 8, depth: 1, heads: 2, num_classes: 3}\n"
          "data: {kind: images, root: " + root + ", workers: 1}\n"
          "train: {global_batch: 2, steps: 1}\nsample: {every: 0}\n" + extra;
@@ -66,7 +66,7 @@ TEST(DitSetup, ObviouslyInvalidValuesAreConfigErrorsNamingTheKey) {
         "ckpt.every=-1", "sample.every=-1", "sample.num=0", "sample.batch=0", "sample.batch=-3",
         "sample.steps=0", "sample.steps=1001", "sample.eta=-1", "sample.cfg_scale=.nan", "sample.seed=-1",
         "sample.guided_channels=4", "sample.guided_channels=0", "sample.sampler=euler", "data.workers=-1",
-        "data.latent_scale=0", "data.on_corrupt=ignore", "run.seed=-2", "run.name=a/b", "run.name=",
+        "data.latent_scale=0", "data.on_corrupt=ignore", "seed=-2", "name=a/b", "name=",
         "diffusion.num_timesteps=1"}) {
     const std::string key = ov.substr(0, ov.find('='));
     const std::string msg = error_of_config(y, {ov});
@@ -84,10 +84,10 @@ TEST(DitSetup, ObviouslyInvalidValuesAreConfigErrorsNamingTheKey) {
 
 TEST(DitSetup, ResumeWordsNeverAndItsAliasNone) {
   const std::string y = yaml_for("/tmp/unused", "/tmp/unused");
-  EXPECT_EQ(cfg_from(y, {"run.resume=never"}).resume, "never");
-  EXPECT_EQ(cfg_from(y, {"run.resume=none"}).resume, "never");
+  EXPECT_EQ(cfg_from(y, {"resume=never"}).resume, "never");
+  EXPECT_EQ(cfg_from(y, {"resume=none"}).resume, "never");
   EXPECT_EQ(cfg_from(y).resume, "auto");
-  EXPECT_EQ(cfg_from(y, {"run.resume=/abs/step_3"}).resume, "/abs/step_3");
+  EXPECT_EQ(cfg_from(y, {"resume=/abs/step_3"}).resume, "/abs/step_3");
 }
 
 // Lists every path under dir (relative), to compare a directory before and after.
@@ -109,14 +109,14 @@ TEST(DitSetup, ResumeNeverRefusesARunDirectoryWithCheckpoints) {
   for (const char* word : {"never", "none"}) {
     const std::string msg = vt_test::error_of([&] {
       DitTrainer t(cfg_from(yaml_for(tmp.file("out"), tmp.file("img")),
-                            {"train.steps=1", std::string("run.resume=") + word}));
+                            {"train.steps=1", std::string("resume=") + word}));
     });
     EXPECT_NE(msg.find("already holds checkpoints"), std::string::npos) << msg;
     EXPECT_NE(msg.find(tmp.file("out/r")), std::string::npos) << msg;
     EXPECT_EQ(tree(tmp.file("out")), before) << word;
   }
   // never on a fresh run name trains from step 0.
-  DitTrainer fresh(cfg_from(yaml_for(tmp.file("out"), tmp.file("img")), {"run.name=r2", "run.resume=never"}));
+  DitTrainer fresh(cfg_from(yaml_for(tmp.file("out"), tmp.file("img")), {"name=r2", "resume=never"}));
   EXPECT_EQ(fresh.step(), 0);
   fresh.train();
   EXPECT_TRUE(fs::is_directory(tmp.file("out/r2/step_1")));
@@ -139,7 +139,7 @@ TEST(DitSetup, SetupFailuresLeaveNoRunDirectory) {
       {tmp.file("img"), {"model.num_classes=1"}, "model.num_classes"},
       {tmp.file("holes"), {}, "c2"},
       {tmp.file("no_shards"), {"data.kind=latents", "model.in_channels=4"}, "no_shards"},
-      {tmp.file("img"), {"run.resume=" + tmp.file("nowhere/step_5")}, "nowhere"},
+      {tmp.file("img"), {"resume=" + tmp.file("nowhere/step_5")}, "nowhere"},
   };
   for (const Case& c : cases) {
     const std::string msg = vt_test::error_of([&] { DitTrainer t(cfg_from(yaml_for(out, c.root), c.overrides)); });
@@ -170,7 +170,7 @@ TEST(DitSetup, RelativePathsResolveLikeVtrain) {
   fs::create_directories(base / "repo/configs");
   fs::create_directories(base / "elsewhere");
   const std::string cfg_path = (base / "repo/configs/x.yaml").string();
-  std::ofstream(cfg_path) << "run: {name: r, out_dir: out, resume: ckpts/step_4}\n"
+  std::ofstream(cfg_path) << "name: r\nout_dir: out\nresume: ckpts/step_4\n"
                               "data: {kind: images, root: ../data/img}\n"
                               "model: {in_channels: 3}\n";
   ChdirGuard cd(base / "elsewhere");
@@ -181,7 +181,7 @@ TEST(DitSetup, RelativePathsResolveLikeVtrain) {
   EXPECT_EQ(a.out_dir, (base / "elsewhere/out").string());  // out_dir: the CWD
   // Command-line values: against the CWD.
   const DitTrainConfig b = dit_train_config(
-      Config::load(cfg_path, dittrain_schema(), {"data.root=mine", "run.resume=ck/step_1"}), cfg_path);
+      Config::load(cfg_path, dittrain_schema(), {"data.root=mine", "resume=ck/step_1"}), cfg_path);
   EXPECT_EQ(b.data_root, (base / "elsewhere/mine").string());
   EXPECT_EQ(b.resume, (base / "elsewhere/ck/step_1").string());
   // The saved YAML is absolute and resolves to itself from anywhere.

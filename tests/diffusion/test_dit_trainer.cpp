@@ -34,7 +34,7 @@ void write_latent_shard(const std::string& dir, bool nan = false) {
 
 DitTrainConfig tiny(const std::string& out_dir, const std::string& name, const std::string& data,
                     const std::string& extra = "") {
-  const std::string yaml = "run: {name: " + name + ", out_dir: " + out_dir + ", seed: 9, resume: auto}\n" +
+  const std::string yaml = "name: " + name + "\nout_dir: " + out_dir + "\nseed: 9\nresume: auto\n" +
                            "model: {input_size: 8, in_channels: 4, patch: 2, hidden: 16, depth: 2, heads: 2, "
                            "num_classes: 3}\n"
                            "data: {kind: latents, root: " + data + ", workers: 2}\n"
@@ -115,7 +115,7 @@ TEST(DitTrainer, ImagesDataGridAndSampleFiles) {
       cv::imwrite(tmp.file(std::string("img/") + cls + "/" + std::to_string(i) + ".png"), m);
     }
   }
-  const std::string yaml = "run: {name: im, out_dir: " + tmp.path() + ", resume: none}\n" +
+  const std::string yaml = "name: im\nout_dir: " + tmp.path() + "\nresume: none\n" +
                            "model: {input_size: 8, in_channels: 3, patch: 4, hidden: 16, depth: 1, heads: 2, "
                            "num_classes: 2}\n"
                            "data: {kind: images, root: " + tmp.file("img") + ", workers: 1}\n"
@@ -238,7 +238,7 @@ TEST(DitTrainConfig, SavedConfigHasAbsolutePathsAndResumesFromAnywhere) {
   {
     ChdirGuard cd(tmp.path());  // relative paths in config text (no file) mean the CWD
     const DitTrainConfig c =
-        dit_train_config(Config::parse(std::string("run: {name: r, out_dir: out}\n") +
+        dit_train_config(Config::parse(std::string("name: r\nout_dir: out\n") +
                                            "model: {input_size: 8, in_channels: 4, patch: 2, hidden: 16, depth: 1, "
                                            "heads: 2, num_classes: 3}\n"
                                            "data: {kind: latents, root: lat, workers: 1}\n"
@@ -252,7 +252,7 @@ TEST(DitTrainConfig, SavedConfigHasAbsolutePathsAndResumesFromAnywhere) {
   const std::string saved = want_run + "/config.yaml";
   const Config loaded = Config::load(saved, dittrain_schema(), {"train.steps=2"});
   EXPECT_EQ(loaded.get<std::string>("data.root"), want_root);
-  EXPECT_EQ(loaded.get<std::string>("run.out_dir"), fs::path(want_run).parent_path().string());
+  EXPECT_EQ(loaded.get<std::string>("out_dir"), fs::path(want_run).parent_path().string());
   const DitTrainConfig again = dit_train_config(loaded);
   // The checkpoint holds the digest of the saved config (same run).
   EXPECT_EQ(load_checkpoint(want_run + "/step_1").state.at("config_digest").get<std::string>(),
