@@ -1,4 +1,4 @@
-// Test helpers for the part-A kernel tests: reproducible random tensors and
+// Test helpers for the kernel tests: reproducible random tensors and
 // double-precision comparison.
 #pragma once
 #include <gtest/gtest.h>
