@@ -1,4 +1,5 @@
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/fast_exp.h"
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -25,30 +26,10 @@ void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const
   if (st != dnnl_success) throw std::runtime_error("attention: dnnl_sgemm failed with status " + std::to_string(st));
 }
 
-// exp for x <= 0 (softmax after max subtraction): Cephes expf polynomial,
-// relative error ~1e-7. glibc's expf does not vectorise without -ffast-math
-// and GCC will not if-convert the clamp on baseline x86-64, so the hot loop
-// uses SSE2 intrinsics (part of x86-64 itself); the scalar twin handles tails
-// and other architectures. Inputs below -87 return ~1.6e-38 instead of a
-// smaller value, which no softmax row can notice.
-inline float exp_nonpos(float x) {
-  x = std::max(x, -87.0f);
-  const int32_t n = static_cast<int32_t>(x * 1.44269504088896341f - 0.5f);  // round-to-nearest for x <= 0
-  const float fn = static_cast<float>(n);
-  const float r = (x - fn * 0.693359375f) - fn * -2.12194440e-4f;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * r * r + r + 1.0f;
-  const int32_t bits = (n + 127) << 23;
-  float pow2;
-  std::memcpy(&pow2, &bits, sizeof pow2);
-  return y * pow2;
-}
-
+// The softmax exp: glibc's expf does not vectorise without -ffast-math and
+// GCC will not if-convert exp_approx's clamp on baseline x86-64, so the hot
+// loop below is exp_approx written in SSE2 intrinsics (part of x86-64
+// itself) for x <= 0 (after max subtraction); exp_approx handles tails.
 // row[j] = exp(row[j] - mx); returns the sum of the new values.
 float exp_shift_sum(float* row, int64_t n, float mx) {
   int64_t j = 0;
@@ -79,7 +60,7 @@ float exp_shift_sum(float* row, int64_t n, float mx) {
   _mm_store_ps(lanes, acc);
   sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
 #endif
-  for (; j < n; ++j) sum += (row[j] = exp_nonpos(row[j] - mx));
+  for (; j < n; ++j) sum += (row[j] = exp_approx(row[j] - mx));
   return sum;
 }
 
