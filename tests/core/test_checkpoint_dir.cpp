@@ -8,7 +8,7 @@
 
 #include "core/checkpoint_dir.h"
 #include "core/safetensors.h"
-#include "core/tmp_dir.h"
+#include "test_fs.h"
 
 namespace vt {
 namespace {

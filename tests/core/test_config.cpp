@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "core/config.h"
-#include "tmp_dir.h"
+#include "test_fs.h"
 
 using namespace vt;
 using vt_test::error_of;

@@ -9,7 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/npz.h"
 #include "core/safetensors.h"
-#include "tmp_dir.h"
+#include "test_fs.h"
 
 using namespace vt;
 

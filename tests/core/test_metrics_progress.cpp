@@ -9,7 +9,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/progress.h"
-#include "tmp_dir.h"
+#include "test_fs.h"
 
 using namespace vt;
 using vt_test::TmpDir;

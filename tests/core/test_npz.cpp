@@ -4,7 +4,7 @@
 
 #include "core/atomic_file.h"
 #include "core/npz.h"
-#include "tmp_dir.h"
+#include "test_fs.h"
 
 using namespace vt;
 using vt_test::error_of;

@@ -5,7 +5,7 @@
 
 #include "core/atomic_file.h"
 #include "core/safetensors.h"
-#include "tmp_dir.h"
+#include "test_fs.h"
 
 using namespace vt;
 using vt_test::error_of;

@@ -13,7 +13,7 @@
 #include "core/tensorboard/crc32c.h"
 #include "core/tensorboard/event.pb.h"
 #include "core/tensorboard/event_writer.h"
-#include "tmp_dir.h"
+#include "test_fs.h"
 
 using namespace vt;
 using vt_test::TmpDir;

@@ -15,7 +15,7 @@
 #include "core/config.h"
 #include "core/philox.h"
 #include "core/safetensors.h"
-#include "core/tmp_dir.h"
+#include "test_fs.h"
 #include "diffusion/dit_sample_args.h"
 #include "diffusion/dit_trainer.h"
 #include "diffusion/sampler.h"
@@ -154,16 +154,6 @@ TEST(DitSetup, SetupFailuresLeaveNoRunDirectory) {
   EXPECT_TRUE(fs::is_directory(out + "/r/step_1"));
 }
 
-// Restores the working directory when it goes out of scope.
-class ChdirGuard {
- public:
-  explicit ChdirGuard(const fs::path& to) : old_(fs::current_path()) { fs::current_path(to); }
-  ~ChdirGuard() { fs::current_path(old_); }
-
- private:
-  fs::path old_;
-};
-
 TEST(DitSetup, RelativePathsResolveLikeVtrain) {
   vt_test::TmpDir tmp;
   const fs::path base = fs::absolute(tmp.path()).lexically_normal();
@@ -173,7 +163,7 @@ TEST(DitSetup, RelativePathsResolveLikeVtrain) {
   std::ofstream(cfg_path) << "name: r\nout_dir: out\nresume: ckpts/step_4\n"
                               "data: {kind: images, root: ../data/img}\n"
                               "model: {in_channels: 3}\n";
-  ChdirGuard cd(base / "elsewhere");
+  vt_test::ChdirGuard cd(base / "elsewhere");
   // File values: against the parent of the file's directory (repo/).
   const DitTrainConfig a = dit_train_config(Config::load(cfg_path, dittrain_schema()), cfg_path);
   EXPECT_EQ(a.data_root, (base / "data/img").string());
@@ -187,7 +177,7 @@ TEST(DitSetup, RelativePathsResolveLikeVtrain) {
   // The saved YAML is absolute and resolves to itself from anywhere.
   const std::string saved = (base / "saved.yaml").string();
   std::ofstream(saved) << a.yaml;
-  ChdirGuard cd2("/");
+  vt_test::ChdirGuard cd2("/");
   const DitTrainConfig c = dit_train_config(Config::load(saved, dittrain_schema()), saved);
   EXPECT_EQ(c.data_root, a.data_root);
   EXPECT_EQ(c.resume, a.resume);

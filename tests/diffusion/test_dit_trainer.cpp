@@ -11,7 +11,7 @@
 #include "core/npz.h"
 #include "core/philox.h"
 #include "core/safetensors.h"
-#include "core/tmp_dir.h"
+#include "test_fs.h"
 #include "core/checkpoint_dir.h"
 #include "diffusion/dit_trainer.h"
 #include "diffusion/image_grid.h"
@@ -220,23 +220,13 @@ TEST(ImageGrid, Uint8ConversionIsAdms) {
   EXPECT_EQ(v.u8()[2], 255);
 }
 
-// Restores the working directory when it goes out of scope.
-class ChdirGuard {
- public:
-  explicit ChdirGuard(const fs::path& to) : old_(fs::current_path()) { fs::current_path(to); }
-  ~ChdirGuard() { fs::current_path(old_); }
-
- private:
-  fs::path old_;
-};
-
 TEST(DitTrainConfig, SavedConfigHasAbsolutePathsAndResumesFromAnywhere) {
   vt_test::TmpDir tmp;
   write_latent_shard(tmp.file("lat"));
   const std::string want_root = fs::absolute(tmp.file("lat")).lexically_normal().string();
   const std::string want_run = fs::absolute(tmp.file("out/r")).lexically_normal().string();
   {
-    ChdirGuard cd(tmp.path());  // relative paths in config text (no file) mean the CWD
+    vt_test::ChdirGuard cd(tmp.path());  // relative paths in config text (no file) mean the CWD
     const DitTrainConfig c =
         dit_train_config(Config::parse(std::string("name: r\nout_dir: out\n") +
                                            "model: {input_size: 8, in_channels: 4, patch: 2, hidden: 16, depth: 1, "
@@ -248,7 +238,7 @@ TEST(DitTrainConfig, SavedConfigHasAbsolutePathsAndResumesFromAnywhere) {
     DitTrainer t(c);
     t.train();
   }
-  ChdirGuard cd("/");
+  vt_test::ChdirGuard cd("/");
   const std::string saved = want_run + "/config.yaml";
   const Config loaded = Config::load(saved, dittrain_schema(), {"train.steps=2"});
   EXPECT_EQ(loaded.get<std::string>("data.root"), want_root);

@@ -141,16 +141,6 @@ TEST_F(TrainerTest, NonFiniteLossNamesStepAndKeepsCheckpoint) {
   EXPECT_EQ(d.state.at("step").get<int64_t>(), 1);
 }
 
-// Restores the working directory when it goes out of scope.
-class ChdirGuard {
- public:
-  explicit ChdirGuard(const fs::path& to) : old_(fs::current_path()) { fs::current_path(to); }
-  ~ChdirGuard() { fs::current_path(old_); }
-
- private:
-  fs::path old_;
-};
-
 TEST_F(TrainerTest, SavedConfigIsReusableFromAnywhere) {
   // data.root relative to the parent of the config file's directory (here
   // the temporary directory, which holds data/).
@@ -162,7 +152,7 @@ TEST_F(TrainerTest, SavedConfigIsReusableFromAnywhere) {
 
   const std::string want_root = fs::absolute(fs::path(tmp_.path()) / "data").lexically_normal().string();
   const std::string saved = out("r") + "/t/config.yaml";
-  ChdirGuard cd("/");  // another working directory
+  vt_test::ChdirGuard cd("/");  // another working directory
   const Config c = Config::load(saved, vtrain_schema());
   EXPECT_EQ(c.get<std::string>("data.root"), want_root);
   EXPECT_TRUE(fs::path(c.get<std::string>("out_dir")).is_absolute()) << c.get<std::string>("out_dir");

@@ -1,4 +1,4 @@
-// Helpers for the vision tests: a temporary directory, and a tiny
+// Helpers for the vision tests (and test_fs.h): a tiny
 // ImageFolder (train/ and test/) made of real CIFAR-10 JPEGs copied from
 // ../shared/data/cifar10.
 #pragma once
@@ -8,25 +8,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "test_fs.h"
+
 namespace vt_test {
-
-class TmpDir {
- public:
-  TmpDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base ? base : "/tmp") + "/vt_vision_XXXXXX";
-    if (!mkdtemp(&tmpl[0])) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TmpDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // root/train/<class>/ with `train_per_class` images and root/test/<class>/
 // with `test_per_class`, for the first `classes` CIFAR-10 classes (sorted).

@@ -1,4 +1,6 @@
-// A fresh directory under $TMPDIR (or /tmp) per test, removed afterwards.
+// Filesystem helpers shared by every test binary: a fresh directory under
+// $TMPDIR (or /tmp) per test, removed afterwards; a scoped working-directory
+// change; the message of an expected exception.
 #pragma once
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -13,7 +15,7 @@ class TmpDir {
  public:
   TmpDir() {
     const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base ? base : "/tmp") + "/vt_core_XXXXXX";
+    std::string tmpl = std::string(base ? base : "/tmp") + "/vt_test_XXXXXX";
     if (!mkdtemp(&tmpl[0])) throw std::runtime_error("mkdtemp failed");
     path_ = tmpl;
   }
@@ -30,6 +32,18 @@ class TmpDir {
 
  private:
   std::string path_;
+};
+
+// Changes the working directory and restores it when it goes out of scope.
+class ChdirGuard {
+ public:
+  explicit ChdirGuard(const std::filesystem::path& to) : old_(std::filesystem::current_path()) {
+    std::filesystem::current_path(to);
+  }
+  ~ChdirGuard() { std::filesystem::current_path(old_); }
+
+ private:
+  std::filesystem::path old_;
 };
 
 // Runs fn and returns the message of the exception it throws ("" if none).
