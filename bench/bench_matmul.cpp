@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 
+#include "bench/bench_util.h"
 #include "core/philox.h"
 #include "core/tensor.h"
 #include "kernels/matmul.h"
@@ -20,28 +21,9 @@ using namespace vt;
 
 namespace {
 
-Tensor random(const Shape& s, uint64_t stream) {
-  Tensor t = Tensor::empty(s);
-  Philox rng(7, stream);
-  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = rng.uniform() - 0.5f;
-  return t;
-}
+Tensor random(const Shape& s, uint64_t stream) { return vt_bench::random_uniform(s, 7, stream, -0.5f, 0.5f); }
 
-// Best-of-reps time after one warm-up call, until min_s has elapsed.
-double best_seconds(const std::function<void()>& f, double min_s) {
-  f();
-  double best = 1e30, total = 0;
-  int reps = 0;
-  while (total < min_s || reps < 3) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::min(best, s);
-    total += s;
-    ++reps;
-  }
-  return best;
-}
+using vt_bench::best_seconds;
 
 void report(const std::string& name, double flops, double secs, double ref_gflops) {
   const double gf = flops / secs * 1e-9;

@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 
+#include "bench/bench_util.h"
 #include "core/philox.h"
 #include "core/tensor.h"
 #include "kernels/activation.h"
@@ -26,28 +27,9 @@ using namespace vt;
 
 namespace {
 
-Tensor random(const Shape& s, uint64_t stream) {
-  Tensor t = Tensor::empty(s);
-  Philox rng(11, stream);
-  float* p = t.f32();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = rng.uniform() * 2.0f - 1.0f;
-  return t;
-}
+Tensor random(const Shape& s, uint64_t stream) { return vt_bench::random_uniform(s, 11, stream, -1.0f, 1.0f); }
 
-double best_seconds(const std::function<void()>& f, double min_s) {
-  f();
-  double best = 1e30, total = 0;
-  int reps = 0;
-  while (total < min_s || reps < 3) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::min(best, s);
-    total += s;
-    ++reps;
-  }
-  return best;
-}
+using vt_bench::best_seconds;
 
 // memcpy split across the OpenMP threads, as the ops are.
 void parallel_copy(char* dst, const char* src, size_t bytes) {
