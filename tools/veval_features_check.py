@@ -18,14 +18,10 @@ import sys
 
 import numpy as np
 import torch
-import torch.nn as nn
-from safetensors.torch import load_file
 from scipy import linalg
-from timm.models.vision_transformer import VisionTransformer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vtrain_check_timm_load import image_folder, preprocess  # noqa: E402
-from vtrain_timm_fixture import SiameseDeiT  # noqa: E402
+from vtrain_check_timm_load import add_model_args, image_folder, load_reference_model, preprocess  # noqa: E402
 
 
 def features(model, root, img, crop_pct):
@@ -53,29 +49,11 @@ def fid(f1, f2):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("ckpt")
-    ap.add_argument("--scheme", choices=["pre", "siamese"], required=True)
-    ap.add_argument("--img", type=int, default=224)
-    ap.add_argument("--patch", type=int, default=16)
-    ap.add_argument("--dim", type=int, default=384)
-    ap.add_argument("--depth", type=int, default=12)
-    ap.add_argument("--heads", type=int, default=6)
-    ap.add_argument("--mlp-ratio", type=float, default=4.0)
-    ap.add_argument("--classes", type=int, default=1000)
-    ap.add_argument("--crop-pct", type=float, default=1.0)
+    add_model_args(ap)
     ap.add_argument("--samples", required=True)
     ap.add_argument("--ref", required=True)
-    ap.add_argument("--ema", action="store_true")
     a = ap.parse_args()
-    if a.scheme == "pre":
-        model = VisionTransformer(img_size=a.img, patch_size=a.patch, num_classes=a.classes, embed_dim=a.dim,
-                                  depth=a.depth, num_heads=a.heads, mlp_ratio=a.mlp_ratio, qkv_bias=True,
-                                  norm_layer=lambda d, **kw: nn.LayerNorm(d, eps=1e-6, **kw))
-    else:
-        model = SiameseDeiT(a.img, a.patch, a.dim, a.depth, a.heads, a.classes, a.mlp_ratio)
-    model.load_state_dict(load_file(os.path.join(a.ckpt, "ema.safetensors" if a.ema else "model.safetensors")),
-                          strict=True)
-    model.eval()
+    model = load_reference_model(a)
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     f1 = features(model, a.samples, a.img, a.crop_pct)
     f2 = features(model, a.ref, a.img, a.crop_pct)

@@ -61,8 +61,8 @@ def preprocess(path, img, crop_pct):
     return torch.from_numpy(a.transpose(2, 0, 1).copy())
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def add_model_args(ap):
+    """Arguments naming a vtrain checkpoint and the model it holds (DeiT-S by default)."""
     ap.add_argument("ckpt")
     ap.add_argument("--scheme", choices=["pre", "siamese"], required=True)
     ap.add_argument("--img", type=int, default=224)
@@ -73,10 +73,11 @@ def main():
     ap.add_argument("--mlp-ratio", type=float, default=4.0)
     ap.add_argument("--classes", type=int, default=1000)
     ap.add_argument("--crop-pct", type=float, default=1.0)
-    ap.add_argument("--data", required=True)
-    ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--ema", action="store_true")
-    a = ap.parse_args()
+
+
+def load_reference_model(a):
+    """The PyTorch reference model of a vtrain checkpoint, loaded strictly, in eval mode."""
     if a.scheme == "pre":
         model = VisionTransformer(img_size=a.img, patch_size=a.patch, num_classes=a.classes, embed_dim=a.dim,
                                   depth=a.depth, num_heads=a.heads, mlp_ratio=a.mlp_ratio, qkv_bias=True,
@@ -86,6 +87,16 @@ def main():
     sd = load_file(os.path.join(a.ckpt, "ema.safetensors" if a.ema else "model.safetensors"))
     model.load_state_dict(sd, strict=True)
     model.eval()
+    return model
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    add_model_args(ap)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--limit", type=int, default=0)
+    a = ap.parse_args()
+    model = load_reference_model(a)
     samples = image_folder(a.data)
     if a.limit:
         samples = [samples[i * len(samples) // a.limit] for i in range(a.limit)]
