@@ -78,6 +78,39 @@ inline void recompute_us(const SiameseInputRows& a, int64_t r, const RowStats& s
 
 inline float wt(const float* w, int64_t j) { return w ? w[j] : 1.0f; }
 
+// Backward of one LayerNorm row from its input row v and saved statistics
+// (mu, rs), given the output gradient g (times (1 + gscale) when gscale is
+// set, the DiT modulate): with gw = g * w and v_hat = (v - mu) rs,
+//   out = [base +] rs (gw - a - v_hat b),  a = mean(gw), b = mean(gw v_hat).
+// a and b are returned for the parameter-gradient pass.
+__attribute__((always_inline)) inline void norm_row_backward(const float* g, const float* gscale, const float* v,
+                                                             float mu, float rs, const float* w, const float* base,
+                                                             float inv_d, int64_t d, float* out, float* a_out,
+                                                             float* b_out) {
+  float sg = 0.0f, sgx = 0.0f;
+#pragma omp simd reduction(+ : sg, sgx)
+  for (int64_t j = 0; j < d; ++j) {
+    const float gg = (gscale ? g[j] * (1.0f + gscale[j]) : g[j]) * wt(w, j);
+    sg += gg;
+    sgx += gg * ((v[j] - mu) * rs);
+  }
+  const float a = sg * inv_d, b = sgx * inv_d;
+  *a_out = a, *b_out = b;
+  if (base) {
+#pragma omp simd
+    for (int64_t j = 0; j < d; ++j) {
+      const float gg = (gscale ? g[j] * (1.0f + gscale[j]) : g[j]) * wt(w, j);
+      out[j] = base[j] + rs * (gg - a - (v[j] - mu) * rs * b);
+    }
+  } else {
+#pragma omp simd
+    for (int64_t j = 0; j < d; ++j) {
+      const float gg = (gscale ? g[j] * (1.0f + gscale[j]) : g[j]) * wt(w, j);
+      out[j] = rs * (gg - a - (v[j] - mu) * rs * b);
+    }
+  }
+}
+
 }  // namespace
 
 void siamese_input_forward(const SiameseInputRows& a, float* u, float* z, float* mean, float* rstd,
@@ -154,22 +187,8 @@ void siamese_input_backward(const SiameseInputRows& a, const float* mean, const 
       const float* sc = a.shift ? a.scale + (r / a.rows_per_sample) * a.mod_ld : nullptr;
       // ds = LN_in backward of dn = dz * (1 + scale).
       if (a.input.enabled) {
-        float sg = 0.0f, sgx = 0.0f;
-#pragma omp simd reduction(+ : sg, sgx)
-        for (int64_t j = 0; j < d; ++j) {
-          const float dn = sc ? dzr[j] * (1.0f + sc[j]) : dzr[j];
-          const float gg = dn * wt(a.input.weight, j);
-          sg += gg;
-          sgx += gg * ((s[j] - st.ms) * st.rs);
-        }
-        const float ai = sg * inv_d, bi = sgx * inv_d;
-        red[r] = ai, red[rows + r] = bi;
-#pragma omp simd
-        for (int64_t j = 0; j < d; ++j) {
-          const float dn = sc ? dzr[j] * (1.0f + sc[j]) : dzr[j];
-          const float gg = dn * wt(a.input.weight, j);
-          ds[j] = st.rs * (gg - ai - (s[j] - st.ms) * st.rs * bi);
-        }
+        norm_row_backward(dzr, sc, s.data(), st.ms, st.rs, a.input.weight, nullptr, inv_d, d, ds.data(), &red[r],
+                          &red[rows + r]);
       } else {
 #pragma omp simd
         for (int64_t j = 0; j < d; ++j) ds[j] = sc ? dzr[j] * (1.0f + sc[j]) : dzr[j];
@@ -180,21 +199,8 @@ void siamese_input_backward(const SiameseInputRows& a, const float* mean, const 
         for (int64_t j = 0; j < d; ++j) dut[j] = (dur ? dur[j] : 0.0f) + ds[j];
         float* dxr = g.dx + r * d;
         if (a.post.enabled) {
-          const float* xr = a.x + r * d;
-          float sg = 0.0f, sgx = 0.0f;
-#pragma omp simd reduction(+ : sg, sgx)
-          for (int64_t j = 0; j < d; ++j) {
-            const float gg = dut[j] * wt(a.post.weight, j);
-            sg += gg;
-            sgx += gg * ((xr[j] - st.mx) * st.rx);
-          }
-          const float ap = sg * inv_d, bp = sgx * inv_d;
-          red[2 * rows + r] = ap, red[3 * rows + r] = bp;
-#pragma omp simd
-          for (int64_t j = 0; j < d; ++j) {
-            const float gg = dut[j] * wt(a.post.weight, j);
-            dxr[j] = st.rx * (gg - ap - (xr[j] - st.mx) * st.rx * bp);
-          }
+          norm_row_backward(dut.data(), nullptr, a.x + r * d, st.mx, st.rx, a.post.weight, nullptr, inv_d, d, dxr,
+                            &red[2 * rows + r], &red[3 * rows + r]);
         } else {
           std::copy(dut.begin(), dut.end(), dxr);
         }
@@ -203,21 +209,8 @@ void siamese_input_backward(const SiameseInputRows& a, const float* mean, const 
         const float* dpr = g.dy_pass ? g.dy_pass + r * d : nullptr;
         float* dyr = g.dy + r * d;
         if (a.pre.enabled) {
-          const float* yr = a.y + r * d;
-          float sg = 0.0f, sgx = 0.0f;
-#pragma omp simd reduction(+ : sg, sgx)
-          for (int64_t j = 0; j < d; ++j) {
-            const float gg = ds[j] * wt(a.pre.weight, j);
-            sg += gg;
-            sgx += gg * ((yr[j] - st.my) * st.ry);
-          }
-          const float aq = sg * inv_d, bq = sgx * inv_d;
-          red[4 * rows + r] = aq, red[5 * rows + r] = bq;
-#pragma omp simd
-          for (int64_t j = 0; j < d; ++j) {
-            const float gg = ds[j] * wt(a.pre.weight, j);
-            dyr[j] = (dpr ? dpr[j] : 0.0f) + st.ry * (gg - aq - (yr[j] - st.my) * st.ry * bq);
-          }
+          norm_row_backward(ds.data(), nullptr, a.y + r * d, st.my, st.ry, a.pre.weight, dpr, inv_d, d, dyr,
+                            &red[4 * rows + r], &red[5 * rows + r]);
         } else {
 #pragma omp simd
           for (int64_t j = 0; j < d; ++j) dyr[j] = (dpr ? dpr[j] : 0.0f) + ds[j];
