@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
-  libdnnl-dev libomp-dev
+  libdnnl-dev ocl-icd-opencl-dev libomp-dev
   libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libzip-dev libturbojpeg0-dev libopencv-dev
   libprotobuf-dev protobuf-compiler libeigen3-dev
