@@ -1,5 +1,5 @@
 // One transformer block (attention sublayer, then MLP sublayer) for every
-// norm scheme and both model variants (DESIGN.md §3). Pre-Norm, Post-Norm
+// norm scheme and both model variants (docs/design.md §3). Pre-Norm, Post-Norm
 // and SiameseNorm share this one code path: each sublayer is
 //   (1) siamese_input_forward  -> z        (norms switched on/off per scheme)
 //   (2) F_k(z)                 -> f        (Attention or Mlp)
