@@ -65,7 +65,6 @@ class Block {
   };
   Norm add_norm(ParamStore& store, const std::string& name, bool enabled, bool affine);
   SiameseNorm norm_of(const Norm& n) const;
-  SiameseNorm norm_grad(const Norm& n, bool bias) const;
   SiameseInputSpec input_spec(int k, const BlockIO& io) const;
   void sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, uint64_t step, BlockScratch& s);
   void sub_backward(int k, const BlockIO& io, Tensor& gx, const Tensor& gy, BlockScratch& s);
