@@ -1,4 +1,4 @@
-// The shared transformer trunk of DeiT and DiT (DESIGN.md §3): L Blocks and
+// The shared transformer trunk of DeiT and DiT (docs/design.md §3): L Blocks and
 // the scheme's final merge, with explicit forward and backward.
 //
 //   tokens h [B,T,D] (and DiT conditioning c [B,D]) -> out [B,T,D]

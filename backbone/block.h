@@ -1,5 +1,5 @@
 // One transformer block (attention sublayer, then MLP sublayer) for every
-// norm scheme and both model variants (DESIGN.md §3). Pre-Norm, Post-Norm
+// norm scheme and both model variants (docs/design.md §3). Pre-Norm, Post-Norm
 // and SiameseNorm share this one code path: each sublayer is
 //   (1) siamese_input_forward  -> z        (norms switched on/off per scheme)
 //   (2) F_k(z)                 -> f        (Attention or Mlp)
@@ -65,7 +65,6 @@ class Block {
   };
   Norm add_norm(ParamStore& store, const std::string& name, bool enabled, bool affine);
   SiameseNorm norm_of(const Norm& n) const;
-  SiameseNorm norm_grad(const Norm& n, bool bias) const;
   SiameseInputSpec input_spec(int k, const BlockIO& io) const;
   void sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, uint64_t step, BlockScratch& s);
   void sub_backward(int k, const BlockIO& io, Tensor& gx, const Tensor& gy, BlockScratch& s);

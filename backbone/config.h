@@ -1,4 +1,4 @@
-// Configuration of the shared transformer backbone (DESIGN.md §3): one Block
+// Configuration of the shared transformer backbone (docs/design.md §3): one Block
 // and one Backbone serve DeiT and DiT and every normalisation scheme.
 #pragma once
 #include <cstdint>
@@ -11,7 +11,7 @@ namespace vt {
 
 // model.norm.scheme. Post: x = norm_k(x + F_k(x)) per sublayer (timm names
 // norm1/norm2 applied after the residual add); Pre: y = y + F_k(norm_k(y));
-// Siamese: DESIGN §3.
+// Siamese: docs/design.md §3.
 enum class NormScheme { Pre, Post, Siamese };
 // "pre" / "post" / "siamese"; throws std::invalid_argument naming the string.
 NormScheme norm_scheme_from_name(const std::string& name);

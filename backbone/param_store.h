@@ -1,5 +1,5 @@
 // ParamStore: every trainable parameter of a model, registered under its
-// PyTorch state-dict name (DESIGN.md §2-3), with its shape, initialiser and
+// PyTorch state-dict name (docs/design.md §2-3), with its shape, initialiser and
 // weight-decay flag. After finalize() the weights live in ONE flat fp32
 // buffer and the gradients in another (one fused optimizer kernel, one
 // all-reduce); each parameter is a contiguous vt::Tensor view into them.

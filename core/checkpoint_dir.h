@@ -1,4 +1,4 @@
-// Training checkpoint directories (DESIGN §5), shared by vtrain and dittrain:
+// Training checkpoint directories (docs/design.md §5), shared by vtrain and dittrain:
 // a directory <run>/step_<N>/ holding
 //   model.safetensors      the model's state dict (PyTorch names)
 //   ema.safetensors        EMA weights under the same names (absent when the

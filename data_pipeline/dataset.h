@@ -30,9 +30,9 @@ class Dataset {
 };
 
 enum class ImagePipeline {
-  DeitTrain,  // RRC + flip + RandAugment + Normalize + RandomErasing (RECIPES §2)
+  DeitTrain,  // RRC + flip + RandAugment + Normalize + RandomErasing (docs/recipes.md §2)
   DeitEval,   // resize shorter side to int(size/crop_pct) + center crop + Normalize
-  Adm,        // DiT: ADM center crop + flip, mapped to [-1, 1] (RECIPES §8)
+  Adm,        // DiT: ADM center crop + flip, mapped to [-1, 1] (docs/recipes.md §8)
 };
 
 struct ImagePipelineConfig {

@@ -1,6 +1,6 @@
 // ImageFolder: the torchvision dataset layout <root>/<class>/**/<image>.
 //
-// Semantics follow torchvision.datasets.ImageFolder (RECIPES.md §1):
+// Semantics follow torchvision.datasets.ImageFolder (docs/recipes.md §1):
 // classes are the immediate sub-folders of the root (symlinks followed),
 // sorted by byte (code-point) order, class index = position; samples are
 // listed per class in that order by a recursive walk that visits entries in

@@ -1,4 +1,4 @@
-// Mixup / CutMix in timm's batch mode (timm 0.3.2 data/mixup.py; RECIPES.md
+// Mixup / CutMix in timm's batch mode (timm 0.3.2 data/mixup.py; docs/recipes.md
 // §4): one lambda and, for CutMix, one box per batch; sample i mixes with
 // sample B-1-i; targets are label-smoothed one-hots mixed with the same
 // lambda (the box-corrected one for CutMix).

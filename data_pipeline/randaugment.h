@@ -1,5 +1,5 @@
 // RandAugment "rand-m9-mstd0.5-inc1" (timm 0.3.2, auto_augment.py) on 8-bit
-// RGB cv::Mat, semantics in RECIPES.md §3: two ops drawn with replacement
+// RGB cv::Mat, semantics in docs/recipes.md §3: two ops drawn with replacement
 // from the 15 "increasing" ops, each skipped with probability 0.5, magnitude
 // ~ N(9, 0.5) clipped to [0, 10], signed parameters negated with
 // probability 0.5, geometric ops bicubic with fill (124, 116, 104).

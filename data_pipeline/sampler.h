@@ -40,7 +40,7 @@ EpochOrder train_order(int64_t n, uint64_t seed, uint64_t epoch, int rank, int w
 // no padding, so every sample is counted exactly once for any world size.
 EpochOrder eval_order(int64_t n, int rank, int world);
 
-// DeiT's RASampler (RECIPES.md §6): shuffle from (seed, epoch), repeat each
+// DeiT's RASampler (docs/recipes.md §6): shuffle from (seed, epoch), repeat each
 // index `repeats` times consecutively, pad by wrapping to a multiple of
 // world, take r::world, keep floor((n // 256 * 256) / world) entries.
 // Throws std::invalid_argument when that count is 0 (n too small for world).

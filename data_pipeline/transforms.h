@@ -1,5 +1,5 @@
 // Per-image transforms of the DeiT and DiT recipes on 8-bit RGB cv::Mat
-// (CV_8UC3), plus the float CHW stage. Semantics: RECIPES.md §2, §5, §8
+// (CV_8UC3), plus the float CHW stage. Semantics: docs/recipes.md §2, §5, §8
 // (torchvision 0.8 RandomResizedCrop / Resize / CenterCrop, timm 0.3.2
 // RandomErasing, ADM's center_crop_arr). All randomness is drawn from the
 // vt::Philox passed in, which the caller keys by (seed, epoch, sample).
@@ -68,7 +68,7 @@ struct EvalGeometry {
 };
 EvalGeometry eval_geometry(int W, int H, int resize = 256, int crop = 224);
 
-// ADM center crop to S x S (RECIPES §8): box-halve while min side >= 2S,
+// ADM center crop to S x S (docs/recipes.md §8): box-halve while min side >= 2S,
 // bicubic to shorter side S with sizes rounded, crop ((H-S)//2, (W-S)//2).
 cv::Mat adm_center_crop(const cv::Mat& img, int S);
 

@@ -16,7 +16,7 @@
 //
 // State-dict names: the DiT repository's (pre-norm) and the released
 // SiameseNorm DiT's (siamese: blocks.{l}.postnorm*/prenorm*, top-level
-// postnorm/prenorm feeding final_layer), see DESIGN.md §3. pos_embed is in
+// postnorm/prenorm feeding final_layer), see docs/design.md §3. pos_embed is in
 // the state dict (as in DiT, a requires_grad=False Parameter) but never
 // receives a gradient and has no weight decay.
 //

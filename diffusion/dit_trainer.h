@@ -1,4 +1,4 @@
-// dittrain's training loop (RECIPES.md §8, DESIGN.md §5):
+// dittrain's training loop (docs/recipes.md §8, docs/design.md §5):
 //   per step s = 1, 2, ...: a batch x0 (pixels in [-1, 1], or latents times
 //   data.latent_scale), labels dropped to the null class with p =
 //   class_dropout, t ~ U{0..T-1}, noise ~ N(0, I), x_t = q_sample, loss =

@@ -1,4 +1,4 @@
-// dittrain: DiT diffusion training and sampling (DESIGN.md §6).
+// dittrain: DiT diffusion training and sampling (docs/design.md §6).
 //
 //   dittrain CONFIG.yaml [key.path=value ...]
 //   dittrain sample CONFIG.yaml ckpt=DIR [num_samples=N] [steps=S] [cfg_scale=G]

@@ -1,4 +1,4 @@
-// Gaussian diffusion of DiT (RECIPES.md §8), following the DiT repository's
+// Gaussian diffusion of DiT (docs/recipes.md §8), following the DiT repository's
 // diffusion package (facebookresearch/DiT: diffusion/gaussian_diffusion.py,
 // respace.py, diffusion_utils.py), itself from OpenAI's improved-diffusion /
 // ADM: linear betas, T = 1000, epsilon prediction with learned-range

@@ -1,5 +1,5 @@
 // Sampling from a trained DiT (DiT sample.py / sample_ddp.py semantics,
-// RECIPES.md §8): start from N(0, I), run the respaced reverse process with
+// docs/recipes.md §8): start from N(0, I), run the respaced reverse process with
 // DDPM ancestral steps or DDIM (eta), optionally with classifier-free
 // guidance, and return the final x_0.
 //

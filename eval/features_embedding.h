@@ -3,7 +3,7 @@
 // the Inception weights. The embedding of an image is the model's final
 // normed class token [D] (VisionTransformer::forward_features: what the
 // head sees), computed on the image after the classifier's own DeiT eval
-// transform (RECIPES §2 with the config's model.img_size, data.crop_pct,
+// transform (docs/recipes.md §2 with the config's model.img_size, data.crop_pct,
 // data.dct_scaling: shorter side to int(img_size / crop_pct) with PIL
 // bicubic, center crop img_size, ImageNet mean/std normalisation). Images
 // from a folder go through exactly the loader's path (JPEG DCT scaling

@@ -1,4 +1,4 @@
-// What `veval fid` / `veval stats` accept as a PATH (RECIPES.md §10):
+// What `veval fid` / `veval stats` accept as a PATH (docs/recipes.md §10):
 //   - a folder of images, searched recursively (extensions as ImageFolder:
 //     .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp), sorted by path;
 //   - an ADM-style .npz with "arr_0" uint8 [N, H, W, 3];

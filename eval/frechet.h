@@ -1,6 +1,6 @@
 // Gaussian feature statistics and the Frechet distance between them (FID),
 // following pytorch-fid (github.com/mseitzer/pytorch-fid, fid_score.py) and
-// RECIPES.md §9:
+// docs/recipes.md §9:
 //   FID = |mu1 - mu2|^2 + tr S1 + tr S2 - 2 tr sqrtm(S1 S2)
 // Everything in float64. mu is the mean, sigma the covariance with N - 1.
 #pragma once

@@ -1,7 +1,7 @@
 // Inception-v3 feature extractor for FID, exactly pytorch-fid's FID variant
 // (github.com/mseitzer/pytorch-fid, src/pytorch_fid/inception.py:
 // fid_inception_v3 with FIDInceptionA/C/E_1/E_2, InceptionV3 with
-// output_blocks=[3], resize_input and normalize_input) — RECIPES.md §9:
+// output_blocks=[3], resize_input and normalize_input) — docs/recipes.md §9:
 //   uint8 RGB -> v / 255 -> bilinear resize to 299x299 (align_corners=False,
 //   no antialias; skipped when already 299x299, where it is the identity)
 //   -> 2x - 1 -> Conv2d_1a .. Mixed_7c -> global average pool -> [N, 2048].

@@ -1,7 +1,7 @@
 // `veval top1 CONFIG.yaml ckpt=DIR [split=val] [ema=true] [key.path=value ...]`:
 // top-1 / top-5 / mean cross-entropy of a vtrain checkpoint on a split of
 // the config's data.root, with the DeiT eval transform of the config
-// (model.img_size, data.crop_pct, data.dct_scaling; RECIPES §2) and vtrain's
+// (model.img_size, data.crop_pct, data.dct_scaling; docs/recipes.md §2) and vtrain's
 // own evaluation code (vision/evaluate.h): every sample counted exactly
 // once, the ragged last batch included. eval.batch_size, data.workers and
 // eval.max_images of the config apply (override them like any key).

@@ -8,7 +8,7 @@
 // [D, C, p, p] viewed as [D, C*p*p], patches @ W^T + bias is the conv output
 // flattened to [B, N, D]. H and W must be multiples of p.
 //
-// unpatchify (DiT FinalLayer + unpatchify, RECIPES §8): tokens [B, h*w, p*p*C]
+// unpatchify (DiT FinalLayer + unpatchify, docs/recipes.md §8): tokens [B, h*w, p*p*C]
 // -> image [B, C, h*p, w*p]; pixel (c, i*p + a, j*p + b) = token i*w + j,
 // feature (a*p + b)*C + c. NOTE the feature order differs from patchify's.
 // The output image's shape fixes h = H/p and w = W/p.

@@ -1,4 +1,4 @@
-// The fused SiameseNorm kernels (DESIGN.md section 3; arXiv 2602.08064, as
+// The fused SiameseNorm kernels (docs/design.md §3; arXiv 2602.08064, as
 // released in Qwen-Applications/SiameseNorm deit-/dit-model-siamesenorm.py).
 //
 // One residual sublayer k of a SiameseNorm block, x the Post-Norm stream and
@@ -8,7 +8,7 @@
 //   z = modulate(norm_k(s), shift, scale)    (DiT; norm_k non-affine)
 //   o = drop_path(gate * F_k(z));  x = u + o / c;  y = y + o
 //
-// siamese_input_* is the first line (kernel 1 of DESIGN §3) and
+// siamese_input_* is the first line (kernel 1 of docs/design.md §3) and
 // siamese_residual_* the last (kernel 2). Each of the three LayerNorms can be
 // switched off, and either stream can be absent, so the same kernels also
 // express Pre-Norm (y only: z = norm(y)), Post-Norm (x only, no norms:

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git python3
   libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev ocl-icd-opencl-dev libomp-dev
   libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference fixture for diffusion/gaussian_diffusion (RECIPES.md section 8).
+"""Reference fixture for diffusion/gaussian_diffusion (docs/recipes.md §8).
 
 Re-implements, in float64 torch/numpy, the parts of the DiT repository's
 diffusion package (facebookresearch/DiT diffusion/gaussian_diffusion.py,

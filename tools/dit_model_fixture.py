@@ -3,7 +3,7 @@
 
 Re-implements the DiT repository's models.py (facebookresearch/DiT) and the
 released SiameseNorm DiT (Qwen-Applications/SiameseNorm dit-model-siamesenorm.py,
-restated in DESIGN.md section 3) functionally in float64 torch, with every
+restated in docs/design.md §3) functionally in float64 torch, with every
 parameter random and non-zero (adaLN and final layers included) so that no
 gradient is trivially zero. Loss = sum(out * R) for a fixed random R.
 

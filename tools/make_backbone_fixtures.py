@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference fixtures for the shared backbone (DESIGN.md section 3).
+"""Reference fixtures for the shared backbone (docs/design.md §3).
 
 Implements, in PyTorch (float64 arithmetic on float32-representable values),
 the DeiT and DiT transformer stacks of vtrain for each norm scheme:

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Reference tensors for tests/kernels (op library part B), from PyTorch/numpy.
+"""Reference tensors for tests/kernels/test_upstream_parity.cpp, from
+PyTorch/numpy.
 
-Writes tests/fixtures/kernels_b.safetensors. Each reference below is the
-upstream code copied verbatim (DiT models.py, MAE/DiT pos_embed, timm's
-Attention), so the C++ ops are checked against the implementations users
-compare with, not against a re-derivation.
+Writes tests/fixtures/kernels_upstream_parity.safetensors. Each reference
+below is the upstream code copied verbatim (DiT models.py, MAE/DiT
+pos_embed, timm's Attention), so the C++ ops are checked against the
+implementations users compare with, not against a re-derivation.
 
 Usage: python3 tools/make_kernel_fixtures.py [out.safetensors]
 """
@@ -79,7 +80,8 @@ def attention(qkv, num_heads):
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, '..', 'tests', 'fixtures', 'kernels_b.safetensors')
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        here, '..', 'tests', 'fixtures', 'kernels_upstream_parity.safetensors')
     g = torch.Generator().manual_seed(0)
     t = {}
 

@@ -6,8 +6,8 @@ Builds two TINY classifiers in PyTorch with random (non-trivial) weights:
   pre      : timm.models.vision_transformer.VisionTransformer (Pre-Norm, timm's
              own code and state-dict names)
   siamese  : the released SiameseNorm DeiT (Qwen-Applications/SiameseNorm,
-             deit-model-siamesenorm.py), reimplemented here from DESIGN.md
-             section 3 on top of timm's Attention / Mlp modules, with the
+             deit-model-siamesenorm.py), reimplemented here from docs/design.md
+             §3 on top of timm's Attention / Mlp modules, with the
              released state-dict names
 
 and runs them (eval mode, float64) on a few real CIFAR-10 test images from
@@ -53,7 +53,7 @@ def ln(dim=DIM):
 
 
 class SiameseBlock(nn.Module):
-    """One block of deit-model-siamesenorm.py (DESIGN.md section 3)."""
+    """One block of deit-model-siamesenorm.py (docs/design.md §3)."""
 
     def __init__(self, l, dim=DIM, heads=HEADS, mlp_ratio=4.0):
         super().__init__()

@@ -1,6 +1,6 @@
 // Classifier evaluation shared by vtrain (after epochs) and `veval top1`:
 // top-1 / top-5 accuracy and the mean cross-entropy of a VisionTransformer
-// over a dataset read with the DeiT eval transform (RECIPES §2: resize the
+// over a dataset read with the DeiT eval transform (docs/recipes.md §2: resize the
 // shorter side to int(img_size / crop_pct), bicubic, center crop, Normalize).
 //
 // Every sample is counted exactly once: the order is the dataset's natural

@@ -1,6 +1,6 @@
 // DeiT's learning-rate curve (timm 0.3.2 CosineLRScheduler with
 // warmup_t = warmup_epochs, t_initial = epochs, lr_min = min_lr,
-// warmup_lr_init = warmup_lr, cycle_limit 1), RECIPES §7:
+// warmup_lr_init = warmup_lr, cycle_limit 1), docs/recipes.md §7:
 //   t < W:          warmup_lr + t (base - warmup_lr) / W
 //   W <= t < E:     min_lr + 0.5 (base - min_lr) (1 + cos(pi t / E))
 //   t >= E:         min_lr

@@ -1,5 +1,5 @@
 // vtrain's configuration: the YAML schema (defaults = the DeiT ImageNet
-// recipe, RECIPES §2-7) and its typed form.
+// recipe, docs/recipes.md §2-7) and its typed form.
 //
 // Relative paths: data.root (and a resume directory) given in a config FILE
 // resolve against the parent of that file's directory, so configs/x.yaml can

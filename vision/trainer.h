@@ -1,4 +1,4 @@
-// vtrain's DeiT training loop (RECIPES §2-7) on CPU:
+// vtrain's DeiT training loop (docs/recipes.md §2-7) on CPU:
 //   data   ImageFolder train/val, DeiT train transform (RRC, flip, RandAugment,
 //          RandomErasing), RASampler or plain shuffle, Mixup/CutMix per batch
 //   step   forward (drop-path) -> soft-target / label-smoothing CE -> backward

@@ -4,9 +4,9 @@
 //
 //   image [B, C, H, W] -> patchify + Linear (the Conv2d(k = s = p) as a GEMM)
 //   -> [B, N, D] -> prepend cls_token -> + pos_embed -> Backbone (any norm
-//   scheme, DESIGN §3) -> class token row [B, D] -> head Linear -> logits [B, K]
+//   scheme, docs/design.md §3) -> class token row [B, D] -> head Linear -> logits [B, K]
 //
-// State-dict names (DESIGN §3): patch_embed.proj.weight [D, C, p, p] and
+// State-dict names (docs/design.md §3): patch_embed.proj.weight [D, C, p, p] and
 // .bias [D] (timm's Conv2d layout), cls_token [1, 1, D], pos_embed
 // [1, N + 1, D], blocks.{l}.* and the scheme's top-level norms (owned by the
 // Backbone), head.weight [K, D], head.bias [K]. A Pre-Norm model therefore

@@ -5,7 +5,7 @@
 //   veval stats --images PATH --out ref.npz [--batch N] [--inception WEIGHTS | --features CKPT ...]
 //   veval top1 CONFIG.yaml ckpt=DIR [split=val] [ema=true] [key.path=value ...]
 // PATH: image folder (recursive), ADM .npz (arr_0 uint8 NHWC) or statistics
-// .npz (mu, sigma); see eval/fid_inputs.h. FID semantics: RECIPES.md §9;
+// .npz (mu, sigma); see eval/fid_inputs.h. FID semantics: docs/recipes.md §9;
 // --features: eval/features_embedding.h; top1: eval/top1.h.
 //
 // Exit codes: 0 done, 1 runtime error (missing file, checkpoint mismatch,

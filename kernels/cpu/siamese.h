@@ -1,6 +1,8 @@
 // CPU SiameseNorm kernels on raw fp32 pointers (see kernels/siamese.h for the
-// semantics and the Tensor API). The argument structs are plain data so a
-// CUDA twin (kernels/cuda/siamese.h) can take the very same structs.
+// semantics and the Tensor API). The argument structs are plain data. The
+// CUDA twin (kernels/cuda/siamese.h) has its own structs (SiameseInputArgs,
+// ...), whose row pointers are untyped with an `io` dtype (F32 or BF16);
+// cuda::f32_args() converts these CPU structs into them for fp32 tensors.
 //
 // Rows are contiguous [rows, d]. Statistics arrays mean/rstd are [3, rows]:
 // slot 0 = post norm (of x), 1 = pre norm (of y), 2 = input norm (of s);

@@ -1,5 +1,5 @@
-// CUDA twins of the fused SiameseNorm kernels (kernels/siamese.h, DESIGN.md
-// section 3; arXiv 2602.08064 as released in Qwen-Applications/SiameseNorm).
+// CUDA twins of the fused SiameseNorm kernels (kernels/siamese.h, docs/design.md
+// §3; arXiv 2602.08064 as released in Qwen-Applications/SiameseNorm).
 // Same definitions as kernels/cpu/siamese.h, on raw device pointers:
 //   u = post.enabled ? LN_post(x) : x          (0 when x == null)
 //   v = pre.enabled  ? LN_pre(y)  : y          (0 when y == null)

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "cuda_test_util.h"
+#include "gradcheck.h"
 #include "kernels/cpu/optim.h"
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/elementwise.h"
@@ -39,8 +41,9 @@ TEST(CudaActivation, ForwardAndBackwardMatchClosedForm) {
       std::vector<float> y(n), dx(n);
       for (size_t i = 0; i < n; ++i) {
         y[i] = static_cast<float>(act_ref(k, x[i]));
-        const double h = 1e-4;  // central difference of the double closed form
-        dx[i] = static_cast<float>(dy[i] * (act_ref(k, x[i] + h) - act_ref(k, x[i] - h)) / (2 * h));
+        // Central difference of the double closed form.
+        const auto ref = [&](const std::vector<double>& v) { return act_ref(k, v[0]); };
+        dx[i] = static_cast<float>(dy[i] * gradcheck::central_differences({double(x[i])}, ref, 1e-4)[0]);
       }
       Tensor gx = to_device(x, io), gdy = to_device(dy, io);
       Tensor gy = device_filled(n, io, {}), gdx = device_filled(n, io, {});

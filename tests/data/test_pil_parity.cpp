@@ -105,7 +105,7 @@ TEST(PilParity, GeometricOps) {
 }
 
 TEST(PilParity, RandAugOpLevelsMapToRecipeParameters) {
-  // Level -> parameter mapping (RECIPES §3), checked through the op result:
+  // Level -> parameter mapping (docs/recipes.md §3), checked through the op result:
   // level 9 posterize keeps 4 - int(0.9*4) = 1 bit; solarize threshold
   // 256 - int(0.9*256) = 26; solarize-add adds int(0.9*110) = 99;
   // brightness factor 1 - 0.81 = 0.19 with sign -1.

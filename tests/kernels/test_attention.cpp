@@ -8,6 +8,7 @@
 
 #include "core/philox.h"
 #include "core/tensor.h"
+#include "gradcheck.h"
 #include "kernels/attention.h"
 
 namespace vt {
@@ -105,16 +106,8 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
     for (size_t i = 0; i < o.size(); ++i) s += o[i] * r[i];
     return s;
   };
-  const double eps = 1e-5;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double x0 = x[i];
-    x[i] = x0 + eps;
-    const double lp = loss(x);
-    x[i] = x0 - eps;
-    const double lm = loss(x);
-    x[i] = x0;
-    ASSERT_NEAR(g[i], (lp - lm) / (2 * eps), 2e-5) << "dqkv[" << i << "]";
-  }
+  const std::vector<double> fd = gradcheck::central_differences(x, loss, 1e-5);
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(g[i], fd[i], 2e-5) << "dqkv[" << i << "]";
 }
 
 TEST(Attention, SavedBytes) { EXPECT_EQ(attention_saved_bytes(32, 197, 6), 32LL * 6 * 197 * 197 * 4); }

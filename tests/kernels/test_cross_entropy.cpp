@@ -7,14 +7,16 @@
 #include <stdexcept>
 
 #include "kernels/cross_entropy.h"
-#include "kernels/ka_util.h"
+#include "gradcheck.h"
+#include "kernels/kernel_test_util.h"
 
 namespace vt {
 namespace {
 
-using katest::expect_close;
-using katest::randn;
-using katest::to_double;
+using gradcheck::central_differences;
+using kernel_test::expect_close;
+using kernel_test::randn;
+using kernel_test::to_double;
 
 constexpr int64_t kB = 5, kK = 7;
 
@@ -68,7 +70,7 @@ TEST_P(HardLabels, LossAndGradientMatchReference) {
   }
   EXPECT_NEAR(res.loss, alt / kB, 1e-6);
 
-  std::vector<double> g = katest::finite_diff(lv, [&](const std::vector<double>& p) { return ref_loss(p, q); });
+  std::vector<double> g = central_differences(lv, [&](const std::vector<double>& p) { return ref_loss(p, q); });
   for (double& v : g) v *= grad_scale;
   expect_close(g, dl, 1e-6, 1e-5, "dlogits");
 
@@ -116,7 +118,7 @@ TEST(SoftCrossEntropy, LossAndGradientMatchReferenceAndAliasing) {
   CrossEntropyResult res = soft_cross_entropy_forward_backward(logits, t, dl, 1.0f);
   std::vector<double> lv = to_double(logits), tv = to_double(t);
   EXPECT_NEAR(res.loss, ref_loss(lv, tv), 1e-5);
-  expect_close(katest::finite_diff(lv, [&](const std::vector<double>& p) { return ref_loss(p, tv); }), dl, 1e-6,
+  expect_close(central_differences(lv, [&](const std::vector<double>& p) { return ref_loss(p, tv); }), dl, 1e-6,
                1e-5, "dlogits");
   int64_t correct = 0;
   for (int64_t r = 0; r < kB; ++r) {

@@ -4,14 +4,14 @@
 #include <stdexcept>
 
 #include "kernels/elementwise.h"
-#include "kernels/ka_util.h"
+#include "kernels/kernel_test_util.h"
 
 namespace vt {
 namespace {
 
-using katest::expect_close;
-using katest::randn;
-using katest::to_double;
+using kernel_test::expect_close;
+using kernel_test::randn;
+using kernel_test::to_double;
 
 // 40000 elements take the threaded path; 7 the serial one.
 class ElementwiseSizes : public ::testing::TestWithParam<int64_t> {};

@@ -6,15 +6,17 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "kernels/ka_util.h"
+#include "gradcheck.h"
+#include "kernels/kernel_test_util.h"
 #include "kernels/layernorm.h"
 
 namespace vt {
 namespace {
 
-using katest::expect_close;
-using katest::randn;
-using katest::to_double;
+using gradcheck::central_differences;
+using kernel_test::expect_close;
+using kernel_test::randn;
+using kernel_test::to_double;
 
 constexpr int64_t kRows = 6, kD = 37;
 constexpr double kEps = 1e-6;
@@ -86,15 +88,15 @@ TEST_P(LayerNormAffine, BackwardMatchesFiniteDifferences) {
   std::vector<double> db0 = db.defined() ? to_double(db) : std::vector<double>{};
   layernorm_backward(r, x, w, mean, rstd, dx, dw, db);
 
-  auto gx = katest::finite_diff(xv, [&](const std::vector<double>& p) { return ref_loss(p, wv, bv, rv); });
+  auto gx = central_differences(xv, [&](const std::vector<double>& p) { return ref_loss(p, wv, bv, rv); });
   expect_close(gx, dx, 1e-4, 1e-4, "dx");
   if (cs.weight) {
-    auto gw = katest::finite_diff(wv, [&](const std::vector<double>& p) { return ref_loss(xv, p, bv, rv); });
+    auto gw = central_differences(wv, [&](const std::vector<double>& p) { return ref_loss(xv, p, bv, rv); });
     for (int64_t j = 0; j < kD; ++j) gw[j] += dw0[j];
     expect_close(gw, dw, 1e-4, 1e-4, "dweight");
   }
   if (cs.bias) {
-    auto gb = katest::finite_diff(bv, [&](const std::vector<double>& p) { return ref_loss(xv, wv, p, rv); });
+    auto gb = central_differences(bv, [&](const std::vector<double>& p) { return ref_loss(xv, wv, p, rv); });
     for (int64_t j = 0; j < kD; ++j) gb[j] += db0[j];
     expect_close(gb, db, 1e-4, 1e-4, "dbias");
   }

@@ -7,14 +7,16 @@
 #include <stdexcept>
 
 #include "kernels/matmul.h"
-#include "kernels/ka_util.h"
+#include "gradcheck.h"
+#include "kernels/kernel_test_util.h"
 
 namespace vt {
 namespace {
 
-using katest::expect_close;
-using katest::randn;
-using katest::to_double;
+using gradcheck::central_differences;
+using kernel_test::expect_close;
+using kernel_test::randn;
+using kernel_test::to_double;
 
 // Element (i, j) of op(X) for a row-major stored matrix with row stride ld.
 double at(const std::vector<double>& x, int64_t ld, bool trans, int64_t i, int64_t j) {
@@ -199,9 +201,9 @@ TEST(Linear, BackwardMatchesFiniteDifferencesAndAccumulates) {
   Tensor dx = Tensor::full({2, 3, k}, 99.0f);  // overwritten
   linear_backward(r, x, w, dx, dw, db);
 
-  auto gx = katest::finite_diff(xv, [&](const std::vector<double>& p) { return linear_loss(p, wv, bv, rv, rows, n, k); });
-  auto gw = katest::finite_diff(wv, [&](const std::vector<double>& p) { return linear_loss(xv, p, bv, rv, rows, n, k); });
-  auto gb = katest::finite_diff(bv, [&](const std::vector<double>& p) { return linear_loss(xv, wv, p, rv, rows, n, k); });
+  auto gx = central_differences(xv, [&](const std::vector<double>& p) { return linear_loss(p, wv, bv, rv, rows, n, k); });
+  auto gw = central_differences(wv, [&](const std::vector<double>& p) { return linear_loss(xv, p, bv, rv, rows, n, k); });
+  auto gb = central_differences(bv, [&](const std::vector<double>& p) { return linear_loss(xv, wv, p, rv, rows, n, k); });
   for (size_t i = 0; i < gw.size(); ++i) gw[i] += dw0[i];
   for (size_t i = 0; i < gb.size(); ++i) gb[i] += db0[i];
   expect_close(gx, dx, 1e-5, 1e-5, "dx");
@@ -211,7 +213,7 @@ TEST(Linear, BackwardMatchesFiniteDifferencesAndAccumulates) {
   // Undefined outputs are skipped.
   Tensor dw2 = Tensor::zeros({n, k});
   linear_backward(r, x, w, Tensor(), dw2, Tensor());
-  expect_close(katest::finite_diff(wv, [&](const std::vector<double>& p) { return linear_loss(xv, p, bv, rv, rows, n, k); }),
+  expect_close(central_differences(wv, [&](const std::vector<double>& p) { return linear_loss(xv, p, bv, rv, rows, n, k); }),
                dw2, 1e-5, 1e-5, "dw only");
 }
 

@@ -6,13 +6,13 @@
 #include <limits>
 #include <stdexcept>
 
-#include "kernels/ka_util.h"
+#include "kernels/kernel_test_util.h"
 #include "kernels/optim.h"
 
 namespace vt {
 namespace {
 
-using katest::expect_close;
+using kernel_test::expect_close;
 
 // Three AdamW steps, lr 0.1, betas (0.9, 0.999), eps 1e-8; elements 0..2
 // with weight decay 0.1, element 3 without (mask 0). Expected values come
@@ -67,8 +67,8 @@ TEST(AdamW, ThreeStepsMatchTorchAndClosedForm) {
 TEST(AdamW, FirstStepIsSignStepAndNoMaskDecaysAll) {
   // At t = 1, m_hat = g and v_hat = g^2, so p1 = p0 (1 - lr wd) - lr g / (|g| + eps).
   const int64_t n = 50000;  // large enough for the threaded path
-  Tensor p = katest::randn({n}, 1), g = katest::randn({n}, 2), m = Tensor::zeros({n}), v = Tensor::zeros({n});
-  std::vector<double> p0 = katest::to_double(p), gv = katest::to_double(g), want(n);
+  Tensor p = kernel_test::randn({n}, 1), g = kernel_test::randn({n}, 2), m = Tensor::zeros({n}), v = Tensor::zeros({n});
+  std::vector<double> p0 = kernel_test::to_double(p), gv = kernel_test::to_double(g), want(n);
   AdamWParams hp;
   hp.lr = 0.01;
   hp.weight_decay = 0.05;
@@ -115,9 +115,9 @@ TEST(GradNorm, ClipMatchesClosedForm) {
 
 TEST(GradNorm, LargeBufferAccumulatesInDoubleAndNonFiniteLeavesGradients) {
   const int64_t n = 100003;
-  Tensor g = katest::randn({n}, 3);
+  Tensor g = kernel_test::randn({n}, 3);
   double want = 0;
-  for (double x : katest::to_double(g)) want += x * x;
+  for (double x : kernel_test::to_double(g)) want += x * x;
   EXPECT_NEAR(sum_of_squares(g), want, 1e-9 * want);
   g.f32()[17] = std::numeric_limits<float>::infinity();
   const float before = g.f32()[5];

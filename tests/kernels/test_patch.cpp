@@ -70,7 +70,7 @@ TEST(Patch, PatchifyGemmEqualsStridedConvolution) {
 }
 
 TEST(Patch, UnpatchifyIndexFormula) {
-  // RECIPES §8: pixel (c, i p + a, j p + b) = token i w + j, feature (a p + b) C + c.
+  // docs/recipes.md §8: pixel (c, i p + a, j p + b) = token i w + j, feature (a p + b) C + c.
   Tensor tok = random_tensor({B, N, F}, 4);
   Tensor img = Tensor::empty({B, C, H, W});
   unpatchify(tok, P, img);

@@ -1,4 +1,4 @@
-// vtrain CONFIG.yaml [key.path=value ...]   (DESIGN §6)
+// vtrain CONFIG.yaml [key.path=value ...]   (docs/design.md §6)
 //
 // CONFIG is looked up as given, then in the repository's configs/. Exit
 // codes: 0 done, 1 runtime error (data, checkpoint, non-finite loss),

@@ -1,8 +1,8 @@
 // Host emulation of the CUDA execution model, so that the CUDA tests can
 // check the kernels' logic (index math, reductions, aliasing, argument
-// plumbing) on a machine without a GPU (tests/cuda/emu/run.sh). Force-
-// included into the kernels/cuda/*.cu sources after transform.py rewrote
-// their launches and dynamic shared memory.
+// plumbing) on a machine without a GPU (target test_cuda_emu, ctest -L emu).
+// Force-included into the kernels/cuda/*.cu sources after transform.py
+// rewrote their launches and dynamic shared memory.
 //  - Blocks run one after another; the threads of a block are cooperative
 //    fibers (ucontext), switched at every __syncthreads, so a thread never
 //    passes a barrier before all others reached it.

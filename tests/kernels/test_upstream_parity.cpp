@@ -1,6 +1,7 @@
 // Parity with the upstream PyTorch/numpy code (DiT timestep_embedding,
 // get_2d_sincos_pos_embed, unpatchify; torch conv2d; timm Attention), via
-// tests/fixtures/kernels_b.safetensors written by tools/make_kernel_fixtures.py.
+// tests/fixtures/kernels_upstream_parity.safetensors written by
+// tools/make_kernel_fixtures.py.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -15,9 +16,11 @@
 namespace vt {
 namespace {
 
-class KernelsBFixture : public ::testing::Test {
+class UpstreamParity : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { tensors_ = load_safetensors(std::string(VT_FIXTURES_DIR) + "/kernels_b.safetensors"); }
+  static void SetUpTestSuite() {
+    tensors_ = load_safetensors(std::string(VT_FIXTURES_DIR) + "/kernels_upstream_parity.safetensors");
+  }
   static const Tensor& get(const std::string& name) { return tensors_.at(name); }
   static void expect_close(const Tensor& got, const Tensor& want, double atol, const std::string& what) {
     ASSERT_EQ(got.shape(), want.shape()) << what;
@@ -26,9 +29,9 @@ class KernelsBFixture : public ::testing::Test {
   }
   static std::map<std::string, Tensor> tensors_;
 };
-std::map<std::string, Tensor> KernelsBFixture::tensors_;
+std::map<std::string, Tensor> UpstreamParity::tensors_;
 
-TEST_F(KernelsBFixture, TimestepEmbeddingMatchesDiT) {
+TEST_F(UpstreamParity, TimestepEmbeddingMatchesDiT) {
   const Tensor& t = get("timestep.t");
   for (int64_t dim : {256, 7}) {
     Tensor out = Tensor::empty({t.size(0), dim});
@@ -47,20 +50,20 @@ TEST_F(KernelsBFixture, TimestepEmbeddingMatchesDiT) {
   }
 }
 
-TEST_F(KernelsBFixture, PosEmbed2DMatchesDiT) {
+TEST_F(UpstreamParity, PosEmbed2DMatchesDiT) {
   Tensor out = Tensor::empty({16, 32});
   sincos_pos_embed_2d(4, 4, out);
   expect_close(out, get("pos2d.grid4_d32"), 1e-7, "pos2d");
 }
 
-TEST_F(KernelsBFixture, UnpatchifyMatchesDiT) {
+TEST_F(UpstreamParity, UnpatchifyMatchesDiT) {
   const Tensor& want = get("unpatchify.image");
   Tensor img = Tensor::empty(want.shape());
   unpatchify(get("unpatchify.tokens"), 2, img);
   expect_close(img, want, 0.0, "image");
 }
 
-TEST_F(KernelsBFixture, PatchifyGemmMatchesConv2d) {
+TEST_F(UpstreamParity, PatchifyGemmMatchesConv2d) {
   const Tensor& image = get("conv.image");
   const Tensor& weight = get("conv.weight");  // [D, C, p, p]
   const int64_t D = weight.size(0), F = weight.numel() / D;
@@ -79,7 +82,7 @@ TEST_F(KernelsBFixture, PatchifyGemmMatchesConv2d) {
   expect_close(out, get("conv.out"), 1e-5, "conv");
 }
 
-TEST_F(KernelsBFixture, AttentionMatchesTimm) {
+TEST_F(UpstreamParity, AttentionMatchesTimm) {
   const Tensor& qkv = get("attn.qkv");
   Tensor out = Tensor::empty({2, 5, 8}), probs = Tensor::empty({2, 2, 5, 5});
   attention_forward(qkv, 2, out, probs);

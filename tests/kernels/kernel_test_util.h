@@ -1,5 +1,6 @@
-// Test helpers for the kernel tests: reproducible random tensors and
-// double-precision comparison.
+// Helpers of the kernel tests: reproducible random tensors and elementwise
+// comparison against double-precision references. (Finite-difference
+// gradients: tests/gradcheck.h.)
 #pragma once
 #include <gtest/gtest.h>
 
@@ -11,7 +12,7 @@
 #include "core/tensor.h"
 
 namespace vt {
-namespace katest {
+namespace kernel_test {
 
 // Normal(mean, std) entries drawn from Philox(seed, stream).
 inline Tensor randn(const Shape& shape, uint64_t stream, double std = 1.0, double mean = 0.0) {
@@ -41,22 +42,5 @@ inline void expect_close(const std::vector<double>& want, const Tensor& got, dou
   }
 }
 
-// Central finite difference of f (double -> double) around `params`,
-// entry i: (f(p + h e_i) - f(p - h e_i)) / 2h.
-template <typename F>
-std::vector<double> finite_diff(std::vector<double> params, F f, double h = 1e-6) {
-  std::vector<double> g(params.size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    const double keep = params[i];
-    params[i] = keep + h;
-    const double up = f(params);
-    params[i] = keep - h;
-    const double down = f(params);
-    params[i] = keep;
-    g[i] = (up - down) / (2 * h);
-  }
-  return g;
-}
-
-}  // namespace katest
+}  // namespace kernel_test
 }  // namespace vt

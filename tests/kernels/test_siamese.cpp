@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/philox.h"
+#include "gradcheck.h"
 #include "kernels/siamese.h"
 
 namespace vt {
@@ -177,14 +178,7 @@ TEST_P(SiameseKernels, BackwardMatchesFiniteDifferences) {
   siamese_input_backward(s, m, r, g);
 
   auto probe = [&](float* p, float analytic, const char* what) {
-    const float h = 1e-2f * std::max(1.0f, std::fabs(*p));
-    const float old = *p;
-    *p = old + h;
-    const double lp = loss();
-    *p = old - h;
-    const double lm = loss();
-    *p = old;
-    const double fd = (lp - lm) / (2.0 * h);
+    const double fd = gradcheck::central_difference_at(p, 1e-2f * std::max(1.0f, std::fabs(*p)), loss);
     EXPECT_NEAR(analytic, fd, 2e-3 * std::max(1.0, std::fabs(fd)) + 2e-3) << c.name << " " << what;
   };
   for (int64_t i : {0L, 23L, R * kD - 1}) {
