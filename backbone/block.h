@@ -58,8 +58,9 @@ class Block {
   float depth_constant() const { return c_; }
   // The block's own scheme (Pre or Post for a Mix-LN block, else the config's).
   NormScheme scheme() const { return scheme_; }
-  bool uses_x() const { return scheme_ != NormScheme::Pre; }
-  bool uses_y() const { return scheme_ == NormScheme::Pre || scheme_ == NormScheme::Siamese || scheme_ == NormScheme::ResiDual; }
+  // Whether the block reads or writes the x / y stream.
+  bool uses_x() const { return sub_[0].in_x || sub_[0].out_x || sub_[1].in_x || sub_[1].out_x; }
+  bool uses_y() const { return sub_[0].in_y || sub_[0].out_y || sub_[1].in_y || sub_[1].out_y; }
   // Mean |weight| of every affine LayerNorm of the block, by state-dict name
   // (without ".weight"), in registration order.
   std::vector<std::pair<std::string, double>> norm_scales() const;

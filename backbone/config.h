@@ -22,12 +22,17 @@ namespace vt {
 //            mlp.fc2, gain 1 on the query/key rows.
 //   ResiDual ResiDual (Xie et al., arXiv 2304.14802): Post stream
 //            x = norm_k(x + F_k(x)) and dual stream y = y + F_k(x), both starting
-//            at the input h; output x + dual_norm(y).
+//            at the input h (the paper's x^a_1 = x^d_1 = x); output
+//            x + dual_norm(y), the paper's x^a_{N+1} + LN(x^d_{N+1}).
 //   Hybrid   HybridNorm (Zhuo et al., arXiv 2503.04598): attention with
 //            QKV-Norm, x = x + Attn(x) where q, k, v are LayerNorm'ed per head
 //            after the projection (attn.{q,k,v}_norm over head_dim); Post-Norm
-//            FFN x' = norm2(x), x = x' + FFN(x'); final norm as Pre.
+//            FFN x' = norm2(x), x = x' + FFN(x'); final norm as Pre. Per-head
+//            q/k/v norms as timm's Attention(qk_norm=True) and the OLMo HybridNorm
+//            model file released with SiameseNorm (Qwen-Applications/SiameseNorm).
 // DiT variants: the same with modulate/gate around F_k, non-affine block norms.
+// SpanNorm (arXiv 2601.22580) is not implemented: only its abstract was
+// available, which does not fix the block formula or the scaling.
 enum class NormScheme { Pre, Post, Siamese, MixLN, DeepNorm, ResiDual, Hybrid };
 // "pre" / "post" / "siamese" / "mixln" / "deepnorm" / "residual" / "hybrid";
 // throws std::invalid_argument naming the string.

@@ -6,6 +6,10 @@ diverged) and OUT/<run>/metrics.jsonl (vtrain: lines {"step", ..., "split"};
 split "train" carries "loss", split "val" carries "top1"). Runs are named
 cmp_<scheme>_lr<lr>_d<depth>w<dim>. Writes into OUT:
   results.csv   scheme, lr, status, steps, final / best top-1, diverged step
+                (status: finished | diverged (non-finite loss or gradient;
+                vtrain stopped at that step) | collapsed (finished, but the
+                final test top-1 is within 1 point of chance, 10%: a Post-Norm
+                ViT at a too-high rate often ends there without a NaN)
   results.md    the same as a Markdown table
   loss.png      training loss per scheme, one panel per learning rate
   top1.png      test top-1 per scheme (final, as bars, one group per lr)
@@ -19,6 +23,7 @@ import os
 import re
 import sys
 
+CHANCE_TOP1 = 10.0  # CIFAR-10
 RUN = re.compile(r"^cmp_(?P<scheme>.+)_lr(?P<lr>[^_]+)_d(?P<depth>\d+)w(?P<dim>\d+)$")
 
 
@@ -57,6 +62,8 @@ def collect(out):
             div_step = s.group(1) if s else "?"
         train, val = read_metrics(os.path.join(out, run, "metrics.jsonl"))
         finite = [v for _, v in val if math.isfinite(v)]
+        if status == "finished" and val and val[-1][1] <= CHANCE_TOP1 + 1.0:
+            status = "collapsed"
         rows.append({
             "run": run, "scheme": m["scheme"], "lr": m["lr"], "depth": m["depth"], "dim": m["dim"],
             "status": status, "steps": train[-1][0] if train else 0,
@@ -80,7 +87,8 @@ def write_tables(out, rows):
     head += "|---|---|---|---|---|---|---|\n"
     body = ""
     for r in sorted(rows, key=lambda r: (float(r["lr"]), r["scheme"])):
-        div = f"yes (step {r['diverged_step']})" if r["status"] == "diverged" else "no"
+        div = {"diverged": f"yes (non-finite at step {r['diverged_step']})",
+               "collapsed": "collapsed to chance"}.get(r["status"], "no")
         body += (f"| {r['scheme']} | {r['lr']} | {r['depth']} x {r['dim']} | {r['steps']} | "
                  f"{r['final_top1'] or '-'} | {r['best_top1'] or '-'} | {div} |\n")
     tmp = os.path.join(out, "results.md.tmp")
@@ -100,12 +108,13 @@ def plot(out, rows):
         for r in sorted((r for r in rows if r["lr"] == lr), key=lambda r: r["scheme"]):
             pts = [(s, v) for s, v in r["train"] if math.isfinite(v)]
             if pts:
-                label = r["scheme"] + (" (diverged)" if r["status"] == "diverged" else "")
+                label = r["scheme"] + (f" ({r['status']})" if r["status"] != "finished" else "")
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, linewidth=1)
         ax.set_title(f"training loss, peak lr {lr}")
         ax.set_xlabel("step")
         ax.set_ylabel("loss")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "loss.png"), dpi=90)
     plt.close(fig)
