@@ -245,9 +245,11 @@ std::vector<std::pair<std::string, double>> Backbone::norm_scales() const {
 
 int64_t Backbone::saved_activation_bytes() const {
   int64_t n = 0;
-  for (const auto& v : {&xs_, &ys_})
+  for (const auto& v : {&xs_, &ys_}) {
+    if (alias_ && v == &ys_) continue;  // Mix-LN's y is x
     for (const Tensor& t : *v)
       if (t.defined()) n += static_cast<int64_t>(t.nbytes());
+  }
   for (const auto& b : blocks_) n += b->saved_bytes();
   if (final_kernel_) n += static_cast<int64_t>(fmean_.nbytes() + frstd_.nbytes());
   if (c_.defined()) n += static_cast<int64_t>(c_.nbytes() + silu_c_.nbytes());
