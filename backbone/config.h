@@ -22,8 +22,10 @@ namespace vt {
 //            mlp.fc2, gain 1 on the query/key rows.
 //   ResiDual ResiDual (Xie et al., arXiv 2304.14802): Post stream
 //            x = norm_k(x + F_k(x)) and dual stream y = y + F_k(x), both starting
-//            at the input h (the paper's x^a_1 = x^d_1 = x); output
-//            x + dual_norm(y), the paper's x^a_{N+1} + LN(x^d_{N+1}).
+//            at the input h; output x + dual_norm(y), the paper's
+//            x^a_{N+1} + LN(x^d_{N+1}) (as microsoft/ResiDual's encoder with
+//            its default enc_alpha = enc_res_input_norm_scale = 1; its final
+//            LayerNorm's eps 1e-7 is the model's eps here).
 //   Hybrid   HybridNorm (Zhuo et al., arXiv 2503.04598): attention with
 //            QKV-Norm, x = x + Attn(x) where q, k, v are LayerNorm'ed per head
 //            after the projection (attn.{q,k,v}_norm over head_dim); Post-Norm
