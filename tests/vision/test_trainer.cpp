@@ -15,6 +15,7 @@
 
 #include "core/safetensors.h"
 #include "core/checkpoint_dir.h"
+#include "core/run_control.h"
 #include "vision/trainer.h"
 #include "vision_test_util.h"
 
@@ -160,7 +161,7 @@ TEST_F(TrainerTest, SavedConfigIsReusableFromAnywhere) {
   EXPECT_EQ(o.data_root, want_root);
   EXPECT_TRUE(fs::equivalent(o.out_dir + "/" + o.name, out("r") + "/t"));
   // Checkpoints hold the saved config's digest: rerunning it is the same run.
-  EXPECT_EQ(load_checkpoint(out("r") + "/t/step_1").state.at("config_digest").get<std::string>(), c.digest_hex());
+  EXPECT_EQ(load_checkpoint(out("r") + "/t/step_1").state.at("config_digest").get<std::string>(), resume_digest(c));
   // vtrain on the saved config continues the run in place.
   Trainer again(Config::load(saved, vtrain_schema(), {"train.max_steps=2"}), saved);
   EXPECT_EQ(again.options().data_root, want_root);
