@@ -24,6 +24,7 @@
 #include "kernels/optim.h"
 #include "train/run_dir.h"
 #include "train/run_state.h"
+#include "train/update_step.h"
 
 namespace vt {
 namespace fs = std::filesystem;
@@ -183,7 +184,6 @@ bool DitTrainer::train_step() {
   ParamStore& ps = model_->params();
   ps.zero_grad();
   model_->backward(dout_);
-  const double gnorm = cfg_.clip_grad ? clip_grad_norm(ps.grads(), *cfg_.clip_grad) : grad_norm(ps.grads());
 
   if (++batch_in_epoch_ == batches_per_epoch_) {
     ++epoch_;
@@ -192,21 +192,15 @@ bool DitTrainer::train_step() {
   }
   step_ = s;
   losses_.emplace_back(s, L.mean);
-  if (!std::isfinite(L.mean) || !std::isfinite(gnorm)) {
-    // Recorded before the guard decides (and perhaps stops the run).
-    open_run();
-    run_->write_metrics(s, {{"loss", L.mean}, {"grad_norm", gnorm}}, {{"split", "train"}, {"event", "nonfinite"}},
-                        "train");
-  }
-  if (!nonfinite_.check(s, L.mean, gnorm, "epoch " + std::to_string(epoch_), run_->last_checkpoint())) return false;
-  AdamWParams hp;
-  hp.lr = cfg_.lr;
-  hp.beta1 = cfg_.beta1;
-  hp.beta2 = cfg_.beta2;
-  hp.eps = cfg_.adam_eps;
-  hp.weight_decay = cfg_.weight_decay;
-  opt_->adamw_step(hp);
-  opt_->update_ema(static_cast<float>(cfg_.ema_decay));
+  UpdateOptions uo;
+  uo.clip_grad = cfg_.clip_grad;
+  uo.adamw.beta1 = cfg_.beta1, uo.adamw.beta2 = cfg_.beta2, uo.adamw.eps = cfg_.adam_eps;
+  uo.adamw.weight_decay = cfg_.weight_decay;
+  uo.ema_decay = static_cast<float>(cfg_.ema_decay);
+  const UpdateResult u =
+      apply_update(ps, *opt_, nonfinite_, *run_, s, L.mean, cfg_.lr, uo, "epoch " + std::to_string(epoch_));
+  if (!u.applied) return false;
+  const double gnorm = u.grad_norm;
   double mse = 0, vb = 0;
   for (size_t b = 0; b < L.mse.size(); ++b) mse += L.mse[b], vb += L.vb[b];
   acc_loss_ += L.mean, acc_mse_ += mse / B, acc_vb_ += vb / B, acc_gnorm_ += gnorm;

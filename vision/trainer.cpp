@@ -21,6 +21,7 @@
 #include "backbone/optimizer_state.h"
 #include "train/run_dir.h"
 #include "train/run_state.h"
+#include "train/update_step.h"
 #include "vision/evaluate.h"
 #include "vision/vit.h"
 
@@ -159,14 +160,14 @@ struct Trainer::Impl {
   };
   struct StepWork {  // per-run buffers and constants of the step
     MixupParams mix;
-    AdamWParams hp;  // lr set per step
+    UpdateOptions update;
     Tensor logits, dlogits, targets;
   };
 
   // One training step on `batch` (batch b of the epoch) at learning rate
-  // lr: (Mixup/CutMix) forward, loss, backward, global gradient norm
-  // (clipped with train.clip_grad), then the non-finite policy and, for a
-  // finite step, AdamW and the EMA. The step counters are the caller's.
+  // lr: (Mixup/CutMix) forward, loss, backward, then the shared update
+  // (train/update_step.h: gradient norm and clipping, non-finite policy,
+  // AdamW, EMA). The step counters are the caller's.
   StepResult train_step(Batch& batch, int64_t b, double lr, StepWork& w) {
     ParamStore& ps = model->params();
     const int64_t B = o.batch_size;
@@ -184,17 +185,9 @@ struct Trainer::Impl {
       ce = cross_entropy_forward_backward(w.logits, batch.labels, static_cast<float>(o.label_smoothing), w.dlogits);
     }
     model->backward(w.dlogits);
-    const double gnorm = o.clip_grad ? clip_grad_norm(ps.grads(), *o.clip_grad) : grad_norm(ps.grads());
-    if (!std::isfinite(ce.loss) || !std::isfinite(gnorm))  // recorded before the policy may stop the run
-      run->write_metrics(step + 1, {{"loss", ce.loss}, {"grad_norm", gnorm}, {"lr", lr}},
-                         {{"split", "train"}, {"event", "nonfinite"}}, "train");
-    if (nonfinite.check(step + 1, ce.loss, gnorm, "epoch " + std::to_string(epoch) + ", batch " + std::to_string(b),
-                        run->last_checkpoint())) {
-      w.hp.lr = lr;
-      opt->adamw_step(w.hp);
-      if (o.ema) opt->update_ema(static_cast<float>(o.ema_decay));
-    }
-    return {ce.loss, gnorm};
+    const UpdateResult u = apply_update(ps, *opt, nonfinite, *run, step + 1, ce.loss, lr, w.update,
+                                        "epoch " + std::to_string(epoch) + ", batch " + std::to_string(b));
+    return {ce.loss, u.grad_norm};
   }
 
   // data.on_corrupt=skip: the loader warns once per file as it meets it;
@@ -315,7 +308,10 @@ TrainSummary Trainer::Impl::loop() {
   work.mix.prob = o.mixup_prob, work.mix.switch_prob = o.mixup_switch_prob;
   work.mix.label_smoothing = o.label_smoothing;
   work.mix.num_classes = static_cast<int>(o.vit.num_classes);
-  work.hp.beta1 = o.beta1, work.hp.beta2 = o.beta2, work.hp.eps = o.adam_eps, work.hp.weight_decay = o.weight_decay;
+  AdamWParams& hp = work.update.adamw;
+  hp.beta1 = o.beta1, hp.beta2 = o.beta2, hp.eps = o.adam_eps, hp.weight_decay = o.weight_decay;
+  work.update.clip_grad = o.clip_grad;
+  if (o.ema) work.update.ema_decay = static_cast<float>(o.ema_decay);
   const int64_t B = o.batch_size, K = o.vit.num_classes;
   work.logits = Tensor::empty({B, K}), work.dlogits = Tensor::empty({B, K}), work.targets = Tensor::empty({B, K});
   TrainSummary sum;
