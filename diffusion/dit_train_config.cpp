@@ -1,9 +1,6 @@
 #include "diffusion/dit_train_config.h"
 
-#include <cmath>
 #include <cstdint>
-#include <filesystem>
-#include <sstream>
 #include <limits>
 #include <vector>
 
@@ -88,16 +85,11 @@ void check(const Config& c, bool ok, const std::string& key, const std::string& 
   if (!ok) bad_value(c, key, what);
 }
 
-double float_in(const Config& c, const std::string& key, double lo, double hi, bool lo_open = false,
-                bool hi_open = false) {
-  return real_in(c, key, lo, hi, lo_open, hi_open);
-}
-
 }  // namespace
 
 DitTrainConfig dit_train_config(const Config& config, const std::string& config_path) {
   // Every path below is absolute, and so is the resolved config the trainer
-  // saves (t.yaml), which therefore works from any directory.
+  // saves (t.resolved), which therefore works from any directory.
   const Config c = with_absolute_trainer_paths(config, config_path);
   DitTrainConfig t;
   t.run_name = run_name(c);
@@ -116,9 +108,9 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   m.hidden = c.get<int64_t>("model.hidden");
   m.depth = c.get<int64_t>("model.depth");
   m.heads = c.get<int64_t>("model.heads");
-  m.mlp_ratio = float_in(c, "model.mlp_ratio", 0, 64, /*lo_open=*/true);
+  m.mlp_ratio = real_in(c, "model.mlp_ratio", 0, 64, /*open_lo=*/true);
   m.num_classes = c.get<int64_t>("model.num_classes");
-  m.class_dropout = float_in(c, "model.class_dropout", 0, 1, false, /*hi_open=*/true);
+  m.class_dropout = real_in(c, "model.class_dropout", 0, 1, false, /*open_hi=*/true);
   m.learn_sigma = true;
   try {
     m.scheme = norm_scheme_from_name(c.get<std::string>("model.norm.scheme"));
@@ -138,7 +130,7 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   t.data_root = c.get<std::string>("data.root");
   check(c, !t.data_root.empty(), "data.root", "must not be empty");
   t.hflip = c.get<bool>("data.hflip");
-  t.latent_scale = float_in(c, "data.latent_scale", 0, 1e6, /*lo_open=*/true);
+  t.latent_scale = real_in(c, "data.latent_scale", 0, 1e6, /*open_lo=*/true);
   t.workers = static_cast<int>(int_in(c, "data.workers", 0, 256));
   t.on_corrupt = c.get<std::string>("data.on_corrupt");
   check(c, t.on_corrupt == "error" || t.on_corrupt == "skip", "data.on_corrupt",
@@ -146,18 +138,18 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   t.batch = int_in(c, "train.batch_size", 1, 1 << 20);
   t.steps = int_in(c, "train.steps", 1, INT64_MAX);
   if (c.has("train.max_steps")) t.max_steps = int_in(c, "train.max_steps", 1, INT64_MAX);
-  t.lr = float_in(c, "train.lr", 0, 1e3, /*lo_open=*/true);
-  t.weight_decay = float_in(c, "train.weight_decay", 0, 1e3);
+  t.lr = real_in(c, "train.lr", 0, 1e3, /*open_lo=*/true);
+  t.weight_decay = real_in(c, "train.weight_decay", 0, 1e3);
   const auto betas = c.get<std::vector<double>>("train.betas");
   check(c, betas.size() == 2 && betas[0] >= 0 && betas[0] < 1 && betas[1] >= 0 && betas[1] < 1, "train.betas",
         "expected [beta1, beta2] in [0, 1)");
   t.beta1 = betas[0], t.beta2 = betas[1];
-  t.adam_eps = float_in(c, "train.eps", 0, 1, /*lo_open=*/true);
-  if (c.has("train.clip_grad")) t.clip_grad = float_in(c, "train.clip_grad", 0, 1e30, /*lo_open=*/true);
-  t.ema_decay = float_in(c, "train.ema_decay", 0, 1);
+  t.adam_eps = real_in(c, "train.eps", 0, 1, /*open_lo=*/true);
+  if (c.has("train.clip_grad")) t.clip_grad = real_in(c, "train.clip_grad", 0, 1e30, /*open_lo=*/true);
+  t.ema_decay = real_in(c, "train.ema_decay", 0, 1);
   t.max_nonfinite = static_cast<int>(int_in(c, "train.max_nonfinite", 0));
   t.log_every_steps = int_in(c, "log.every_steps", 0, INT64_MAX);
-  t.log_every_s = float_in(c, "log.every_s", 0, std::numeric_limits<double>::infinity());
+  t.log_every_s = real_in(c, "log.every_s", 0, std::numeric_limits<double>::infinity());
   t.tensorboard = c.get<bool>("log.tensorboard");
   t.ckpt_every_steps = int_in(c, "ckpt.every_steps", 0, INT64_MAX);  // 0: only at the end
   t.keep_last = static_cast<int>(int_in(c, "ckpt.keep_last", 0));
@@ -168,8 +160,8 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   check(c, t.grid.sampler == "ddpm" || t.grid.sampler == "ddim", "sample.sampler",
         "expected ddpm | ddim, got '" + t.grid.sampler + "'");
   t.grid.steps = static_cast<int>(int_in(c, "sample.steps", 1, t.num_timesteps));
-  t.grid.eta = float_in(c, "sample.eta", 0, 1e3);
-  t.grid.cfg_scale = float_in(c, "sample.cfg_scale", 0, 1e3);
+  t.grid.eta = real_in(c, "sample.eta", 0, 1e3);
+  t.grid.cfg_scale = real_in(c, "sample.cfg_scale", 0, 1e3);
   t.grid.guided_channels = static_cast<int>(c.get<int64_t>("sample.guided_channels"));
   check(c, t.grid.guided_channels == -1 || (t.grid.guided_channels >= 1 && t.grid.guided_channels <= m.in_channels),
         "sample.guided_channels",

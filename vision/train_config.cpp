@@ -1,18 +1,12 @@
 #include "vision/train_config.h"
 
+#include <cmath>
+#include <limits>
+
 #include "core/config_checks.h"
 #include "core/config_paths.h"
 
-#include <algorithm>
-#include <cctype>
-#include <cmath>
-#include <filesystem>
-#include <limits>
-#include <sstream>
-
 namespace vt {
-
-namespace fs = std::filesystem;
 
 const ConfigSchema& vtrain_schema() {
   static const ConfigSchema schema = [] {
@@ -94,8 +88,6 @@ const ConfigSchema& vtrain_schema() {
 
 namespace {
 
-[[noreturn]] void bad(const Config& c, const std::string& key, const std::string& what) { bad_value(c, key, what); }
-
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -105,7 +97,7 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   TrainOptions o;
   o.name = run_name(c);
   o.out_dir = c.get<std::string>("out_dir");
-  if (o.out_dir.empty()) bad(c, "out_dir", "must not be empty");
+  if (o.out_dir.empty()) bad_value(c, "out_dir", "must not be empty");
   o.device = training_device(c, "vtrain");
   o.seed = static_cast<uint64_t>(int_in(c, "seed", 0, std::numeric_limits<int64_t>::max()));
   o.threads = static_cast<int>(int_in(c, "threads", 0, 1024));
@@ -114,11 +106,11 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   try {
     scheme = norm_scheme_from_name(c.get<std::string>("model.norm.scheme"));
   } catch (const std::invalid_argument& e) {
-    bad(c, "model.norm.scheme", "expected pre | post | siamese, got '" + c.get<std::string>("model.norm.scheme") + "'");
+    bad_value(c, "model.norm.scheme", "expected pre | post | siamese, got '" + c.get<std::string>("model.norm.scheme") + "'");
   }
   o.preset = c.get<std::string>("model.preset");
   o.drop_path = static_cast<float>(real_in(c, "model.drop_path", 0, 1));
-  if (o.drop_path >= 1) bad(c, "model.drop_path", "must be in [0, 1)");
+  if (o.drop_path >= 1) bad_value(c, "model.drop_path", "must be in [0, 1)");
   if (o.preset == "custom") {
     o.vit.patch_size = int_in(c, "model.patch_size", 1, 4096);
     o.vit.backbone.dim = int_in(c, "model.dim", 1, 65536);
@@ -126,18 +118,18 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
     o.vit.backbone.heads = int_in(c, "model.heads", 1, 65536);
     o.vit.backbone.mlp_ratio = real_in(c, "model.mlp_ratio", 0, 1024, /*open_lo=*/true);
     if (o.vit.backbone.dim % o.vit.backbone.heads != 0)
-      bad(c, "model.heads", "model.heads = " + std::to_string(o.vit.backbone.heads) + " must divide model.dim = " +
+      bad_value(c, "model.heads", "model.heads = " + std::to_string(o.vit.backbone.heads) + " must divide model.dim = " +
                                 std::to_string(o.vit.backbone.dim));
   } else {
     try {
       o.vit = vit_preset(o.preset);
     } catch (const std::invalid_argument&) {
-      bad(c, "model.preset", "expected deit_tiny | deit_small | deit_base | custom, got '" + o.preset + "'");
+      bad_value(c, "model.preset", "expected deit_tiny | deit_small | deit_base | custom, got '" + o.preset + "'");
     }
   }
   o.vit.img_size = int_in(c, "model.img_size", 1, 8192);
   if (o.vit.img_size % o.vit.patch_size != 0)
-    bad(c, "model.img_size", "model.img_size = " + std::to_string(o.vit.img_size) +
+    bad_value(c, "model.img_size", "model.img_size = " + std::to_string(o.vit.img_size) +
                                  " is not a multiple of the patch size " + std::to_string(o.vit.patch_size) +
                                  (o.preset == "custom" ? " (model.patch_size)" : " of model.preset " + o.preset));
   o.vit.num_classes = int_in(c, "model.num_classes", 0, kIntMax);
@@ -158,23 +150,23 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   }
 
   o.data_root = resolve_path(c, "data.root", config_path);
-  if (c.get<std::string>("data.root").empty()) bad(c, "data.root", "must not be empty");
+  if (c.get<std::string>("data.root").empty()) bad_value(c, "data.root", "must not be empty");
   o.train_split = c.get<std::string>("data.train_split");
   o.val_split = c.get<std::string>("data.val_split");
   o.on_corrupt = c.get<std::string>("data.on_corrupt");
-  if (o.on_corrupt != "error" && o.on_corrupt != "skip") bad(c, "data.on_corrupt", "expected error | skip");
+  if (o.on_corrupt != "error" && o.on_corrupt != "skip") bad_value(c, "data.on_corrupt", "expected error | skip");
   // One OS thread each; thousands only exhaust memory and thread limits.
   o.workers = static_cast<int>(int_in(c, "data.workers", 1, 256));
   o.prefetch = static_cast<int>(int_in(c, "data.prefetch", 1, 1024));
   o.crop_pct = c.get<double>("data.crop_pct");
-  if (!(o.crop_pct > 0 && o.crop_pct <= 1)) bad(c, "data.crop_pct", "must be in (0, 1]");
+  if (!(o.crop_pct > 0 && o.crop_pct <= 1)) bad_value(c, "data.crop_pct", "must be in (0, 1]");
   o.rrc_scale = c.get<std::vector<double>>("data.rrc_scale");
   o.rrc_ratio = c.get<std::vector<double>>("data.rrc_ratio");
   if (o.rrc_scale.size() != 2 || !(0 < o.rrc_scale[0] && o.rrc_scale[0] <= o.rrc_scale[1] && o.rrc_scale[1] <= 1))
-    bad(c, "data.rrc_scale", "expected [lo, hi] with 0 < lo <= hi <= 1");
+    bad_value(c, "data.rrc_scale", "expected [lo, hi] with 0 < lo <= hi <= 1");
   if (o.rrc_ratio.size() != 2 ||
       !(0 < o.rrc_ratio[0] && o.rrc_ratio[0] <= o.rrc_ratio[1] && std::isfinite(o.rrc_ratio[1])))
-    bad(c, "data.rrc_ratio", "expected [lo, hi] with 0 < lo <= hi (finite)");
+    bad_value(c, "data.rrc_ratio", "expected [lo, hi] with 0 < lo <= hi (finite)");
   o.hflip = c.get<bool>("data.hflip");
   o.dct_scaling = c.get<bool>("data.dct_scaling");
   o.rand_augment = c.get<bool>("data.rand_augment");
@@ -192,14 +184,14 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   // The loader and kernels index a batch with int.
   o.batch_size = int_in(c, "train.batch_size", 1, kIntMax);
   if (o.mixing() && o.batch_size % 2 != 0)
-    bad(c, "train.batch_size", "Mixup/CutMix pairs sample i with B-1-i and needs an even batch, got " +
+    bad_value(c, "train.batch_size", "Mixup/CutMix pairs sample i with B-1-i and needs an even batch, got " +
                                    std::to_string(o.batch_size) + " (or set data.mixup_prob=0)");
   const double div = static_cast<double>(int_in(c, "train.lr_batch_div", 1, kIntMax));
   if (c.has("train.lr")) {
     o.lr = real_in(c, "train.lr", 0, kInf, /*open_lo=*/true);
   } else {
     o.lr = real_in(c, "train.base_lr", 0, kInf, /*open_lo=*/true) * static_cast<double>(o.batch_size) / div;
-    if (!std::isfinite(o.lr)) bad(c, "train.base_lr", "train.base_lr * train.batch_size / train.lr_batch_div is not finite");
+    if (!std::isfinite(o.lr)) bad_value(c, "train.base_lr", "train.base_lr * train.batch_size / train.lr_batch_div is not finite");
   }
   o.sched.base_lr = o.lr;
   o.sched.warmup_lr = real_in(c, "train.warmup_lr", 0, kInf);
@@ -210,11 +202,11 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   o.weight_decay = real_in(c, "train.weight_decay", 0, kInf);
   const auto betas = c.get<std::vector<double>>("train.betas");
   if (betas.size() != 2 || !(betas[0] >= 0 && betas[0] < 1 && betas[1] >= 0 && betas[1] < 1))
-    bad(c, "train.betas", "expected [beta1, beta2] in [0, 1)");
+    bad_value(c, "train.betas", "expected [beta1, beta2] in [0, 1)");
   o.beta1 = betas[0], o.beta2 = betas[1];
   o.adam_eps = real_in(c, "train.eps", 0, kInf, /*open_lo=*/true);
   o.label_smoothing = real_in(c, "train.label_smoothing", 0, 1);
-  if (o.label_smoothing >= 1) bad(c, "train.label_smoothing", "must be in [0, 1)");
+  if (o.label_smoothing >= 1) bad_value(c, "train.label_smoothing", "must be in [0, 1)");
   if (c.has("train.clip_grad")) o.clip_grad = real_in(c, "train.clip_grad", 0, kInf, /*open_lo=*/true);
   o.ema = c.get<bool>("train.ema");
   o.ema_decay = real_in(c, "train.ema_decay", 0, 1);
@@ -234,7 +226,7 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   o.keep_best = c.get<bool>("ckpt.keep_best");
   o.resume = c.get<std::string>("resume");
   if (o.resume == "none") o.resume = "never";  // dittrain's spelling
-  if (o.resume.empty()) bad(c, "resume", "expected auto | never | none | a checkpoint directory");
+  if (o.resume.empty()) bad_value(c, "resume", "expected auto | never | none | a checkpoint directory");
   if (o.resume != "auto" && o.resume != "never") o.resume = resolve_path(c, "resume", config_path);
   o.log_every_steps = int_in(c, "log.every_steps", 0, std::numeric_limits<int64_t>::max());
   o.log_every_s = real_in(c, "log.every_s", 0, kInf);
