@@ -24,7 +24,7 @@
 #include "kernels/optim.h"
 #include "train/run_dir.h"
 #include "train/run_state.h"
-#include "train/update_step.h"
+#include "train/loop.h"
 
 namespace vt {
 namespace fs = std::filesystem;
@@ -155,8 +155,8 @@ void DitTrainer::start_epoch() {
   loader_->start_epoch(static_cast<uint64_t>(epoch_), std::move(o));
 }
 
-bool DitTrainer::train_step() {
-  const int64_t s = step_ + 1, B = cfg_.batch, N = x0_.numel() / B;
+StepTask::Output DitTrainer::forward_backward(int64_t s) {
+  const int64_t B = cfg_.batch, N = x0_.numel() / B;
   Batch batch;
   if (!loader_->next(batch)) throw std::logic_error("dittrain: loader ran dry inside an epoch");
   x0_.copy_from(batch.images);
@@ -192,20 +192,42 @@ bool DitTrainer::train_step() {
   }
   step_ = s;
   losses_.emplace_back(s, L.mean);
-  UpdateOptions uo;
-  uo.clip_grad = cfg_.clip_grad;
-  uo.adamw.beta1 = cfg_.beta1, uo.adamw.beta2 = cfg_.beta2, uo.adamw.eps = cfg_.adam_eps;
-  uo.adamw.weight_decay = cfg_.weight_decay;
-  uo.ema_decay = static_cast<float>(cfg_.ema_decay);
-  const UpdateResult u =
-      apply_update(ps, *opt_, nonfinite_, *run_, s, L.mean, cfg_.lr, uo, "epoch " + std::to_string(epoch_));
-  if (!u.applied) return false;
-  const double gnorm = u.grad_norm;
-  double mse = 0, vb = 0;
-  for (size_t b = 0; b < L.mse.size(); ++b) mse += L.mse[b], vb += L.vb[b];
-  acc_loss_ += L.mean, acc_mse_ += mse / B, acc_vb_ += vb / B, acc_gnorm_ += gnorm;
-  ++acc_n_;
-  return true;
+  step_mse_ = step_vb_ = 0;
+  for (size_t b = 0; b < L.mse.size(); ++b) step_mse_ += L.mse[b], step_vb_ += L.vb[b];
+  step_mse_ /= static_cast<double>(B), step_vb_ /= static_cast<double>(B);
+  return {L.mean, cfg_.lr, "epoch " + std::to_string(epoch_)};
+}
+
+void DitTrainer::after_update(int64_t s, const Output& out, const UpdateResult& u) {
+  if (u.applied) {  // skipped steps stay out of the means
+    acc_loss_ += out.loss, acc_mse_ += step_mse_, acc_vb_ += step_vb_, acc_gnorm_ += u.grad_norm;
+    ++acc_n_;
+  }
+  if (bar_) bar_->update(s - bar_first_, {{"loss", out.loss}});
+}
+
+std::vector<std::pair<std::string, double>> DitTrainer::log_scalars(int64_t s) {
+  const auto now = std::chrono::steady_clock::now();
+  const double dt = std::chrono::duration<double>(now - t_log_).count();
+  const double ips = dt > 0 ? static_cast<double>((s - step_log_) * cfg_.batch) / dt : 0.0;
+  t_log_ = now;
+  step_log_ = s;
+  // Means over the steps since the last line: one batch's loss is noisy
+  // (t is uniform, and the loss scale depends strongly on t).
+  const double n = static_cast<double>(std::max<int64_t>(1, acc_n_));
+  std::vector<std::pair<std::string, double>> sc = {
+      {"loss", acc_loss_ / n}, {"mse", acc_mse_ / n}, {"vb", acc_vb_ / n}, {"grad_norm", acc_gnorm_ / n}};
+  acc_loss_ = acc_mse_ = acc_vb_ = acc_gnorm_ = 0;
+  acc_n_ = 0;
+  sc.emplace_back("img_per_s", ips);
+  sc.emplace_back("epoch", static_cast<double>(epoch_));
+  sc.emplace_back("nonfinite_skipped", static_cast<double>(nonfinite_.skipped_total()));
+  return sc;
+}
+
+void DitTrainer::after_step(int64_t s) {
+  if (cfg_.sample_every > 0 && (s % cfg_.sample_every == 0 || s == cfg_.steps))
+    save_sample_grid((fs::path(run_->path()) / "samples" / ("step_" + std::to_string(s) + ".png")).string());
 }
 
 void DitTrainer::save_sample_grid(const std::string& path) {
@@ -243,34 +265,25 @@ void DitTrainer::train_until(int64_t stop_at) {
   po.unit = "img";
   po.interval_s = cfg_.log_every_s;
   ProgressBar bar("train", end - step_, po);
-  const int64_t first = step_;
-  auto t_log = std::chrono::steady_clock::now();
-  int64_t step_log = step_;
-  while (step_ < end) {
-    train_step();
-    bar.update(step_ - first, {{"loss", losses_.back().second}});
-    if (cfg_.log_every_steps > 0 && (step_ % cfg_.log_every_steps == 0 || step_ == end)) {
-      const auto now = std::chrono::steady_clock::now();
-      const double dt = std::chrono::duration<double>(now - t_log).count();
-      const double ips = dt > 0 ? static_cast<double>((step_ - step_log) * cfg_.batch) / dt : 0.0;
-      t_log = now;
-      step_log = step_;
-      // Means over the steps since the last line: one batch's loss is noisy
-      // (t is uniform, and the loss scale depends strongly on t).
-      const double n = std::max<int64_t>(1, acc_n_);
-      std::vector<std::pair<std::string, double>> sc = {
-          {"loss", acc_loss_ / n}, {"mse", acc_mse_ / n}, {"vb", acc_vb_ / n}, {"grad_norm", acc_gnorm_ / n}};
-      acc_loss_ = acc_mse_ = acc_vb_ = acc_gnorm_ = 0;
-      acc_n_ = 0;
-      sc.emplace_back("img_per_s", ips);
-      sc.emplace_back("epoch", static_cast<double>(epoch_));
-      sc.emplace_back("nonfinite_skipped", static_cast<double>(nonfinite_.skipped_total()));
-      run_->write_metrics(step_, sc, {{"split", "train"}}, "train");
-    }
-    if (cfg_.sample_every > 0 && (step_ % cfg_.sample_every == 0 || step_ == cfg_.steps))
-      save_sample_grid((fs::path(run_->path()) / "samples" / ("step_" + std::to_string(step_) + ".png")).string());
-    if ((cfg_.ckpt_every_steps > 0 && step_ % cfg_.ckpt_every_steps == 0) || step_ == end) save_checkpoint();
+  bar_ = &bar, bar_first_ = step_;
+  t_log_ = std::chrono::steady_clock::now();
+  step_log_ = step_;
+  LoopOptions lo;
+  lo.log_every_steps = cfg_.log_every_steps;
+  lo.ckpt_every_steps = cfg_.ckpt_every_steps;
+  lo.log_at_end = lo.ckpt_at_end = true;
+  lo.update.clip_grad = cfg_.clip_grad;
+  lo.update.adamw.beta1 = cfg_.beta1, lo.update.adamw.beta2 = cfg_.beta2, lo.update.adamw.eps = cfg_.adam_eps;
+  lo.update.adamw.weight_decay = cfg_.weight_decay;
+  lo.update.ema_decay = static_cast<float>(cfg_.ema_decay);
+  TrainLoop loop(model_->params(), *opt_, nonfinite_, *run_, lo);
+  try {
+    loop.run(*this, step_, end);
+  } catch (...) {
+    bar_ = nullptr;
+    throw;
   }
+  bar_ = nullptr;
   bar.finish();
 }
 

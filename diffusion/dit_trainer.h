@@ -18,6 +18,7 @@
 // N > 0 skips up to N consecutive such steps (no optimizer/EMA update,
 // counted in metrics), then stops.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,6 +28,7 @@
 #include "diffusion/dit_model.h"
 #include "diffusion/dit_train_config.h"
 #include "diffusion/gaussian_diffusion.h"
+#include "train/loop.h"
 #include "train/nonfinite.h"
 
 namespace vt {
@@ -36,7 +38,11 @@ class Loader;
 class OptimizerState;
 class RunDirectory;
 
-class DitTrainer {
+class ProgressBar;
+
+// The step of train/loop.h's TrainLoop is DiT's (StepTask); the loop, the
+// update and the run directory are the scaffold's, shared with vtrain.
+class DitTrainer : private StepTask {
  public:
   // Builds data, model and optimizer and resumes per resume (auto: the
   // run's newest checkpoint; never: throws std::runtime_error when the run
@@ -70,7 +76,13 @@ class DitTrainer {
   void open_run();  // creates the run directory and its files (once)
   void start_epoch();
   void train_until(int64_t stop_at);
-  bool train_step();  // false when the step was skipped (non-finite)
+  // StepTask: batch, timesteps, noise, q_sample, forward, loss, backward;
+  // then counters, means for the metrics line, sample grids, checkpoints.
+  Output forward_backward(int64_t step) override;
+  void after_update(int64_t step, const Output& out, const UpdateResult& u) override;
+  std::vector<std::pair<std::string, double>> log_scalars(int64_t step) override;
+  void after_step(int64_t step) override;
+  void save(const std::string&) override { save_checkpoint(); }
 
   DitTrainConfig cfg_;
   GaussianDiffusion diff_;  // the full training schedule
@@ -84,6 +96,10 @@ class DitTrainer {
   std::vector<std::pair<int64_t, double>> losses_;
   double acc_loss_ = 0, acc_mse_ = 0, acc_vb_ = 0, acc_gnorm_ = 0;  // since the last metrics line
   int64_t acc_n_ = 0;
+  double step_mse_ = 0, step_vb_ = 0;  // of the step in flight
+  ProgressBar* bar_ = nullptr;         // of the running train()
+  int64_t bar_first_ = 0, step_log_ = 0;
+  std::chrono::steady_clock::time_point t_log_;
   // step buffers
   Tensor x0_, xt_, noise_, tt_, y_, out_, dout_;
 };

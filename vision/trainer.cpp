@@ -21,7 +21,7 @@
 #include "backbone/optimizer_state.h"
 #include "train/run_dir.h"
 #include "train/run_state.h"
-#include "train/update_step.h"
+#include "train/loop.h"
 #include "vision/evaluate.h"
 #include "vision/vit.h"
 
@@ -155,20 +155,15 @@ struct Trainer::Impl {
 
   TrainSummary loop();
 
-  struct StepResult {
-    double loss = 0, grad_norm = 0;
-  };
   struct StepWork {  // per-run buffers and constants of the step
     MixupParams mix;
-    UpdateOptions update;
     Tensor logits, dlogits, targets;
   };
 
-  // One training step on `batch` (batch b of the epoch) at learning rate
-  // lr: (Mixup/CutMix) forward, loss, backward, then the shared update
-  // (train/update_step.h: gradient norm and clipping, non-finite policy,
-  // AdamW, EMA). The step counters are the caller's.
-  StepResult train_step(Batch& batch, int64_t b, double lr, StepWork& w) {
+  // The model's part of a step on `batch` (batch b of the epoch):
+  // (Mixup/CutMix) forward, loss, backward into the store's gradients.
+  // Returns the loss; the update is TrainLoop's (train/loop.h).
+  double forward_backward(Batch& batch, int64_t b, StepWork& w) {
     ParamStore& ps = model->params();
     const int64_t B = o.batch_size;
     CrossEntropyResult ce;
@@ -185,10 +180,60 @@ struct Trainer::Impl {
       ce = cross_entropy_forward_backward(w.logits, batch.labels, static_cast<float>(o.label_smoothing), w.dlogits);
     }
     model->backward(w.dlogits);
-    const UpdateResult u = apply_update(ps, *opt, nonfinite, *run, step + 1, ce.loss, lr, w.update,
-                                        "epoch " + std::to_string(epoch) + ", batch " + std::to_string(b));
-    return {ce.loss, u.grad_norm};
+    return ce.loss;
   }
+
+  // vtrain's StepTask: the steps of one epoch's loader, run by TrainLoop.
+  struct EpochSteps : StepTask {
+    Impl& I;
+    Loader& loader;
+    StepWork& work;
+    ProgressBar& bar;
+    const int64_t steps_per_epoch, first_batch;
+    bool& saved_now;
+    bool& evaluated_now;
+    TrainSummary& sum;
+    const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    Batch batch;
+    double grad_norm = 0, last_lr = 0;  // of the last step
+
+    EpochSteps(Impl& impl, Loader& l, StepWork& w, ProgressBar& b, int64_t spe, bool& saved, bool& evaluated,
+               TrainSummary& s)
+        : I(impl), loader(l), work(w), bar(b), steps_per_epoch(spe), first_batch(impl.batch_in_epoch),
+          saved_now(saved), evaluated_now(evaluated), sum(s) {}
+
+    Output forward_backward(int64_t) override {
+      if (!loader.next(batch)) throw std::logic_error("vtrain: the loader ran dry inside an epoch");
+      evaluated_now = saved_now = false;
+      const int64_t b = I.batch_in_epoch;
+      const double lr = lr_at(I.o.sched, I.epoch, b, steps_per_epoch);
+      const double loss = I.forward_backward(batch, b, work);
+      return {loss, lr, "epoch " + std::to_string(I.epoch) + ", batch " + std::to_string(b)};
+    }
+    void after_update(int64_t, const Output& out, const UpdateResult& u) override {
+      ++I.step;
+      ++I.batch_in_epoch;
+      I.losses.push_back(out.loss);
+      sum.last_loss = out.loss;
+      grad_norm = u.grad_norm;
+      last_lr = out.lr;
+      bar.update(I.batch_in_epoch - first_batch, {{"loss", out.loss}, {"lr", out.lr}});
+    }
+    std::vector<std::pair<std::string, double>> log_scalars(int64_t) override {
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double ips =
+          secs > 0 ? static_cast<double>((I.batch_in_epoch - first_batch) * I.o.batch_size) / secs : 0.0;
+      return {{"epoch", I.epoch + static_cast<double>(I.batch_in_epoch) / steps_per_epoch},
+              {"loss", sum.last_loss},
+              {"lr", last_lr},
+              {"grad_norm", grad_norm},
+              {"img_per_s", ips}};
+    }
+    void save(const std::string& why) override {
+      I.save(why);
+      saved_now = true;
+    }
+  };
 
   // data.on_corrupt=skip: the loader warns once per file as it meets it;
   // this adds the running totals to the log and metrics.jsonl.
@@ -308,10 +353,14 @@ TrainSummary Trainer::Impl::loop() {
   work.mix.prob = o.mixup_prob, work.mix.switch_prob = o.mixup_switch_prob;
   work.mix.label_smoothing = o.label_smoothing;
   work.mix.num_classes = static_cast<int>(o.vit.num_classes);
-  AdamWParams& hp = work.update.adamw;
+  LoopOptions lo;
+  lo.log_every_steps = o.log_every_steps;
+  lo.ckpt_every_steps = o.ckpt_every_steps;
+  AdamWParams& hp = lo.update.adamw;
   hp.beta1 = o.beta1, hp.beta2 = o.beta2, hp.eps = o.adam_eps, hp.weight_decay = o.weight_decay;
-  work.update.clip_grad = o.clip_grad;
-  if (o.ema) work.update.ema_decay = static_cast<float>(o.ema_decay);
+  lo.update.clip_grad = o.clip_grad;
+  if (o.ema) lo.update.ema_decay = static_cast<float>(o.ema_decay);
+  TrainLoop loop(ps, *I.opt, I.nonfinite, *I.run, lo);
   const int64_t B = o.batch_size, K = o.vit.num_classes;
   work.logits = Tensor::empty({B, K}), work.dlogits = Tensor::empty({B, K}), work.targets = Tensor::empty({B, K});
   TrainSummary sum;
@@ -333,29 +382,12 @@ TrainSummary Trainer::Impl::loop() {
     po.unit = "img";
     po.interval_s = o.log_every_s;
     ProgressBar bar("epoch " + std::to_string(I.epoch + 1) + "/" + std::to_string(o.epochs), steps_per_epoch - I.batch_in_epoch, po);
-    const int64_t first_batch = I.batch_in_epoch;
-    auto t0 = std::chrono::steady_clock::now();
-    Batch batch;
-    while (!stop && loader.next(batch)) {
-      evaluated_now = saved_now = false;
-      const int64_t b = I.batch_in_epoch;
-      const double lr = lr_at(o.sched, I.epoch, b, steps_per_epoch);
-      const StepResult r = I.train_step(batch, b, lr, work);
-      ++I.step;
-      ++I.batch_in_epoch;
-      I.losses.push_back(r.loss);
-      sum.last_loss = r.loss;
-      bar.update(I.batch_in_epoch - first_batch, {{"loss", r.loss}, {"lr", lr}});
-      if (o.log_every_steps > 0 && I.step % o.log_every_steps == 0) {
-        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const double ips = secs > 0 ? static_cast<double>((I.batch_in_epoch - first_batch) * B) / secs : 0.0;
-        I.run->write_metrics(I.step, {{"epoch", I.epoch + static_cast<double>(I.batch_in_epoch) / steps_per_epoch},
-                                      {"loss", r.loss}, {"lr", lr}, {"grad_norm", r.grad_norm}, {"img_per_s", ips}},
-                             {{"split", "train"}}, "train");
-      }
-      if (o.ckpt_every_steps > 0 && I.step % o.ckpt_every_steps == 0) I.save("every " + std::to_string(o.ckpt_every_steps) + " steps"), saved_now = true;
-      if (o.max_steps && I.step >= *o.max_steps) stop = true;
-    }
+    EpochSteps steps(I, loader, work, bar, steps_per_epoch, saved_now, evaluated_now, sum);
+    // This epoch's remaining batches, or up to train.max_steps.
+    int64_t end = I.step + std::max<int64_t>(0, steps_per_epoch - I.batch_in_epoch);
+    if (o.max_steps) end = std::min(end, *o.max_steps);
+    loop.run(steps, I.step, end);
+    stop = o.max_steps && I.step >= *o.max_steps;
     bar.finish();
     if (stop && I.batch_in_epoch < steps_per_epoch) {
       I.report_skipped(loader);

@@ -16,7 +16,9 @@
 // absolute paths), log.txt, metrics.jsonl (train lines every
 // log.every_steps, eval lines), tb/, step_<N>/. A non-finite loss or gradient
 // norm follows train.max_nonfinite (train/nonfinite.h; default: stop with
-// NonFiniteLoss naming the step and the last good checkpoint).
+// NonFiniteLoss naming the step and the last good checkpoint). The steps of
+// an epoch run in train/loop.h's TrainLoop (shared with dittrain); the
+// model's forward/backward is this trainer's StepTask.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,7 +1,7 @@
 // The trainers' shared scaffold: the non-finite policy (stop at once, or skip
 // up to N in a row), the state.json layout (and older layouts still read),
-// and the run directory (resume choice, files, metrics, checkpoint
-// retention).
+// the run directory (resume choice, files, metrics, checkpoint retention)
+// and the step loop (hook order, update, cadences).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +12,7 @@
 #include "core/checkpoint_dir.h"
 #include "core/config.h"
 #include "test_fs.h"
+#include "train/loop.h"
 #include "train/nonfinite.h"
 #include "train/run_dir.h"
 #include "train/run_state.h"
@@ -112,5 +113,60 @@ TEST(RunDirectory, ChoosesTheResumePointWithoutWritingAndLaysOutTheRun) {
   EXPECT_EQ(RunDirectory(tmp.path(), "other", tmp.file("r/step_2")).resume_path(), tmp.file("r/step_2"));
 }
 
+
+// A scripted StepTask on a one-parameter store: records the order of the
+// hook calls so the loop's cadences can be read off.
+struct ScriptedTask : StepTask {
+  ParamStore& ps;
+  std::vector<double> losses;  // loss of step s is losses[s - 1]
+  std::vector<std::string> calls;
+  ScriptedTask(ParamStore& p, std::vector<double> l) : ps(p), losses(std::move(l)) {}
+  Output forward_backward(int64_t s) override {
+    calls.push_back("fb" + std::to_string(s));
+    ps.zero_grad();
+    ps.grads().f32()[0] = 0.5f;
+    return {losses[static_cast<size_t>(s - 1)], 0.1, "batch " + std::to_string(s)};
+  }
+  void after_update(int64_t s, const Output&, const UpdateResult& u) override {
+    calls.push_back(std::string(u.applied ? "up" : "skip") + std::to_string(s));
+  }
+  std::vector<std::pair<std::string, double>> log_scalars(int64_t s) override {
+    calls.push_back("log" + std::to_string(s));
+    return {{"loss", losses[static_cast<size_t>(s - 1)]}};
+  }
+  void after_step(int64_t s) override { calls.push_back("after" + std::to_string(s)); }
+  void save(const std::string& why) override { calls.push_back("save:" + why); }
+};
+
+TEST(TrainLoop, RunsTheHooksWithTheUpdateAndTheCadencesInOrder) {
+  vt_test::TmpDir tmp;
+  ParamStore ps;
+  ps.add("w", {1}, ParamInit::ones(), true);
+  ps.finalize();
+  ps.init(0);
+  OptimizerState opt(ps, /*with_ema=*/true);
+  NonFiniteGuard guard(1);
+  RunDirectory run(tmp.path(), "r", "never");
+  ConfigSchema schema;
+  schema.optional("name", ConfigType::String, "r", "");
+  run.open(Config::parse("", schema), false);
+  LoopOptions lo;
+  lo.log_every_steps = 2, lo.ckpt_every_steps = 3, lo.log_at_end = true, lo.ckpt_at_end = true;
+  lo.update.ema_decay = 0.5f;
+  TrainLoop loop(ps, opt, guard, run, lo);
+  ScriptedTask task(ps, {1.0, kNaN, 1.0, 1.0, 1.0});
+  EXPECT_EQ(loop.run(task, 0, 5), 5);
+  const std::vector<std::string> want{"fb1", "up1", "after1",
+                                      "fb2", "skip2", "log2", "after2",
+                                      "fb3", "up3", "after3", "save:every 3 steps",
+                                      "fb4", "up4", "log4", "after4",
+                                      "fb5", "up5", "log5", "after5", "save:end"};
+  EXPECT_EQ(task.calls, want);
+  EXPECT_EQ(opt.steps(), 4);  // step 2 was skipped
+  EXPECT_EQ(guard.skipped_total(), 1);
+  // Two non-finite steps in a row exceed train.max_nonfinite = 1.
+  ScriptedTask bad(ps, {1.0, 1.0, 1.0, 1.0, 1.0, kNaN, kNaN});
+  EXPECT_THROW(loop.run(bad, 5, 7), NonFiniteLoss);
+}
 }  // namespace
 }  // namespace vt
