@@ -28,17 +28,15 @@
 #include "diffusion/dit_model.h"
 #include "diffusion/dit_train_config.h"
 #include "diffusion/gaussian_diffusion.h"
-#include "train/loop.h"
-#include "train/nonfinite.h"
+#include "train/loop.h"  // StepTask, NonFiniteLoss
 
 namespace vt {
 
 class Dataset;
 class Loader;
 class OptimizerState;
-class RunDirectory;
-
 class ProgressBar;
+class RunDirectory;
 
 // The step of train/loop.h's TrainLoop is DiT's (StepTask); the loop, the
 // update and the run directory are the scaffold's, shared with vtrain.
