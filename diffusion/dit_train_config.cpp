@@ -38,6 +38,7 @@ const ConfigSchema& dittrain_schema() {
         .optional("data.latent_scale", T::Float, "0.18215", "latents are multiplied by this (SD VAE)")
         .optional("data.workers", T::Int, "2", "loader threads")
         .optional("data.on_corrupt", T::String, "error", "error | skip")
+        .optional("vae.path", T::String, "~", "AutoencoderKL folder (diffusers) for extract and sample decoding")
         .optional("train.global_batch", T::Int, "256", "images per optimiser step")
         .optional("train.steps", T::Int, "400000", "optimiser steps")
         .optional("train.lr", T::Float, "1e-4", "AdamW learning rate (constant)")
@@ -126,6 +127,7 @@ Config dit_with_absolute_paths(const Config& in, const std::string& config_path)
   };
   set("data.root", resolve_path(in, "data.root", config_path));
   set("out_dir", in.get<std::string>("out_dir"));
+  if (in.has("vae.path")) set("vae.path", resolve_path(in, "vae.path", config_path));
   const std::string resume = in.get<std::string>("resume");
   if (!is_resume_word(resume)) set("resume", resolve_path(in, "resume", config_path));
   return c;
@@ -176,6 +178,7 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   check(c, !t.data_root.empty(), "data.root", "must not be empty");
   t.hflip = c.get<bool>("data.hflip");
   t.latent_scale = float_in(c, "data.latent_scale", 0, 1e6, /*lo_open=*/true);
+  if (c.has("vae.path")) t.vae_path = c.get<std::string>("vae.path");
   t.workers = static_cast<int>(int_in(c, "data.workers", 0, 256));
   t.on_corrupt = c.get<std::string>("data.on_corrupt");
   check(c, t.on_corrupt == "error" || t.on_corrupt == "skip", "data.on_corrupt",

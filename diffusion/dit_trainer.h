@@ -10,7 +10,8 @@
 // Run directory <out_dir>/<name>/: config.yaml (resolved, absolute paths),
 // metrics.jsonl, TensorBoard events, log.txt, step_<N>/ checkpoints
 // (core/checkpoint_dir.h), samples/step_<N>.png grids from the EMA model
-// with fixed noise and labels (label i % num_classes, sample.seed).
+// with fixed noise and labels (label i % num_classes, sample.seed; latent
+// models' grids decoded by the VAE of vae.path when set).
 //
 // Non-finite guard: a step whose loss or gradient norm is not finite is
 // skipped (no optimizer/EMA update, counted in metrics); after
