@@ -6,7 +6,8 @@
 // optionally followed by SiLU, y * sigmoid(y) (diffusers' ResnetBlock2D and
 // Encoder/Decoder always apply norm then SiLU; fusing saves one pass).
 // weight and bias [C] are each optional (undefined = absent, affine=False).
-// Statistics are accumulated in double per (n, g) row.
+// Statistics: two passes (mean, centred squares), float partial sums over
+// blocks of 1024 elements added in double.
 //
 // Shapes (F32, CPU): x [N, C, ...] contiguous, at least 2-d; y the same shape,
 // contiguous, may alias x. C must be divisible by num_groups.
