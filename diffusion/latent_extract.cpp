@@ -22,7 +22,7 @@ namespace {
 constexpr uint64_t kPurposeExtractSample = 0xE7A0001;
 
 std::string shard_path(const std::string& dir, int64_t k) {
-  char name[32];
+  char name[48];
   std::snprintf(name, sizeof(name), "shard_%05lld.safetensors", static_cast<long long>(k));
   return (fs::path(dir) / name).string();
 }

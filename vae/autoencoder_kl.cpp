@@ -98,7 +98,8 @@ AutoencoderKL::Posterior AutoencoderKL::encode(const Tensor& images) const {
     if (i < enc_.downsamplers.size()) h = enc_.downsamplers[i](h);
   }
   h = enc_.mid(h);
-  h = enc_.conv_out(enc_.norm_out(h, true));
+  enc_.norm_out.apply_inplace(h, true);
+  h = enc_.conv_out(h);
   if (has_quant_) h = quant_conv_(h);
   const int64_t lat = cfg_.latent_channels;
   Posterior p;
@@ -121,7 +122,8 @@ Tensor AutoencoderKL::decode(const Tensor& z) const {
       h = dec_.upsamplers[i](up);
     }
   }
-  return dec_.conv_out(dec_.norm_out(h, true));
+  dec_.norm_out.apply_inplace(h, true);
+  return dec_.conv_out(h);
 }
 
 }  // namespace vt

@@ -101,6 +101,10 @@ Tensor GroupNormLayer::operator()(const Tensor& x, bool silu) const {
   return y;
 }
 
+void GroupNormLayer::apply_inplace(const Tensor& x, bool silu) const {
+  groupnorm_forward(x, groups, weight, bias, eps, x, silu);
+}
+
 ResnetBlock2D ResnetBlock2D::load(VaeWeights& w, const std::string& p, int64_t cin, int64_t cout, int64_t groups) {
   ResnetBlock2D r;
   r.norm1 = GroupNormLayer::load(w, p + ".norm1", cin, groups);
@@ -114,7 +118,8 @@ ResnetBlock2D ResnetBlock2D::load(VaeWeights& w, const std::string& p, int64_t c
 
 Tensor ResnetBlock2D::operator()(const Tensor& x) const {
   Tensor h = conv1(norm1(x, true));
-  h = conv2(norm2(h, true));
+  norm2.apply_inplace(h, true);
+  h = conv2(h);
   add(has_shortcut ? conv_shortcut(x) : x, h, h);  // output_scale_factor 1
   return h;
 }

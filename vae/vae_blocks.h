@@ -67,6 +67,8 @@ struct GroupNormLayer {
   static GroupNormLayer load(VaeWeights& w, const std::string& prefix, int64_t channels, int64_t groups);
   // y = norm(x) (then SiLU when silu), into a new tensor.
   Tensor operator()(const Tensor& x, bool silu) const;
+  // The same, overwriting x (saves one activation-sized buffer).
+  void apply_inplace(const Tensor& x, bool silu) const;
 };
 
 struct ResnetBlock2D {
