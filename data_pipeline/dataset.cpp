@@ -124,20 +124,30 @@ LatentShardDataset::LatentShardDataset(const std::string& dir, bool hflip, int n
   if (files.empty()) throw std::runtime_error("LatentShardDataset: no .safetensors files in '" + dir + "'");
   for (const auto& f : files) {
     SafetensorsReader r(f);
-    if (!r.contains("latents") || !r.contains("labels"))
-      throw std::runtime_error("latent shard '" + f + "': needs tensors 'latents' and 'labels'");
+    const bool posterior = r.contains("posterior");
+    if ((!r.contains("latents") && !posterior) || !r.contains("labels"))
+      throw std::runtime_error("latent shard '" + f + "': needs tensors 'latents' (or 'posterior') and 'labels'");
+    if (posterior && r.contains("latents"))
+      throw std::runtime_error("latent shard '" + f + "': holds both 'latents' and 'posterior'; keep one");
+    if (files.front() != f && posterior != posterior_)
+      throw std::runtime_error("latent shard '" + f + "': holds '" + (posterior ? "posterior" : "latents") +
+                               "' but the first shard '" + files.front() + "' holds '" +
+                               (posterior_ ? "posterior" : "latents") + "'");
+    posterior_ = posterior;
+    const char* tname = posterior ? "posterior" : "latents";
     Shard s;
     s.path = f;
-    s.latents = r.load("latents");
+    s.latents = r.load(tname);
     Tensor labels = r.load("labels");
-    if (s.latents.dim() != 4 || (s.latents.dtype() != DType::F32 && s.latents.dtype() != DType::BF16))
-      throw std::runtime_error("latent shard '" + f + "': 'latents' must be F32 or BF16 [N, C, H, W], got " +
-                               s.latents.str());
+    if (s.latents.dim() != 4 || (s.latents.dtype() != DType::F32 && s.latents.dtype() != DType::BF16) ||
+        (posterior && s.latents.size(1) % 2 != 0))
+      throw std::runtime_error("latent shard '" + f + "': '" + tname + "' must be F32 or BF16 [N, " +
+                               (posterior ? "2C" : "C") + ", H, W], got " + s.latents.str());
     if (labels.dim() != 1 || labels.size(0) != s.latents.size(0) ||
         (labels.dtype() != DType::I64 && labels.dtype() != DType::I32))
       throw std::runtime_error("latent shard '" + f + "': 'labels' must be I64 or I32 [" +
                                std::to_string(s.latents.size(0)) + "], got " + labels.str());
-    const Shape chw{s.latents.size(1), s.latents.size(2), s.latents.size(3)};
+    const Shape chw{s.latents.size(1) / (posterior ? 2 : 1), s.latents.size(2), s.latents.size(3)};
     if (chw_.empty()) chw_ = chw;
     if (chw != chw_)
       throw std::runtime_error("latent shard '" + f + "': latents sample shape " + shape_str(chw) + " differs from " +
@@ -186,10 +196,14 @@ void LatentShardDataset::load(int64_t i, Philox& rng, float* out) const {
   const int64_t C = chw_[0], H = chw_[1], W = chw_[2], numel = C * H * W;
   const bool flip = hflip_ && rng.uniform_double() < 0.5;
   const Tensor src = s.latents.select(0, row);
+  auto at = [&](int64_t k) {
+    return s.latents.dtype() == DType::F32 ? src.data<float>()[k] : bf16_to_f32(src.data<uint16_t>()[k]);
+  };
   for (int64_t k = 0; k < numel; ++k) {
     const int64_t x = k % W, rest = k - x;
     const int64_t sk = flip ? rest + (W - 1 - x) : k;
-    out[k] = s.latents.dtype() == DType::F32 ? src.data<float>()[sk] : bf16_to_f32(src.data<uint16_t>()[sk]);
+    // Posterior: mean at sk, logvar C*H*W further (DiagonalGaussianDistribution.sample).
+    out[k] = posterior_ ? static_cast<float>(at(sk) + std::exp(0.5 * at(numel + sk)) * rng.normal()) : at(sk);
   }
 }
 

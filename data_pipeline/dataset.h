@@ -75,12 +75,20 @@ class ImageFolderDataset : public Dataset {
 };
 
 // DiT latent shards: every *.safetensors file of a directory (sorted by
-// name) holding `latents` [N, C, H, W] (F32 or BF16) and `labels` [N]
-// (I64 or I32). Shards are read into memory at construction in their
-// stored dtype. Samples are returned as stored (optionally flipped along W
-// with probability 0.5). Errors name the shard and tensor: missing tensors,
-// wrong ranks/dtypes, N mismatch, differing [C, H, W] between shards, an
-// empty directory.
+// name) holding `labels` [N] (I64 or I32) and either
+//   `latents`   [N, C, H, W] (F32 or BF16): fixed latents (a pre-drawn
+//               posterior sample, as fast-DiT), returned as stored; or
+//   `posterior` [N, 2C, H, W] (F32 or BF16): the VAE posterior's mean
+//               (channels [0, C)) and log-variance ([C, 2C)), as `dittrain
+//               extract` writes them; every load draws a fresh sample
+//               z = mean + exp(logvar / 2) * eps, eps ~ N(0, 1) from the
+//               load's Philox (keyed by seed, epoch and draw id), as DiT's
+//               train.py samples the posterior at every step.
+// All shards must be of one kind. Shards are read into memory at
+// construction in their stored dtype. Samples are optionally flipped along W
+// with probability 0.5. Errors name the shard and tensor: missing tensors,
+// wrong ranks/dtypes, N mismatch, an odd posterior channel count, differing
+// [C, H, W] or kinds between shards, an empty directory.
 class LatentShardDataset : public Dataset {
  public:
   explicit LatentShardDataset(const std::string& dir, bool hflip = false, int num_classes = 1000);
@@ -94,7 +102,7 @@ class LatentShardDataset : public Dataset {
  private:
   struct Shard {
     std::string path;
-    Tensor latents;  // [N, C, H, W] F32 or BF16
+    Tensor latents;  // [N, C, H, W] or posterior [N, 2C, H, W]; F32 or BF16
     std::vector<int32_t> labels;
     int64_t first = 0;
   };
@@ -102,6 +110,7 @@ class LatentShardDataset : public Dataset {
   std::vector<Shard> shards_;
   Shape chw_;
   int64_t total_ = 0;
+  bool posterior_ = false;  // shards hold `posterior` (sampled per load)
   bool hflip_;
   int num_classes_;
 };

@@ -42,6 +42,7 @@ const ConfigSchema& dittrain_schema() {
         .optional("data.latent_scale", T::Float, "0.18215", "latents are multiplied by this (SD VAE)")
         .optional("data.workers", T::Int, "2", "loader threads")
         .optional("data.on_corrupt", T::String, "error", "error | skip")
+        .optional("vae.path", T::String, "~", "AutoencoderKL folder (diffusers) for extract and sample decoding")
         .optional("train.batch_size", T::Int, "256", "global batch size (images per optimiser step)")
         .optional("train.steps", T::Int, "400000", "optimiser steps")
         .optional("train.max_steps", T::Int, "~", "stop after this many steps, >= 1 (unset: train.steps; the run is resumable)")
@@ -90,7 +91,9 @@ void check(const Config& c, bool ok, const std::string& key, const std::string& 
 DitTrainConfig dit_train_config(const Config& config, const std::string& config_path) {
   // Every path below is absolute, and so is the resolved config the trainer
   // saves (t.resolved), which therefore works from any directory.
-  const Config c = with_absolute_trainer_paths(config, config_path);
+  PathKeys keys = trainer_path_keys(config);
+  if (config.has("vae.path")) keys.file_relative.push_back("vae.path");  // relative to the config file, as data.root
+  const Config c = with_absolute_paths(config, config_path, keys);
   DitTrainConfig t;
   t.run_name = run_name(c);
   t.out_dir = c.get<std::string>("out_dir");
@@ -131,6 +134,7 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   check(c, !t.data_root.empty(), "data.root", "must not be empty");
   t.hflip = c.get<bool>("data.hflip");
   t.latent_scale = real_in(c, "data.latent_scale", 0, 1e6, /*open_lo=*/true);
+  if (c.has("vae.path")) t.vae_path = c.get<std::string>("vae.path");
   t.workers = static_cast<int>(int_in(c, "data.workers", 0, 256));
   t.on_corrupt = c.get<std::string>("data.on_corrupt");
   check(c, t.on_corrupt == "error" || t.on_corrupt == "skip", "data.on_corrupt",

@@ -36,6 +36,7 @@ struct DitTrainConfig {
   std::string data_kind, data_root, on_corrupt;
   bool hflip = true;
   double latent_scale = 0.18215;
+  std::string vae_path;  // vae.path: AutoencoderKL folder for extract/sample ("" = none)
   int workers = 2;
   // optimisation
   int64_t batch = 256, steps = 400000;  // train.batch_size (global), train.steps

@@ -19,6 +19,7 @@
 #include "core/checkpoint_dir.h"
 #include "diffusion/gaussian_diffusion.h"
 #include "diffusion/image_grid.h"
+#include "vae/autoencoder_kl.h"
 #include "diffusion/sampler.h"
 #include "kernels/elementwise.h"
 #include "kernels/optim.h"
@@ -238,6 +239,8 @@ void DitTrainer::save_sample_grid(const std::string& path) {
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % static_cast<size_t>(cfg_.model.num_classes));
   Tensor x = sample_images(ema_model, cfg_.grid, labels);
   if (cfg_.data_kind == "latents") scale(x, static_cast<float>(1.0 / cfg_.latent_scale), x);
+  // Latent grids are decoded to images when a VAE is configured (vae.path).
+  if (cfg_.data_kind == "latents" && !cfg_.vae_path.empty()) x = AutoencoderKL::load(cfg_.vae_path).decode(x);
   save_png_grid(path, to_uint8_nhwc(x));
 }
 

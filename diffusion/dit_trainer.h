@@ -11,7 +11,8 @@
 // (resolved, absolute paths), log.txt, metrics.jsonl, tb/, step_<N>/
 // checkpoints (state.json: train/run_state.h), and samples/step_<N>.png
 // grids from the EMA model with fixed noise and labels (label
-// i % num_classes, sample.seed).
+// i % num_classes, sample.seed; latent models' grids decoded by the VAE of
+// vae.path when set).
 //
 // Non-finite policy (train/nonfinite.h, as vtrain): train.max_nonfinite 0
 // stops at the first non-finite loss or gradient norm with NonFiniteLoss;

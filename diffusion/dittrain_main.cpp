@@ -3,13 +3,18 @@
 //   dittrain CONFIG.yaml [key.path=value ...]
 //   dittrain sample CONFIG.yaml ckpt=DIR [num_samples=N] [steps=S] [cfg_scale=G]
 //            [seed=K] [sampler=ddpm|ddim] [eta=E] [batch=B] [weights=ema|model]
-//            [out=PATH] [key.path=value ...]
+//            [out=PATH] [vae=PATH] [key.path=value ...]
+//   dittrain extract CONFIG.yaml images=DIR out=DIR [vae=PATH] [store=posterior|sample]
+//            [hflip=true|false] [shard_size=N] [batch=N] [key.path=value ...]
 //
 // CONFIG is looked up as given, then in the installed configs
 // (<prefix>/share/vtrain/configs), then in the source tree's configs/ (with
 // or without .yaml; core/config_paths.h). `sample` takes sampler, steps, cfg_scale, seed, eta and
 // batch from the config's sample.* keys unless given; it writes PATH.npz and
-// PATH.png (default PATH: <ckpt>/samples_<N>_<sampler><steps>_cfg<G>_seed<K>).
+// PATH.png (default PATH: <ckpt>/samples_<N>_<sampler><steps>_cfg<G>_seed<K>);
+// a latent model's samples are decoded to images with the VAE (vae=PATH or
+// vae.path). `extract` encodes an ImageFolder to latent shards
+// (diffusion/dit_vae_commands.h).
 // Exit codes (as vtrain): 0 done, 1 runtime error (data, checkpoint,
 // non-finite loss), 2 usage or configuration error.
 //
@@ -29,6 +34,7 @@
 #include "diffusion/dit_sample_args.h"
 #include "diffusion/dit_train_config.h"
 #include "diffusion/dit_trainer.h"
+#include "diffusion/dit_vae_commands.h"
 
 #ifndef VT_CONFIGS_DIR
 #define VT_CONFIGS_DIR "configs"
@@ -41,7 +47,10 @@ void usage(std::ostream& os) {
   for (const auto& d : vt::config_search_dirs(VT_CONFIGS_DIR)) dirs += (dirs.empty() ? "" : ", ") + d;
   os << "usage: dittrain CONFIG.yaml [key.path=value ...]\n"
         "       dittrain sample CONFIG.yaml ckpt=DIR [num_samples=N] [steps=S] [cfg_scale=G] [seed=K]\n"
-        "                [sampler=ddpm|ddim] [eta=E] [batch=B] [weights=ema|model] [out=PATH] [key.path=value ...]\n"
+        "                [sampler=ddpm|ddim] [eta=E] [batch=B] [weights=ema|model] [out=PATH] [vae=PATH]\n"
+        "                [key.path=value ...]\n"
+        "       dittrain extract CONFIG.yaml images=DIR out=DIR [vae=PATH] [store=posterior|sample]\n"
+        "                [hflip=true|false] [shard_size=N] [batch=N] [key.path=value ...]\n"
         "  CONFIG: a file, or a name in "
      << dirs << "\n"
         "  sample: sampler, steps, cfg_scale, seed, eta, batch default to the config's sample.* keys;\n"
@@ -57,7 +66,8 @@ int run(int argc, char** argv) {
     return 0;
   }
   const bool sample = !args.empty() && args[0] == "sample";
-  if (sample) args.erase(args.begin());
+  const bool extract = !args.empty() && args[0] == "extract";
+  if (sample || extract) args.erase(args.begin());
   if (args.empty()) {
     usage(std::cerr);
     return 2;
@@ -68,18 +78,23 @@ int run(int argc, char** argv) {
     const auto eq = args[i].find('=');
     if (eq == std::string::npos || eq == 0) throw vt::ConfigError("argument '" + args[i] + "' is not key=value");
     const std::string key = args[i].substr(0, eq);
-    if (sample && vt::dit_sample_arg_keys().count(key)) {
-      if (opts.count(key)) throw vt::ConfigError("sample: " + key + " given twice");
+    if ((sample && (vt::dit_sample_arg_keys().count(key) || key == "vae")) ||
+        (extract && vt::dit_extract_arg_keys().count(key))) {
+      if (opts.count(key)) throw vt::ConfigError(std::string(sample ? "sample" : "extract") + ": " + key + " given twice");
       opts[key] = args[i].substr(eq + 1);
     } else {
       overrides.push_back(args[i]);
     }
   }
   // Sampling never trains: the run's resume setting does not matter.
-  if (sample) overrides.push_back("resume=auto");
+  if (sample || extract) overrides.push_back("resume=auto");
   const std::string config_path = vt::find_config(args[0], vt::config_search_dirs(VT_CONFIGS_DIR));
   const vt::Config cfg = vt::Config::load(config_path, vt::dittrain_schema(), overrides);
   const vt::DitTrainConfig tc = vt::dit_train_config(cfg, config_path);
+  if (extract) {
+    vt::run_dit_extract(tc, opts);
+    return 0;
+  }
   if (!sample) {
     // All setup checks run in the constructor, before the run directory exists.
     vt::DitTrainer trainer(tc);
@@ -87,8 +102,11 @@ int run(int argc, char** argv) {
     std::printf("dittrain: %s done at step %lld\n", trainer.run_dir().c_str(), static_cast<long long>(trainer.step()));
     return 0;
   }
+  const std::string vae_path = vt::dit_vae_path(tc, opts);
+  opts.erase("vae");
   const vt::DitSampleArgs sa = vt::parse_dit_sample_args(opts, tc);
   vt::dit_sample_to_files(tc, sa.ckpt, sa.num_samples, sa.options, sa.out, sa.use_ema);
+  vt::dit_decode_samples(tc, vae_path, sa.out);
   return 0;
 }
 

@@ -8,9 +8,13 @@
 namespace vt {
 namespace {
 
+int pad_h_end(const Conv2dParams& p) { return p.pad_h_end < 0 ? p.pad_h : p.pad_h_end; }
+int pad_w_end(const Conv2dParams& p) { return p.pad_w_end < 0 ? p.pad_w : p.pad_w_end; }
+
 std::string params_str(const Conv2dParams& p) {
   return "stride (" + std::to_string(p.stride_h) + ", " + std::to_string(p.stride_w) + "), padding (" +
-         std::to_string(p.pad_h) + ", " + std::to_string(p.pad_w) + "), dilation (" + std::to_string(p.dilation_h) +
+         std::to_string(p.pad_h) + ", " + std::to_string(p.pad_w) + "; end " + std::to_string(pad_h_end(p)) + ", " +
+         std::to_string(pad_w_end(p)) + "), dilation (" + std::to_string(p.dilation_h) +
          ", " + std::to_string(p.dilation_w) + "), groups " + std::to_string(p.groups);
 }
 
@@ -21,13 +25,14 @@ Shape conv2d_output_shape(const Shape& x, const Shape& w, const Conv2dParams& p)
   if (x.size() != 4 || w.size() != 4)
     opcheck::fail(op, "x " + shape_str(x) + " and w " + shape_str(w) + " must be 4-d ([N, C, H, W], [O, C/G, KH, KW])");
   if (p.stride_h < 1 || p.stride_w < 1 || p.dilation_h < 1 || p.dilation_w < 1 || p.groups < 1 || p.pad_h < 0 ||
-      p.pad_w < 0)
+      p.pad_w < 0 || p.pad_h_end < -1 || p.pad_w_end < -1)
     opcheck::fail(op, "invalid parameters: " + params_str(p));
   if (x[1] % p.groups != 0 || w[0] % p.groups != 0 || w[1] * p.groups != x[1])
     opcheck::fail(op, "x " + shape_str(x) + " and w " + shape_str(w) + " disagree on channels for " + params_str(p));
-  const int64_t oh = (x[2] + 2 * p.pad_h - p.dilation_h * (w[2] - 1) - 1) / p.stride_h + 1;
-  const int64_t ow = (x[3] + 2 * p.pad_w - p.dilation_w * (w[3] - 1) - 1) / p.stride_w + 1;
-  if (x[2] + 2 * p.pad_h < p.dilation_h * (w[2] - 1) + 1 || x[3] + 2 * p.pad_w < p.dilation_w * (w[3] - 1) + 1 ||
+  const int64_t ph = p.pad_h + pad_h_end(p), pw = p.pad_w + pad_w_end(p);
+  const int64_t oh = (x[2] + ph - p.dilation_h * (w[2] - 1) - 1) / p.stride_h + 1;
+  const int64_t ow = (x[3] + pw - p.dilation_w * (w[3] - 1) - 1) / p.stride_w + 1;
+  if (x[2] + ph < p.dilation_h * (w[2] - 1) + 1 || x[3] + pw < p.dilation_w * (w[3] - 1) + 1 ||
       oh < 1 || ow < 1)
     opcheck::fail(op, "input x " + shape_str(x) + " is smaller than kernel w " + shape_str(w) + " with " +
                           params_str(p));

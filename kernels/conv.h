@@ -12,7 +12,9 @@
 //   y    [N, O, OH, OW]         pre-allocated; any strides with OW contiguous,
 //                               so y may be a channel slice of a larger
 //                               [N, Ctot, OH, OW] buffer (zero-copy concat)
-//   OH = (H + 2 ph - dh (KH - 1) - 1) / sh + 1   (floor), likewise OW.
+//   OH = (H + ph + ph_end - dh (KH - 1) - 1) / sh + 1   (floor), likewise OW;
+//   padding is symmetric (ph_end = ph) unless pad_h_end / pad_w_end are set
+//   (diffusers' Downsample2D pads (0, 1, 0, 1), i.e. right and bottom only).
 // Errors: std::invalid_argument naming the op, the tensor and its shape.
 // CPU through oneDNN (primitives cached by shape/strides); CUDA: not yet.
 #pragma once
@@ -24,7 +26,8 @@ namespace vt {
 
 struct Conv2dParams {
   int stride_h = 1, stride_w = 1;
-  int pad_h = 0, pad_w = 0;
+  int pad_h = 0, pad_w = 0;          // top, left
+  int pad_h_end = -1, pad_w_end = -1;  // bottom, right; -1 = same as pad_h / pad_w
   int dilation_h = 1, dilation_w = 1;
   int groups = 1;
   bool relu = false;  // y = max(0, conv(x) + bias)

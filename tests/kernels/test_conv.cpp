@@ -65,6 +65,14 @@ Conv2dParams P(int sh, int sw, int ph, int pw, int dh = 1, int dw = 1, int g = 1
   return p;
 }
 
+// diffusers' Downsample2D: F.pad(x, (0, 1, 0, 1)) then a 3x3 stride-2 conv
+// without padding, i.e. bottom/right padding only.
+Conv2dParams Asym(int sh, int ph_end, int pw_end) {
+  Conv2dParams p = P(sh, sh, 0, 0);
+  p.pad_h_end = ph_end, p.pad_w_end = pw_end;
+  return p;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, ConvCases,
     ::testing::Values(Case{2, 3, 13, 11, 4, 3, 3, P(2, 2, 0, 0), false},        // Inception stem: 3x3/2 valid
@@ -73,7 +81,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{1, 4, 7, 8, 5, 7, 1, P(1, 1, 3, 0, 1, 1, 1, true), true},  // 7x1 + ReLU
                       Case{1, 3, 12, 12, 4, 3, 3, P(2, 1, 1, 2, 2, 1), true},   // dilation, uneven stride
                       Case{2, 4, 6, 6, 6, 3, 3, P(1, 1, 1, 1, 1, 1, 2), true},  // groups
-                      Case{1, 2, 10, 9, 3, 5, 5, P(3, 3, 2, 2), false}));       // stride not dividing
+                      Case{1, 2, 10, 9, 3, 5, 5, P(3, 3, 2, 2), false},         // stride not dividing
+                      Case{2, 5, 8, 8, 6, 3, 3, Asym(2, 1, 1), true},           // VAE downsample: pad (0,1,0,1)
+                      Case{1, 3, 9, 6, 4, 3, 3, Asym(2, 2, 0), true}));         // odd size, bottom-only pad
 
 TEST(Conv2d, WritesIntoChannelSliceOfConcatBuffer) {
   // A branch output written into channels [2, 5) of a [N, 7, H, W] buffer,

@@ -1,0 +1,85 @@
+#include "diffusion/dit_vae_commands.h"
+
+#include <charconv>
+#include <cstdio>
+
+#include "core/log.h"
+#include "diffusion/latent_extract.h"
+#include "diffusion/vae_decode_samples.h"
+
+namespace vt {
+namespace {
+
+[[noreturn]] void bad(const std::string& key, const std::string& value, const std::string& what) {
+  throw ConfigError("extract: " + key + "=" + value + ": " + what);
+}
+
+int64_t parse_count(const std::string& key, const std::string& v) {
+  int64_t x = 0;
+  const char* end = v.data() + v.size();
+  const auto r = std::from_chars(v.data(), end, x);
+  if (r.ec != std::errc() || r.ptr != end || x < 1 || x > (int64_t{1} << 30))
+    bad(key, v, "expected an integer in [1, 2^30]");
+  return x;
+}
+
+}  // namespace
+
+const std::set<std::string>& dit_extract_arg_keys() {
+  static const std::set<std::string> k = {"images", "out", "vae", "store", "hflip", "shard_size", "batch"};
+  return k;
+}
+
+std::string dit_vae_path(const DitTrainConfig& cfg, const std::map<std::string, std::string>& opts) {
+  auto it = opts.find("vae");
+  return it != opts.end() ? it->second : cfg.vae_path;
+}
+
+void run_dit_extract(const DitTrainConfig& cfg, const std::map<std::string, std::string>& opts) {
+  auto need = [&](const char* key) {
+    auto it = opts.find(key);
+    if (it == opts.end() || it->second.empty())
+      throw ConfigError(std::string("extract: ") + key + "=DIR is required");
+    return it->second;
+  };
+  ExtractOptions o;
+  o.images_dir = need("images");
+  o.out_dir = need("out");
+  o.vae_source = dit_vae_path(cfg, opts);
+  if (o.vae_source.empty()) throw ConfigError("extract: no VAE: give vae=PATH or set vae.path in the config");
+  if (opts.count("store")) {
+    const std::string s = opts.at("store");
+    if (s != "posterior" && s != "sample") bad("store", s, "expected posterior | sample");
+    o.store_posterior = s == "posterior";
+  }
+  if (opts.count("hflip")) {
+    const std::string s = opts.at("hflip");
+    if (s != "true" && s != "false") bad("hflip", s, "expected true | false");
+    o.hflip_copies = s == "true";
+  }
+  if (opts.count("shard_size")) o.shard_size = parse_count("shard_size", opts.at("shard_size"));
+  if (opts.count("batch")) o.batch = parse_count("batch", opts.at("batch"));
+  o.on_corrupt = cfg.on_corrupt;
+  o.seed = cfg.seed;
+  const AutoencoderKL vae = AutoencoderKL::load(o.vae_source);
+  if (vae.config().latent_channels != cfg.model.in_channels)
+    throw ConfigError("model.in_channels: " + std::to_string(cfg.model.in_channels) + ", but the VAE '" +
+                      o.vae_source + "' has latent_channels " + std::to_string(vae.config().latent_channels));
+  o.image_size = cfg.model.input_size * vae.config().downsample_factor();
+  const ExtractReport r = extract_latents(vae, o);
+  std::printf("dittrain extract: %lld rows in %s (%lld shard(s) written, %lld already there, %lld bad image(s) skipped)\n",
+              static_cast<long long>(r.rows), o.out_dir.c_str(), static_cast<long long>(r.shards_written),
+              static_cast<long long>(r.shards_skipped), static_cast<long long>(r.bad_images));
+}
+
+void dit_decode_samples(const DitTrainConfig& cfg, const std::string& vae_path, const std::string& out) {
+  if (cfg.data_kind != "latents") return;
+  if (vae_path.empty()) {
+    log().info("sample: no VAE given (vae=PATH or vae.path): {}.npz holds latents, not images", out);
+    return;
+  }
+  const AutoencoderKL vae = AutoencoderKL::load(vae_path);
+  vae_decode_sample_files(vae, out, cfg.grid.batch);
+}
+
+}  // namespace vt

@@ -1,0 +1,32 @@
+// The VAE side of dittrain (diffusion/dittrain_main.cpp):
+//   dittrain extract CONFIG images=DIR out=DIR [vae=PATH] [store=posterior|sample]
+//            [hflip=true|false] [shard_size=N] [batch=N] [key.path=value ...]
+// encodes an ImageFolder into latent shards (diffusion/latent_extract.h) at
+// the crop model.input_size * 8 with the config's seed and data.on_corrupt;
+// and `dittrain sample` of a latent model with vae=PATH (or the config's
+// vae.path) decodes its samples (diffusion/vae_decode_samples.h).
+// Argument errors are ConfigError naming the argument and its value.
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+
+#include "diffusion/dit_train_config.h"
+
+namespace vt {
+
+// images out vae store hflip shard_size batch
+const std::set<std::string>& dit_extract_arg_keys();
+
+// The VAE to use: vae=PATH if given, else the config's vae.path ("" if neither).
+std::string dit_vae_path(const DitTrainConfig& cfg, const std::map<std::string, std::string>& opts);
+
+// `dittrain extract`. Throws ConfigError for bad arguments (and a missing
+// VAE), std::runtime_error for data and VAE errors.
+void run_dit_extract(const DitTrainConfig& cfg, const std::map<std::string, std::string>& opts);
+
+// After `dittrain sample` wrote <out>.npz: decodes it when the model is a
+// latent one and a VAE is given; says so on the log and does nothing otherwise.
+void dit_decode_samples(const DitTrainConfig& cfg, const std::string& vae_path, const std::string& out);
+
+}  // namespace vt

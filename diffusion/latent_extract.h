@@ -1,0 +1,51 @@
+// `dittrain extract`: an ImageFolder -> VAE posteriors as latent shards that
+// data.kind: latents training reads (data_pipeline/dataset.h,
+// LatentShardDataset), following DiT's train.py (and fast-DiT's
+// extract_features.py for pre-drawn samples):
+//   image -> ADM center crop to S = model.input_size * f (f the VAE's 8x)
+//         -> [-1, 1] -> AutoencoderKL.encode -> posterior (mean, logvar).
+// With store_posterior (default) a shard holds `posterior` F32
+// [n, 2C, S/f, S/f] (mean channels, then logvar) and training draws a fresh
+// latent from it at every step; otherwise `latents` F32 [n, C, S/f, S/f], one
+// sample drawn here with eps from Philox(seed, (purpose, image index, copy)).
+// `labels` I64 [n] are the ImageFolder class indices. With hflip_copies each
+// image is stored twice, as is and mirrored (adjacent rows).
+//
+// Shards: <out>/shard_<k>.safetensors (5 digits) for images
+// [k * shard_size, (k+1) * shard_size) of the folder's sorted listing, each
+// written atomically; an existing shard is complete and is skipped, so a
+// killed extraction continues where it stopped. The metadata records the
+// VAE, the crop size and the options; a rerun with other options into the
+// same folder is an error naming the shard.
+//
+// Bad images (undecodable, or with a shorter side below S, which ADM would
+// upsample) are errors naming the file with on_corrupt "error", and are
+// skipped with a warning with "skip" (the shard then holds fewer rows).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "vae/autoencoder_kl.h"
+
+namespace vt {
+
+struct ExtractOptions {
+  std::string images_dir, out_dir;
+  std::string vae_source;      // recorded in the shard metadata
+  int64_t image_size = 256;    // ADM crop S; a multiple of the VAE's downsampling
+  bool store_posterior = true;
+  bool hflip_copies = false;
+  int64_t shard_size = 1024;   // images per shard
+  int64_t batch = 8;           // images per VAE call
+  std::string on_corrupt = "error";  // error | skip
+  uint64_t seed = 0;           // pre-drawn samples only
+};
+
+struct ExtractReport {
+  int64_t shards_written = 0, shards_skipped = 0, rows = 0, bad_images = 0;
+};
+
+// Throws std::runtime_error naming the folder, shard or image; std::invalid_argument for bad options.
+ExtractReport extract_latents(const AutoencoderKL& vae, const ExtractOptions& opt);
+
+}  // namespace vt

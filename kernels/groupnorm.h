@@ -1,0 +1,27 @@
+// GroupNorm over [N, C, *] (torch.nn.functional.group_norm), forward only —
+// the VAE that uses it (vae/) is frozen, so no backward exists:
+//   x viewed as [N, G, C/G * S] (S = product of the trailing dims),
+//   mean, var = mean and biased (population) variance of each (n, g) row,
+//   y[n, c, s] = (x[n, c, s] - mean) / sqrt(var + eps) * weight[c] + bias[c]
+// optionally followed by SiLU, y * sigmoid(y) (diffusers' ResnetBlock2D and
+// Encoder/Decoder always apply norm then SiLU; fusing saves one pass).
+// weight and bias [C] are each optional (undefined = absent, affine=False).
+// Statistics: two passes (mean, centred squares), float partial sums over
+// blocks of 1024 elements added in double.
+//
+// Shapes (F32, CPU): x [N, C, ...] contiguous, at least 2-d; y the same shape,
+// contiguous, may alias x. C must be divisible by num_groups.
+// CPU: OpenMP over the N*G rows. CUDA: not yet.
+// Errors: std::invalid_argument naming the op, the tensor and its shape, or
+// num_groups and C when they do not divide.
+#pragma once
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace vt {
+
+void groupnorm_forward(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, float eps,
+                       const Tensor& y, bool silu = false);
+
+}  // namespace vt

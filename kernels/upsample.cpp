@@ -1,0 +1,19 @@
+#include "kernels/upsample.h"
+
+#include "kernels/cpu/upsample.h"
+#include "kernels/op_checks.h"
+
+namespace vt {
+
+void upsample_nearest2x(const Tensor& x, const Tensor& y) {
+  const char* op = "upsample_nearest2x";
+  opcheck::dtype(op, "x", x, DType::F32);
+  opcheck::contiguous(op, "x", x);
+  if (x.dim() != 4) opcheck::fail(op, opcheck::desc("x", x) + " must be 4-d [N, C, H, W]");
+  opcheck::f32_like(op, "y", y, {x.size(0), x.size(1), 2 * x.size(2), 2 * x.size(3)});
+  opcheck::same_device(op, x.device(), {{"y", &y}});
+  if (!x.device().is_cpu()) opcheck::no_cuda(op);
+  cpu::upsample_nearest2x(x.f32(), y.f32(), x.size(0) * x.size(1), x.size(2), x.size(3));
+}
+
+}  // namespace vt

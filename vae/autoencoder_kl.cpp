@@ -1,0 +1,129 @@
+#include "vae/autoencoder_kl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+
+#include "core/safetensors.h"
+#include "kernels/upsample.h"
+
+namespace vt {
+namespace fs = std::filesystem;
+
+AutoencoderKL AutoencoderKL::load(const std::string& path) {
+  std::error_code ec;
+  fs::path weights, config;
+  if (fs::is_directory(path, ec)) {
+    weights = fs::path(path) / "diffusion_pytorch_model.safetensors";
+    config = fs::path(path) / "config.json";
+  } else if (fs::is_regular_file(path, ec)) {
+    weights = path;
+    config = fs::path(path).parent_path() / "config.json";
+  } else {
+    throw std::runtime_error("VAE '" + path +
+                             "': no such folder or file (give a diffusers AutoencoderKL folder with "
+                             "diffusion_pytorch_model.safetensors and config.json, e.g. stabilityai/sd-vae-ft-ema)");
+  }
+  if (!fs::is_regular_file(weights, ec))
+    throw std::runtime_error("VAE '" + path + "': weights file '" + weights.string() + "' is missing");
+  AutoencoderKLConfig cfg;
+  if (fs::is_regular_file(config, ec)) cfg = AutoencoderKLConfig::from_json_file(config.string());
+  return AutoencoderKL(cfg, load_safetensors(weights.string()), weights.string());
+}
+
+AutoencoderKL::AutoencoderKL(const AutoencoderKLConfig& config, std::map<std::string, Tensor> state_dict,
+                             const std::string& source)
+    : cfg_(config) {
+  cfg_.validate(source);
+  VaeWeights w(std::move(state_dict), source);
+  const auto& ch = cfg_.block_out_channels;
+  const int64_t levels = static_cast<int64_t>(ch.size()), g = cfg_.norm_num_groups, lat = cfg_.latent_channels;
+  using K = Conv2dLayer::Kind;
+
+  enc_.conv_in = Conv2dLayer::load(w, "encoder.conv_in", cfg_.in_channels, ch[0], K::Same3x3);
+  int64_t cin = ch[0];
+  enc_.resnets.resize(levels);
+  for (int64_t i = 0; i < levels; ++i) {
+    const std::string p = "encoder.down_blocks." + std::to_string(i);
+    for (int64_t j = 0; j < cfg_.layers_per_block; ++j) {
+      enc_.resnets[i].push_back(ResnetBlock2D::load(w, p + ".resnets." + std::to_string(j), cin, ch[i], g));
+      cin = ch[i];
+    }
+    if (i + 1 < levels) enc_.downsamplers.push_back(Conv2dLayer::load(w, p + ".downsamplers.0.conv", ch[i], ch[i], K::Downsample));
+  }
+  enc_.mid = MidBlock2D::load(w, "encoder.mid_block", ch.back(), g, cfg_.mid_block_add_attention);
+  enc_.norm_out = GroupNormLayer::load(w, "encoder.conv_norm_out", ch.back(), g);
+  enc_.conv_out = Conv2dLayer::load(w, "encoder.conv_out", ch.back(), 2 * lat, K::Same3x3);  // double_z
+  has_quant_ = cfg_.use_quant_conv;
+  if (has_quant_) quant_conv_ = Conv2dLayer::load(w, "quant_conv", 2 * lat, 2 * lat, K::Pointwise);
+
+  has_post_quant_ = cfg_.use_post_quant_conv;
+  if (has_post_quant_) post_quant_conv_ = Conv2dLayer::load(w, "post_quant_conv", lat, lat, K::Pointwise);
+  dec_.conv_in = Conv2dLayer::load(w, "decoder.conv_in", lat, ch.back(), K::Same3x3);
+  dec_.mid = MidBlock2D::load(w, "decoder.mid_block", ch.back(), g, cfg_.mid_block_add_attention);
+  cin = ch.back();
+  dec_.resnets.resize(levels);
+  for (int64_t i = 0; i < levels; ++i) {
+    const int64_t cout = ch[levels - 1 - i];
+    const std::string p = "decoder.up_blocks." + std::to_string(i);
+    for (int64_t j = 0; j < cfg_.layers_per_block + 1; ++j) {
+      dec_.resnets[i].push_back(ResnetBlock2D::load(w, p + ".resnets." + std::to_string(j), cin, cout, g));
+      cin = cout;
+    }
+    if (i + 1 < levels) dec_.upsamplers.push_back(Conv2dLayer::load(w, p + ".upsamplers.0.conv", cout, cout, K::Same3x3));
+  }
+  dec_.norm_out = GroupNormLayer::load(w, "decoder.conv_norm_out", ch[0], g);
+  dec_.conv_out = Conv2dLayer::load(w, "decoder.conv_out", ch[0], cfg_.out_channels, K::Same3x3);
+  w.expect_all_used();
+}
+
+namespace {
+
+void check_input(const char* what, const char* name, const Tensor& x, int64_t channels) {
+  if (!x.defined() || x.dtype() != DType::F32 || !x.device().is_cpu() || x.dim() != 4 || x.size(1) != channels ||
+      x.size(2) < 1 || x.size(3) < 1)
+    throw std::invalid_argument(std::string("AutoencoderKL::") + what + ": " + name + " " +
+                                (x.defined() ? x.str() : std::string("(undefined)")) + " must be F32 CPU [N, " +
+                                std::to_string(channels) + ", H, W]");
+}
+
+}  // namespace
+
+AutoencoderKL::Posterior AutoencoderKL::encode(const Tensor& images) const {
+  check_input("encode", "images", images, cfg_.in_channels);
+  Tensor h = enc_.conv_in(images.contiguous());
+  for (size_t i = 0; i < enc_.resnets.size(); ++i) {
+    for (const auto& r : enc_.resnets[i]) h = r(h);
+    if (i < enc_.downsamplers.size()) h = enc_.downsamplers[i](h);
+  }
+  h = enc_.mid(h);
+  enc_.norm_out.apply_inplace(h, true);
+  h = enc_.conv_out(h);
+  if (has_quant_) h = quant_conv_(h);
+  const int64_t lat = cfg_.latent_channels;
+  Posterior p;
+  p.mean = h.slice(1, 0, lat).contiguous();
+  p.logvar = h.slice(1, lat, 2 * lat).contiguous();
+  float* lv = p.logvar.f32();
+  for (int64_t i = 0; i < p.logvar.numel(); ++i) lv[i] = std::min(std::max(lv[i], -30.f), 20.f);
+  return p;
+}
+
+Tensor AutoencoderKL::decode(const Tensor& z) const {
+  check_input("decode", "z", z, cfg_.latent_channels);
+  Tensor h = has_post_quant_ ? post_quant_conv_(z.contiguous()) : z.contiguous();
+  h = dec_.mid(dec_.conv_in(h));
+  for (size_t i = 0; i < dec_.resnets.size(); ++i) {
+    for (const auto& r : dec_.resnets[i]) h = r(h);
+    if (i < dec_.upsamplers.size()) {
+      Tensor up = Tensor::empty({h.size(0), h.size(1), 2 * h.size(2), 2 * h.size(3)});
+      upsample_nearest2x(h, up);
+      h = dec_.upsamplers[i](up);
+    }
+  }
+  dec_.norm_out.apply_inplace(h, true);
+  return dec_.conv_out(h);
+}
+
+}  // namespace vt
