@@ -11,6 +11,7 @@
 
 #include "data_pipeline/decode.h"
 #include "data_pipeline/image_header.h"
+#include "data_pipeline/loader.h"
 #include "data_pipeline/to_rgb.h"
 #include "data_test_util.h"
 
@@ -43,6 +44,33 @@ TEST(ImageSniffing, DicomPreambleIsRefusedBeforeAnyCodec) {
   const std::string msg = expect_corrupt(bytes, "cls/dicom_preamble.png");
   EXPECT_NE(msg.find("not a JPEG, PNG"), std::string::npos) << msg;
   EXPECT_THROW(probe_image(bytes.data(), bytes.size(), "p.png"), CorruptImage);
+}
+
+// The loader with on_corrupt: skip survives it (before, the process died).
+TEST(ImageSniffing, LoaderSkipsTheDicomPreambleUnderAnImageName) {
+  testutil::TempDir t("sniff_skip");
+  for (const char* cls : {"a", "b"})
+    for (int i = 0; i < 2; ++i)
+      testutil::write_bytes(t.path / cls / ("img" + std::to_string(i) + ".jpg"),
+                            testutil::encode_rgb_jpeg(testutil::synthetic_rgb(20, 16, i)));
+  testutil::write_bytes(t.path / "a" / "scan.png", read_file_bytes(VT_FIXTURES_DIR "/regressions/dicom_preamble.png"));
+  ImagePipelineConfig pc;
+  pc.size = 16;
+  auto ds = std::make_shared<ImageFolderDataset>(t.path.string(), pc);
+  ASSERT_EQ(ds->size(), 5);
+  LoaderConfig c;
+  c.batch_size = 4;
+  c.drop_last = false;
+  c.workers = 2;
+  c.on_corrupt = OnCorrupt::Skip;
+  Loader l(ds, c);
+  l.start_epoch(0, eval_order(ds->size(), 0, 1));
+  Batch b;
+  while (l.next(b)) {
+  }
+  EXPECT_EQ(l.corrupt_count(), 1);
+  ASSERT_EQ(l.corrupt_names().size(), 1u);
+  EXPECT_NE(l.corrupt_names()[0].find("scan.png"), std::string::npos);
 }
 
 // Every format OpenCV can decode but an ImageFolder does not read is refused,
