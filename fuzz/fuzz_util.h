@@ -7,14 +7,24 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace vt_fuzz {
 
 // $TMPDIR/vt_fuzz_<pid>_<name>, removed at exit. One process runs one input
 // at a time, so one file per name suffices.
 inline std::string scratch_path(const std::string& name) {
+  struct Remover {
+    std::vector<std::string> paths;
+    ~Remover() {
+      for (const std::string& p : paths) std::remove(p.c_str());
+    }
+  };
+  static Remover remover;  // libFuzzer ends with exit(), which runs it
   const char* base = std::getenv("TMPDIR");
-  return std::string(base && *base ? base : "/tmp") + "/vt_fuzz_" + std::to_string(getpid()) + "_" + name;
+  remover.paths.push_back(std::string(base && *base ? base : "/tmp") + "/vt_fuzz_" + std::to_string(getpid()) + "_" +
+                          name);
+  return remover.paths.back();
 }
 
 inline void write_scratch(const std::string& path, const void* data, size_t size) {
