@@ -223,18 +223,16 @@ NpyArray parse_npy(const void* data, size_t size, const std::string& what) {
   a.dtype = normalize_descr(descr, what);
   if (fortran) throw npy_error(what, "fortran_order arrays are not supported (write C-order arrays)");
   const size_t avail = size - hstart - hlen;
-  uint64_t need = a.itemsize();
-  for (int64_t d : a.shape) {
-    if (d != 0 && need > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) {
-      need = std::numeric_limits<uint64_t>::max();
-      break;
-    }
-    need *= static_cast<uint64_t>(d);
+  // Also for zero-element arrays: the strides of the Tensor built from them
+  // multiply the other dimensions, which must not overflow.
+  try {
+    check_shape_fits(a.shape, a.itemsize());
+  } catch (const std::invalid_argument& e) {
+    throw npy_error(what, e.what());
   }
+  const uint64_t need = static_cast<uint64_t>(a.numel()) * a.itemsize();
   if (need != avail)
-    throw npy_error(what, "shape " + shape_str(a.shape) + " of " + a.dtype + " needs " +
-                              (need == std::numeric_limits<uint64_t>::max() ? std::string("too many")
-                                                                            : std::to_string(need)) +
+    throw npy_error(what, "shape " + shape_str(a.shape) + " of " + a.dtype + " needs " + std::to_string(need) +
                               " data bytes, found " + std::to_string(avail));
   a.bytes.assign(p + hstart + hlen, p + size);
   return a;

@@ -13,8 +13,9 @@
 //
 // Errors are std::runtime_error naming the file (and the member inside an
 // npz): missing file, not a zip archive, bad magic, truncated header,
-// unparsable header dict, unsupported dtype, shape whose byte count differs
-// from the data present. Writes are atomic (core/atomic_file.h).
+// unparsable header dict, unsupported dtype, shape whose element count,
+// strides or byte count overflow int64 (even with zero elements,
+// vt::check_shape_fits), shape whose byte count differs from the data present. Writes are atomic (core/atomic_file.h).
 #pragma once
 #include <cstdint>
 #include <cstring>

@@ -106,15 +106,20 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
     } catch (const std::exception&) {
       throw st_error(path, ctx + "unknown dtype '" + dt + "' (supported: F32, BF16, F16, I64, I32, U8)");
     }
-    // Overflow-safe element count: each factor is bounded by the data size.
-    uint64_t numel = 1;
-    bool overflow = false;
     for (const auto& d : v["shape"]) {
-      uint64_t dim = json_u64(d, path, ctx + "shape entry");
-      e.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(dim, std::numeric_limits<int64_t>::max())));
-      if (dim != 0 && numel > std::numeric_limits<uint64_t>::max() / dim) overflow = true;
-      else numel *= dim;
+      const uint64_t dim = json_u64(d, path, ctx + "shape entry");
+      if (dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        throw st_error(path, ctx + "shape entry " + std::to_string(dim) + " does not fit int64");
+      e.shape.push_back(static_cast<int64_t>(dim));
     }
+    // Also for zero-element tensors: their strides multiply the other
+    // dimensions, which must not overflow when the Tensor is built.
+    try {
+      check_shape_fits(e.shape, dtype_size(e.dtype));
+    } catch (const std::invalid_argument& err) {
+      throw st_error(path, ctx + err.what());
+    }
+    const uint64_t numel = static_cast<uint64_t>(shape_numel(e.shape));
     e.begin = json_u64(v["data_offsets"][0], path, ctx + "data_offsets[0]");
     e.end = json_u64(v["data_offsets"][1], path, ctx + "data_offsets[1]");
     if (e.begin > e.end)
@@ -123,7 +128,7 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
       throw st_error(path, ctx + "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
                                "] outside the data region of " + std::to_string(data_size) + " bytes");
     const uint64_t es = dtype_size(e.dtype);
-    if (overflow || numel > std::numeric_limits<uint64_t>::max() / es || numel * es != e.end - e.begin)
+    if (numel * es != e.end - e.begin)
       throw st_error(path, ctx + "shape " + shape_str(e.shape) + " x " + dt + " does not match the byte count " +
                                std::to_string(e.end - e.begin));
     entries_.push_back(std::move(e));

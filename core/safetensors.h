@@ -13,8 +13,10 @@
 // "safetensors '<path>': " and names the tensor when one is at fault: a file
 // shorter than 8 bytes, a header length beyond the file or above 100 MB, a
 // header that is not a JSON object, an entry without dtype/shape/offsets, an
-// unknown dtype, offsets with begin > end or outside the data region, a byte
-// count that differs from prod(shape) * dtype size, overlapping tensors. All
+// unknown dtype, offsets with begin > end or outside the data region, a shape
+// whose element count, strides or byte count overflow int64 (even with zero
+// elements, vt::check_shape_fits), a byte count that differs from
+// prod(shape) * dtype size, overlapping tensors. All
 // checks happen before any tensor byte is read, so no read goes out of bounds.
 //
 // Writing follows the Python library (safetensors 0.4+) byte for byte: tensors

@@ -1,5 +1,6 @@
 #include "core/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -26,6 +27,17 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
+void check_shape_fits(const Shape& shape, size_t itemsize) {
+  int64_t acc = static_cast<int64_t>(itemsize);
+  for (int64_t d : shape) {
+    if (d < 0) throw std::invalid_argument("negative dimension in shape " + shape_str(shape));
+    if (__builtin_mul_overflow(acc, std::max<int64_t>(d, 1), &acc))
+      throw std::invalid_argument("shape " + shape_str(shape) + " overflows int64: its element count, strides or " +
+                                  std::to_string(itemsize) + "-byte elements do not fit");
+  }
+}
+
+// Callers have passed check_shape_fits, so no product overflows.
 Shape contiguous_strides(const Shape& shape) {
   Shape st(shape.size());
   int64_t acc = 1;
@@ -49,13 +61,8 @@ Storage::~Storage() {
   else cuda_free(data_, device_.index);
 }
 
-static void check_shape(const Shape& shape) {
-  for (int64_t d : shape)
-    if (d < 0) throw std::invalid_argument("negative dimension in shape " + shape_str(shape));
-}
-
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-  check_shape(shape);
+  check_shape_fits(shape, dtype_size(dtype));
   Tensor t;
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
@@ -86,7 +93,7 @@ Tensor Tensor::from_vector(const std::vector<float>& v, const Shape& shape) {
 }
 
 Tensor Tensor::wrap(void* data, const Shape& shape, DType dtype, Device device) {
-  check_shape(shape);
+  check_shape_fits(shape, dtype_size(dtype));
   Tensor t;
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
@@ -135,8 +142,8 @@ Tensor Tensor::view(const Shape& new_shape) const {
     if (s[i] == -1) {
       if (infer >= 0) throw std::invalid_argument("view: more than one -1 in " + shape_str(new_shape));
       infer = static_cast<int>(i);
-    } else {
-      known *= s[i];
+    } else if (s[i] < 0 || __builtin_mul_overflow(known, s[i], &known)) {
+      throw std::invalid_argument("view: cannot view " + shape_str(shape_) + " as " + shape_str(new_shape));
     }
   }
   if (infer >= 0) {
@@ -146,6 +153,7 @@ Tensor Tensor::view(const Shape& new_shape) const {
   }
   if (shape_numel(s) != numel())
     throw std::invalid_argument("view: cannot view " + shape_str(shape_) + " as " + shape_str(new_shape));
+  check_shape_fits(s, dtype_size(dtype_));
   Tensor t = *this;
   t.shape_ = s;
   t.strides_ = contiguous_strides(s);

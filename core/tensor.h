@@ -20,6 +20,14 @@ using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);  // "[2, 3, 4]"
 int64_t shape_numel(const Shape& s);
 
+// Throws std::invalid_argument (message: the shape and what overflows) unless
+// every dimension is >= 0 and prod(max(d, 1)) * itemsize fits int64_t: then
+// the element count, every contiguous stride and the byte count fit, also for
+// zero-element shapes such as [0, 2^32, 2^32], whose strides still multiply
+// the other dimensions (PyTorch's "Stride calculation overflowed" check).
+// Readers of untrusted files call it before building a Tensor.
+void check_shape_fits(const Shape& shape, size_t itemsize);
+
 class Storage {
  public:
   Storage(size_t bytes, Device device);

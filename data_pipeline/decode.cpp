@@ -4,11 +4,13 @@
 #include <cctype>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 
 #include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
 #include <turbojpeg.h>
+
+#include "data_pipeline/to_rgb.h"
 
 namespace vt {
 
@@ -47,26 +49,15 @@ bool has_adobe_marker(const uint8_t* d, size_t n) {
   return false;
 }
 
-inline uint8_t muldiv255(int a, int b) {
-  const int t = a * b + 128;
-  return static_cast<uint8_t>(((t >> 8) + t) >> 8);
-}
-
-cv::Mat cmyk_to_rgb(const cv::Mat& cmyk, bool inverted) {
-  cv::Mat rgb(cmyk.rows, cmyk.cols, CV_8UC3);
-  for (int y = 0; y < cmyk.rows; ++y) {
-    const uint8_t* s = cmyk.ptr<uint8_t>(y);
-    uint8_t* o = rgb.ptr<uint8_t>(y);
-    for (int x = 0; x < cmyk.cols; ++x, s += 4, o += 3) {
-      const int k = inverted ? 255 - s[3] : s[3];
-      const int nk = 255 - k;
-      for (int c = 0; c < 3; ++c) {
-        const int ink = inverted ? 255 - s[c] : s[c];
-        o[c] = static_cast<uint8_t>(std::max(0, nk - muldiv255(ink, nk)));
-      }
-    }
-  }
-  return rgb;
+// Header sizes are up to 2^32 - 1 each (PNG), so the product may not fit.
+void check_pixel_limit(int64_t w, int64_t h, const std::string& name) {
+  int64_t pixels = 0;
+  const bool overflow = __builtin_mul_overflow(w, h, &pixels);
+  if (overflow || pixels > kMaxImagePixels)
+    throw CorruptImage("cannot decode '" + name + "': " + std::to_string(w) + " x " + std::to_string(h) + " = " +
+                       (overflow ? std::string("too many") : std::to_string(pixels)) +
+                       " pixels, more than the limit of " + std::to_string(kMaxImagePixels) +
+                       " (Pillow's decompression-bomb limit)");
 }
 
 DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& name, double min_scale) {
@@ -74,6 +65,7 @@ DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& na
   int w = 0, hgt = 0, subsamp = 0, colorspace = 0;
   if (tjDecompressHeader3(h, data, static_cast<unsigned long>(size), &w, &hgt, &subsamp, &colorspace) != 0)
     throw CorruptImage("cannot decode '" + name + "': bad JPEG header (" + tjGetErrorStr2(h) + ")");
+  check_pixel_limit(w, hgt, name);
 
   // libjpeg reports a missing EOI as a warning and fills the rest; appending
   // the marker keeps files that lack only EOI exact, and lets a real
@@ -115,31 +107,7 @@ DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& na
   return out;
 }
 
-cv::Mat to_rgb8(const cv::Mat& m, const std::string& name) {
-  cv::Mat x = m;
-  if (x.depth() == CV_16U) {
-    cv::Mat y;
-    x.convertTo(y, CV_8U, 255.0 / 65535.0);
-    x = y;
-  } else if (x.depth() != CV_8U) {
-    throw CorruptImage("cannot decode '" + name + "': unsupported sample depth");
-  }
-  cv::Mat rgb;
-  switch (x.channels()) {
-    case 1: cv::cvtColor(x, rgb, cv::COLOR_GRAY2RGB); break;
-    case 3: cv::cvtColor(x, rgb, cv::COLOR_BGR2RGB); break;
-    case 4: cv::cvtColor(x, rgb, cv::COLOR_BGRA2RGB); break;
-    default: throw CorruptImage("cannot decode '" + name + "': unsupported channel count");
-  }
-  return rgb;
-}
-
 }  // namespace
-
-ImageFormat sniff_format(const uint8_t* data, size_t size) {
-  if (size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) return ImageFormat::Jpeg;
-  return ImageFormat::Other;
-}
 
 void choose_dct_scale(double min_scale, int* num, int* den) {
   *num = 1;
@@ -164,6 +132,7 @@ ImageSize probe_image(const uint8_t* data, size_t size, const std::string& name)
     tjhandle hd = thread_decompressor();
     if (tjDecompressHeader3(hd, data, static_cast<unsigned long>(size), &w, &h, &ss, &cs) != 0)
       throw CorruptImage("cannot decode '" + name + "': bad JPEG header (" + tjGetErrorStr2(hd) + ")");
+    check_pixel_limit(w, h, name);
     return {w, h};
   }
   const DecodedImage d = decode_image(data, size, name);
@@ -172,7 +141,17 @@ ImageSize probe_image(const uint8_t* data, size_t size, const std::string& name)
 
 DecodedImage decode_image(const uint8_t* data, size_t size, const std::string& name, double min_scale) {
   if (size == 0) throw CorruptImage("cannot decode '" + name + "': empty file");
-  if (sniff_format(data, size) == ImageFormat::Jpeg) return decode_jpeg(data, size, name, min_scale);
+  const ImageFormat format = sniff_format(data, size);
+  if (format == ImageFormat::Jpeg) return decode_jpeg(data, size, name, min_scale);
+  if (format == ImageFormat::Unknown)
+    throw CorruptImage("cannot decode '" + name +
+                       "': not a JPEG, PNG, BMP, PBM/PGM/PPM, TIFF or WebP file (by its first bytes)");
+  ImageDims dims;
+  if (!header_size(data, size, format, &dims))
+    throw CorruptImage("cannot decode '" + name + "': truncated or malformed " + image_format_name(format) + " header");
+  check_pixel_limit(dims.width, dims.height, name);
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max()))
+    throw CorruptImage("cannot decode '" + name + "': " + std::to_string(size) + " bytes, more than cv::imdecode takes");
   cv::Mat m;
   try {
     const cv::Mat raw(1, static_cast<int>(size), CV_8U, const_cast<uint8_t*>(data));
@@ -180,7 +159,7 @@ DecodedImage decode_image(const uint8_t* data, size_t size, const std::string& n
   } catch (const cv::Exception& e) {
     throw CorruptImage("cannot decode '" + name + "': " + e.what());
   }
-  if (m.empty()) throw CorruptImage("cannot decode '" + name + "': not a recognised image format or corrupt data");
+  if (m.empty()) throw CorruptImage("cannot decode '" + name + "': corrupt " + image_format_name(format) + " data");
   DecodedImage out;
   out.rgb = to_rgb8(m, name);
   out.full_width = out.rgb.cols;

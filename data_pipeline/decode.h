@@ -1,9 +1,17 @@
 // Image decoding to 8-bit RGB (cv::Mat CV_8UC3, channel order R, G, B).
 //
 // The format is decided by the file's first bytes, never its extension
-// (ImageNet holds a PNG named .JPEG). JPEG (FF D8 FF) goes through
-// libjpeg-turbo's TurboJPEG API, optionally with DCT-domain downscaling;
-// everything else through OpenCV's cv::imdecode.
+// (ImageNet holds a PNG named .JPEG), and only the formats an ImageFolder
+// reads are decoded (data_pipeline/image_header.h: JPEG, PNG, BMP, PBM/PGM/PPM,
+// TIFF, WebP, torchvision's list). Anything else is refused with CorruptImage
+// before any codec sees it: cv::imdecode alone would try every codec OpenCV
+// was built with, and Debian's GDCM (DICOM) abort()s on a 132-byte file.
+// JPEG (FF D8 FF) goes through libjpeg-turbo's TurboJPEG API, optionally with
+// DCT-domain downscaling; the other five through cv::imdecode, whose first
+// matching signature is then the sniffed format's decoder.
+//
+// Images declaring more than kMaxImagePixels (Pillow's decompression-bomb
+// limit) in their header are refused with CorruptImage before decoding.
 //
 // Conversions follow PIL's Image.convert('RGB') where it is well defined:
 // grayscale is replicated; alpha is dropped (not composited); palette images
@@ -25,6 +33,8 @@
 
 #include <opencv2/core.hpp>
 
+#include "data_pipeline/image_header.h"
+
 namespace vt {
 
 class CorruptImage : public std::runtime_error {
@@ -32,13 +42,8 @@ class CorruptImage : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class ImageFormat { Jpeg, Other };
-
-// Format from the magic bytes (JPEG: FF D8 FF).
-ImageFormat sniff_format(const uint8_t* data, size_t size);
-
 // Full-resolution size from the header (JPEG: TurboJPEG header; others: a
-// full decode). Throws CorruptImage naming `name`.
+// full decode). Throws CorruptImage naming `name` like decode_image.
 struct ImageSize {
   int width = 0, height = 0;
 };

@@ -3,6 +3,7 @@
 # and builds vtrain into build/. Idempotent: safe to rerun.
 #   scripts/setup.sh            # packages + Release build
 #   VT_BUILD_DIR=dir scripts/setup.sh
+#   VT_FUZZ_BUILD=0 scripts/setup.sh   # skip the fuzz targets (build-fuzz/, clang)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,7 @@ PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libzip-dev libturbojpeg0-dev libopencv-dev
   libprotobuf-dev protobuf-compiler libeigen3-dev
+  clang libclang-rt-14-dev llvm
 )
 
 missing=()
@@ -33,3 +35,7 @@ export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${VT_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j "$JOBS"
 echo "setup: built into $BUILD_DIR"
+if [ "${VT_FUZZ_BUILD:-1}" != 0 ]; then
+  VT_JOBS=$JOBS bash scripts/fuzz.sh build
+  echo "setup: fuzz targets built into ${VT_FUZZ_BUILD_DIR:-build-fuzz}"
+fi
