@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "kernels/activation.h"
+#include "kernels/elementwise.h"
 
 namespace vt {
 
@@ -159,10 +160,13 @@ void Backbone::backward(const Tensor& dout, const Tensor& dh, const Tensor& dc) 
   if (cfg_.conditioned()) d_silu_.zero();
   for (int64_t l = cfg_.depth - 1; l >= 0; --l) blocks_[l]->backward(io(l), silu_c_, gx_, gy_, d_silu_, scratch_);
 
-  float* pdh = dh.f32();
-  const float* px = hx ? gx_.f32() : nullptr;
-  const float* py = hy ? gy_.f32() : nullptr;
-  for (int64_t i = 0, n = dh.numel(); i < n; ++i) pdh[i] = (px ? px[i] : 0.0f) + (py ? py[i] : 0.0f);
+  // Ops, not host loops: dh may live on the GPU (every scheme has a stream).
+  if (hx && hy) {
+    add(gx_, gy_, dh);
+  } else {
+    Tensor out = dh;  // a handle on dh's storage
+    out.copy_from(hx ? gx_ : gy_);
+  }
   if (cfg_.conditioned()) activation_backward(Activation::SiLU, d_silu_, c_, dc);
 }
 
