@@ -54,7 +54,7 @@ void adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, 
 #ifdef VT_CUDA
     cuda::adamw(param.f32(), grad.f32(), exp_avg.f32(), exp_avg_sq.f32(), n, hp.lr, hp.beta1, hp.beta2, hp.eps,
                 hp.weight_decay, step, decay_mask.defined() ? decay_mask.u8() : nullptr,
-                param_bf16.defined() ? param_bf16.raw() : nullptr);
+                param_bf16.defined() ? static_cast<__nv_bfloat16*>(param_bf16.raw()) : nullptr);
 #endif
     return;
   }

@@ -58,7 +58,7 @@ __global__ void ema_kernel(float* __restrict__ ema, const float* __restrict__ p,
 }  // namespace
 
 void adamw(float* p, const float* g, float* m, float* v, int64_t n, double lr, double beta1, double beta2,
-           double eps, double weight_decay, int64_t step, const uint8_t* decay_mask, void* p_bf16,
+           double eps, double weight_decay, int64_t step, const uint8_t* decay_mask, __nv_bfloat16* p_bf16,
            cudaStream_t stream) {
   const char* op = "cuda::adamw";
   if (step < 1) throw std::invalid_argument(std::string(op) + ": step must be >= 1, got " + std::to_string(step));
@@ -76,8 +76,7 @@ void adamw(float* p, const float* g, float* m, float* v, int64_t n, double lr, d
   c.eps = static_cast<float>(eps);
   c.one_m_b1 = static_cast<float>(1.0 - beta1);
   c.one_m_b2 = static_cast<float>(1.0 - beta2);
-  adamw_kernel<<<grid_1d(n, 256), 256, 0, stream>>>(p, g, m, v, n, c, decay_mask,
-                                                     static_cast<__nv_bfloat16*>(p_bf16));
+  adamw_kernel<<<grid_1d(n, 256), 256, 0, stream>>>(p, g, m, v, n, c, decay_mask, p_bf16);
   check_launch(op);
 }
 
