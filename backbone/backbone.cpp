@@ -1,6 +1,9 @@
 #include "backbone/backbone.h"
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include "kernels/activation.h"
 #include "kernels/elementwise.h"
@@ -27,33 +30,61 @@ Backbone::FinalNorm Backbone::add_final(const std::string& name, bool affine) {
 Backbone::Backbone(ParamStore& store, const BackboneConfig& cfg) : cfg_(cfg), store_(&store) {
   cfg_.validate();
   for (int64_t l = 0; l < cfg_.depth; ++l) blocks_.push_back(std::make_unique<Block>(store, cfg_, l));
+  active_ = cfg_.depth;
+  alias_ = cfg_.scheme == NormScheme::MixLN;
   const bool dit = cfg_.variant == ModelVariant::DiT;
-  if (cfg_.scheme == NormScheme::Siamese) {
-    final_kernel_ = true;
-    if (!dit) {
-      // As released: the module named pre_norm normalises x, post_norm y.
-      fx_ = add_final("pre_norm", true);
-      fy_ = add_final("post_norm", true);
-      fin_ = add_final("final_norm", true);
-    } else {
-      fx_ = add_final("postnorm", true);
-      fy_ = add_final("prenorm", true);
-    }
-  } else if (cfg_.scheme == NormScheme::Pre && !dit) {
-    final_kernel_ = true;
-    fin_ = add_final("norm", true);
+  switch (cfg_.scheme) {
+    case NormScheme::Siamese:
+      final_kernel_ = final_x_ = final_y_ = true;
+      if (!dit) {
+        // As released: the module named pre_norm normalises x, post_norm y.
+        fx_ = add_final("pre_norm", true);
+        fy_ = add_final("post_norm", true);
+        fin_ = add_final("final_norm", true);
+      } else {
+        fx_ = add_final("postnorm", true);
+        fy_ = add_final("prenorm", true);
+      }
+      break;
+    case NormScheme::Pre:
+    case NormScheme::MixLN:
+    case NormScheme::Hybrid:
+      if (!dit) {
+        final_kernel_ = true;
+        (cfg_.scheme == NormScheme::Hybrid ? final_x_ : final_y_) = true;
+        fin_ = add_final("norm", true);
+      }
+      break;
+    case NormScheme::ResiDual:
+      // x^a + LN(x^d): the dual stream's norm in the pre-norm slot.
+      final_kernel_ = final_x_ = final_y_ = true;
+      fy_ = add_final("dual_norm", !dit);
+      break;
+    case NormScheme::Post:
+    case NormScheme::DeepNorm: break;
   }
+}
+
+void Backbone::set_active_depth(int64_t n) {
+  if (n < 0 || n > cfg_.depth)
+    throw std::invalid_argument("Backbone::set_active_depth: " + std::to_string(n) + " outside [0, " +
+                                std::to_string(cfg_.depth) + "]");
+  active_ = n;
+  has_forward_ = false;
 }
 
 void Backbone::plan(int64_t B, int64_t T) {
   if (B == B_ && T == T_ && !xs_.empty()) return;
   B_ = B, T_ = T;
   const int64_t D = cfg_.dim, S = 2 * cfg_.depth + 1;
+  bool hx = false, hy = false;
+  for (const auto& b : blocks_) hx = hx || b->uses_x(), hy = hy || b->uses_y();
+  if (alias_) hx = hy = true;
   xs_.assign(S, Tensor());
   ys_.assign(S, Tensor());
   for (int64_t i = 0; i < S; ++i) {
-    if (cfg_.scheme != NormScheme::Pre) xs_[i] = Tensor::empty({B, T, D});
-    if (cfg_.scheme != NormScheme::Post) ys_[i] = Tensor::empty({B, T, D});
+    if (hx) xs_[i] = Tensor::empty({B, T, D});
+    if (hy) ys_[i] = alias_ ? xs_[i] : Tensor::empty({B, T, D});
   }
   for (auto& b : blocks_) b->plan(B, T);
   scratch_.plan(cfg_, B, T);
@@ -78,9 +109,9 @@ BlockIO Backbone::io(int64_t l) const {
 SiameseInputSpec Backbone::final_spec() const {
   SiameseInputSpec sp;
   sp.eps = cfg_.eps;
-  const int64_t L2 = 2 * cfg_.depth;
-  if (xs_[L2].defined()) sp.x = xs_[L2];
-  if (ys_[L2].defined()) sp.y = ys_[L2];
+  const int64_t L2 = 2 * active_;
+  if (final_x_) sp.x = xs_[L2];
+  if (final_y_) sp.y = ys_[L2];
   auto conv = [&](const FinalNorm& n) {
     SiameseNorm s;
     s.enabled = n.enabled;
@@ -116,8 +147,8 @@ void Backbone::forward(const Tensor& h, const Tensor& c, const Tensor& out, bool
     c_.copy_from(c);
     activation_forward(Activation::SiLU, c_, silu_c_);
   }
-  for (int64_t l = 0; l < cfg_.depth; ++l) blocks_[l]->forward(io(l), silu_c_, training, seed, step, scratch_);
-  const int64_t L2 = 2 * cfg_.depth;
+  for (int64_t l = 0; l < active_; ++l) blocks_[l]->forward(io(l), silu_c_, training, seed, step, scratch_);
+  const int64_t L2 = 2 * active_;
   if (final_kernel_) {
     siamese_input_forward(final_spec(), Tensor(), out, fmean_, frstd_);
   } else {
@@ -140,13 +171,15 @@ void Backbone::backward(const Tensor& dout, const Tensor& dh, const Tensor& dc) 
   need("dh", dh, sh);
   if (cfg_.conditioned()) need("dc", dc, {B_, cfg_.dim});
 
-  const bool hx = cfg_.scheme != NormScheme::Pre, hy = cfg_.scheme != NormScheme::Post;
+  // Which gradient buffer holds the stream's gradient above the current
+  // point: with aliased streams (Mix-LN) only one of gx_/gy_ is live.
+  bool live_x = true, live_y = true;
   if (final_kernel_) {
     const SiameseInputSpec sp = final_spec();
     SiameseInputGrads g;
     g.dz = dout;
-    if (hx) g.dx = gx_;
-    if (hy) g.dy = gy_;
+    if (final_x_) g.dx = gx_;
+    if (final_y_) g.dy = gy_;
     auto pg = [&](const FinalNorm& n, Tensor& w, Tensor& b) {
       if (n.affine) w = store_->grad(n.w), b = store_->grad(n.b);
     };
@@ -154,27 +187,72 @@ void Backbone::backward(const Tensor& dout, const Tensor& dh, const Tensor& dc) 
     pg(fy_, g.pre_dw, g.pre_db);
     pg(fin_, g.in_dw, g.in_db);
     siamese_input_backward(sp, fmean_, frstd_, g);
+    live_x = final_x_, live_y = final_y_;
   } else {
-    (hx ? gx_ : gy_).copy_from(dout);
+    const bool to_x = xs_[2 * active_].defined() && !alias_;
+    (to_x ? gx_ : gy_).copy_from(dout);
+    live_x = to_x, live_y = !to_x;
   }
   if (cfg_.conditioned()) d_silu_.zero();
-  for (int64_t l = cfg_.depth - 1; l >= 0; --l) blocks_[l]->backward(io(l), silu_c_, gx_, gy_, d_silu_, scratch_);
-
-  // Ops, not host loops: dh may live on the GPU (every scheme has a stream).
-  if (hx && hy) {
-    add(gx_, gy_, dh);
-  } else {
-    Tensor out = dh;  // a handle on dh's storage
-    out.copy_from(hx ? gx_ : gy_);
+  for (int64_t l = active_ - 1; l >= 0; --l) {
+    Block& b = *blocks_[l];
+    if (alias_) {  // hand the one stream's gradient to the buffer this block uses
+      if (b.uses_x() && !live_x) gx_.copy_from(gy_);
+      if (b.uses_y() && !live_y) gy_.copy_from(gx_);
+      live_x = b.uses_x(), live_y = b.uses_y();
+    }
+    b.backward(io(l), silu_c_, gx_, gy_, d_silu_, scratch_);
   }
+
+  // Ops, not host loops: dh may live on the GPU.
+  const bool ux = live_x && xs_[0].defined(), uy = live_y && ys_[0].defined();
+  Tensor out = dh;  // a handle on dh's storage
+  if (ux && uy) add(gx_, gy_, out);
+  else if (ux || uy) out.copy_from(ux ? gx_ : gy_);
+  else out.zero();
   if (cfg_.conditioned()) activation_backward(Activation::SiLU, d_silu_, c_, dc);
+}
+
+Backbone::StreamRms Backbone::stream_rms() const {
+  if (!has_forward_) throw std::logic_error("Backbone::stream_rms: no forward to measure");
+  auto rms = [](const Tensor& t) {
+    const float* p = t.f32();
+    double a = 0;
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) a += static_cast<double>(p[i]) * p[i];
+    return std::sqrt(a / static_cast<double>(t.numel()));
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  StreamRms r;
+  for (int64_t l = 0; l < active_; ++l) {
+    const Block& b = *blocks_[l];
+    r.x.push_back(b.uses_x() ? rms(xs_[2 * l + 2]) : nan);
+    r.y.push_back(b.uses_y() ? rms(ys_[2 * l + 2]) : nan);
+  }
+  return r;
+}
+
+std::vector<std::pair<std::string, double>> Backbone::norm_scales() const {
+  std::vector<std::pair<std::string, double>> r;
+  for (const auto& b : blocks_)
+    for (auto& e : b->norm_scales()) r.push_back(std::move(e));
+  for (const FinalNorm* n : {&fx_, &fy_, &fin_}) {
+    if (!n->affine) continue;
+    const Tensor w = store_->value(n->w);
+    double a = 0;
+    for (int64_t i = 0; i < w.numel(); ++i) a += std::fabs(static_cast<double>(w.f32()[i]));
+    std::string name = store_->info(n->w).name;
+    r.emplace_back(name.substr(0, name.size() - 7), a / static_cast<double>(w.numel()));
+  }
+  return r;
 }
 
 int64_t Backbone::saved_activation_bytes() const {
   int64_t n = 0;
-  for (const auto& v : {&xs_, &ys_})
+  for (const auto& v : {&xs_, &ys_}) {
+    if (alias_ && v == &ys_) continue;  // Mix-LN's y is x
     for (const Tensor& t : *v)
       if (t.defined()) n += static_cast<int64_t>(t.nbytes());
+  }
   for (const auto& b : blocks_) n += b->saved_bytes();
   if (final_kernel_) n += static_cast<int64_t>(fmean_.nbytes() + frstd_.nbytes());
   if (c_.defined()) n += static_cast<int64_t>(c_.nbytes() + silu_c_.nbytes());

@@ -2,8 +2,11 @@
 // the scheme's final merge, with explicit forward and backward.
 //
 //   tokens h [B,T,D] (and DiT conditioning c [B,D]) -> out [B,T,D]
-//   DeiT  pre: norm(y)   post: x   siamese: final_norm(pre_norm(x) + post_norm(y))
-//   DiT   pre: y         post: x   siamese: postnorm(x) + prenorm(y)
+//   DeiT  pre, mixln: norm(y)   hybrid: norm(x)   post, deepnorm: x
+//         siamese: final_norm(pre_norm(x) + post_norm(y))   residual: x + dual_norm(y)
+//   DiT   pre, mixln, hybrid: the stream   post, deepnorm: x
+//         siamese: postnorm(x) + prenorm(y)   residual: x + LN(y) (non-affine)
+// Mix-LN's Post and Pre blocks share one stream (x and y alias).
 // (DiT's final layer and DeiT's head live in the model code above.)
 //
 // State-dict names are those of the released PyTorch models (see
@@ -41,6 +44,28 @@ class Backbone {
 
   int64_t saved_activation_bytes() const;
 
+  // Mechanism measurements (arXiv 2602.08064, Fig. 2 and the layer-pruning
+  // study), read after a forward:
+  //
+  // Root mean square over all elements of the x and y streams at each active
+  // block's output, from the last forward: x[l], y[l] for block l, NaN where
+  // block l does not carry that stream (a Mix-LN block carries x if Post, y if
+  // Pre). Throws std::logic_error before the first forward.
+  struct StreamRms {
+    std::vector<double> x, y;
+  };
+  StreamRms stream_rms() const;
+  // Mean |weight| of every affine LayerNorm (state-dict name without
+  // ".weight"), blocks first in order, then the final norms; the relative
+  // size of a block's post/pre norms is the streams' relative contribution.
+  std::vector<std::pair<std::string, double>> norm_scales() const;
+  // Layer pruning: forward (and backward) run only blocks [0, n), then the
+  // final merge and norms on their output, as if the last depth - n blocks
+  // were removed (their parameters stay registered and untouched).
+  // n in [0, depth], else std::invalid_argument; depth restores the model.
+  void set_active_depth(int64_t n);
+  int64_t active_depth() const { return active_; }
+
  private:
   BackboneConfig cfg_;
   ParamStore* store_;
@@ -52,6 +77,9 @@ class Backbone {
   };
   FinalNorm fx_, fy_, fin_;
   bool final_kernel_ = false;  // merge through siamese_input (else a copy)
+  bool final_x_ = false, final_y_ = false;  // streams the final merge reads
+  bool alias_ = false;         // Mix-LN: x and y are one stream
+  int64_t active_ = 0;         // blocks run (set_active_depth)
   std::vector<Tensor> xs_, ys_;  // stream values at the 2L+1 sublayer boundaries
   Tensor c_, silu_c_, d_silu_, fmean_, frstd_;
   Tensor gx_, gy_;

@@ -13,14 +13,11 @@ namespace {
 void ensure(Tensor& t, const Shape& s) {
   if (!t.defined() || t.shape() != s) t = Tensor::empty(s);
 }
-bool siamese(const BackboneConfig& c) { return c.scheme == NormScheme::Siamese; }
-bool has_x(const BackboneConfig& c) { return c.scheme != NormScheme::Pre; }
-bool has_y(const BackboneConfig& c) { return c.scheme != NormScheme::Post; }
 }  // namespace
 
 void BlockScratch::plan(const BackboneConfig& cfg, int64_t B, int64_t T) {
   const int64_t D = cfg.dim;
-  mod.plan(B, T, D, cfg.hidden());
+  mod.plan(B, T, D, cfg.hidden(), cfg.scheme == NormScheme::Hybrid);
   for (Tensor* t : {&u, &f, &dz, &df, &dr, &gx_alt}) ensure(*t, {B, T, D});
   if (cfg.conditioned()) {
     ensure(dmod, {B, 6 * D});
@@ -32,6 +29,7 @@ Block::Norm Block::add_norm(ParamStore& store, const std::string& name, bool ena
   Norm n;
   n.enabled = enabled;
   n.affine = enabled && affine;
+  n.name = name;
   if (n.affine) {
     n.w = store.add(name + ".weight", {cfg_.dim}, ParamInit::ones(), false);
     n.b = store.add(name + ".bias", {cfg_.dim}, ParamInit::zeros(), false);
@@ -40,29 +38,63 @@ Block::Norm Block::add_norm(ParamStore& store, const std::string& name, bool ena
 }
 
 Block::Block(ParamStore& store, const BackboneConfig& cfg, int64_t index)
-    : cfg_(cfg), store_(&store), index_(index) {
+    : cfg_(cfg), scheme_(cfg.block_scheme(index)), store_(&store), index_(index), after_eps_(cfg.eps) {
   const std::string p = "blocks." + std::to_string(index) + ".";
   const bool dit = cfg.variant == ModelVariant::DiT;
-  c_ = (siamese(cfg) && cfg.depth_scaling) ? static_cast<float>(std::sqrt(2.0 * (index + 1))) : 1.0f;
+  if (scheme_ == NormScheme::Siamese && cfg.depth_scaling) c_ = static_cast<float>(std::sqrt(2.0 * (index + 1)));
+  if (scheme_ == NormScheme::DeepNorm) {
+    // LN(alpha x + o) = LN'(x + o / alpha) with LN' using eps / alpha^2:
+    // the same map through the shared x = u + o / c residual kernel.
+    const double alpha = cfg.deepnorm_alpha();
+    c_ = static_cast<float>(alpha);
+    after_eps_ = static_cast<float>(cfg.eps / (alpha * alpha));
+  }
   drop_rate_ = cfg.drop_path.empty() ? 0.0f : cfg.drop_path[index];
   // Registration order follows the released models' module order.
   for (int k = 0; k < 2; ++k) {
     const std::string ks = std::to_string(k + 1);
     Sub& s = sub_[k];
-    if (siamese(cfg)) {
-      s.post = add_norm(store, p + (dit ? "postnorm" : "post_norm") + ks, true, true);
-      s.pre = add_norm(store, p + (dit ? "prenorm" : "pre_norm") + ks, true, true);
-      s.input = add_norm(store, p + "input_norm" + ks, cfg.normalized_input, !dit);
-    } else if (cfg.scheme == NormScheme::Pre) {
-      s.input = add_norm(store, p + "norm" + ks, true, !dit);
-    } else {
-      s.after = add_norm(store, p + "norm" + ks, true, !dit);
+    switch (scheme_) {
+      case NormScheme::Siamese:
+        s.post = add_norm(store, p + (dit ? "postnorm" : "post_norm") + ks, true, true);
+        s.pre = add_norm(store, p + (dit ? "prenorm" : "pre_norm") + ks, true, true);
+        s.input = add_norm(store, p + "input_norm" + ks, cfg.normalized_input, !dit);
+        s.in_x = s.in_y = s.out_x = s.out_y = true;
+        break;
+      case NormScheme::Pre:
+        s.input = add_norm(store, p + "norm" + ks, true, !dit);
+        s.in_y = s.out_y = true;
+        break;
+      case NormScheme::Post:
+      case NormScheme::DeepNorm:
+        s.after = add_norm(store, p + "norm" + ks, true, !dit);
+        s.in_x = s.out_x = true;
+        break;
+      case NormScheme::ResiDual:
+        s.after = add_norm(store, p + "norm" + ks, true, !dit);
+        s.in_x = s.out_x = s.out_y = true;
+        break;
+      case NormScheme::Hybrid:
+        // Attention: no block norm (QKV-Norm inside); FFN: x' = norm2(x) is
+        // both F's input and the residual's base.
+        if (k == 1) s.post = add_norm(store, p + "norm2", true, !dit);
+        s.in_x = s.out_x = true;
+        break;
+      case NormScheme::MixLN: break;  // block_scheme() never returns it
     }
   }
-  // timm ViT: trunc_normal(.02) Linear weights; DiT: xavier_uniform.
+  // timm ViT: trunc_normal(.02) Linear weights; DiT: xavier_uniform;
+  // DeepNet: xavier_normal, gain beta on v, proj, fc1, fc2 and 1 on q, k.
   const ParamInit wi = dit ? ParamInit::xavier_uniform() : ParamInit::trunc_normal(0.02f);
-  attn_ = Attention(store, p, cfg.dim, cfg.heads, cfg.qkv_bias, wi);
-  mlp_ = Mlp(store, p, cfg.dim, cfg.hidden(), cfg.gelu, wi);
+  ParamInit qkv_init = wi, out_init = wi;
+  if (scheme_ == NormScheme::DeepNorm) {
+    const float beta = static_cast<float>(cfg.deepnorm_beta());
+    qkv_init = ParamInit::xavier_normal({1.0f, 1.0f, beta});
+    out_init = ParamInit::xavier_normal({beta});
+  }
+  attn_ = Attention(store, p, cfg.dim, cfg.heads, cfg.qkv_bias, qkv_init, out_init, scheme_ == NormScheme::Hybrid,
+                    cfg.eps);
+  mlp_ = Mlp(store, p, cfg.dim, cfg.hidden(), cfg.gelu, out_init, out_init);
   if (dit) ada_ = Linear(store, p + "adaLN_modulation.1", cfg.dim, 6 * cfg.dim, true, ParamInit::zeros());
 }
 
@@ -99,8 +131,8 @@ SiameseInputSpec Block::input_spec(int k, const BlockIO& io) const {
   const Sub& s = sub_[k];
   SiameseInputSpec sp;
   sp.eps = cfg_.eps;
-  if (has_x(cfg_)) sp.x = io.x[k];
-  if (has_y(cfg_)) sp.y = io.y[k];
+  if (s.in_x) sp.x = io.x[k];
+  if (s.in_y) sp.y = io.y[k];
   sp.post = norm_of(s.post);
   sp.pre = norm_of(s.pre);
   sp.input = norm_of(s.input);
@@ -120,9 +152,10 @@ void Block::forward(const BlockIO& io, const Tensor& silu_c, bool training, uint
 void Block::sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, uint64_t step, BlockScratch& s) {
   Sub& sb = sub_[k];
   const SiameseInputSpec sp = input_spec(k, io);
-  siamese_input_forward(sp, siamese(cfg_) ? s.u : Tensor(), sb.z, sb.mean, sb.rstd);
+  const bool base_is_u = sb.post.enabled;  // else the x residual's base is x itself
+  siamese_input_forward(sp, base_is_u ? s.u : Tensor(), sb.z, sb.mean, sb.rstd);
   const Tensor& f = cfg_.conditioned() ? sb.f : s.f;
-  if (k == 0) attn_.forward(sb.z, f);
+  if (k == 0) attn_.forward(sb.z, f, s.mod);
   else mlp_.forward(sb.z, f);
 
   SiameseResidualSpec rs;
@@ -134,22 +167,13 @@ void Block::sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, 
     else sb.drop.fill(1.0f);
     rs.drop_scale = sb.drop;
   }
-  switch (cfg_.scheme) {
-    case NormScheme::Siamese:
-      rs.u = s.u, rs.y = io.y[k];
-      siamese_residual_forward(rs, io.x[k + 1], io.y[k + 1]);
-      break;
-    case NormScheme::Pre:
-      rs.y = io.y[k];
-      siamese_residual_forward(rs, Tensor(), io.y[k + 1]);
-      break;
-    case NormScheme::Post: {
-      rs.u = io.x[k];
-      siamese_residual_forward(rs, sb.r, Tensor());
-      const SiameseNorm n = norm_of(sb.after);
-      layernorm_forward(sb.r, n.weight, n.bias, cfg_.eps, io.x[k + 1], sb.r_mean, sb.r_rstd);
-      break;
-    }
+  if (sb.out_x) rs.u = base_is_u ? s.u : io.x[k];
+  if (sb.out_y) rs.y = io.y[k];
+  const Tensor x_out = !sb.out_x ? Tensor() : sb.after.enabled ? sb.r : io.x[k + 1];
+  siamese_residual_forward(rs, x_out, sb.out_y ? io.y[k + 1] : Tensor());
+  if (sb.after.enabled) {
+    const SiameseNorm n = norm_of(sb.after);
+    layernorm_forward(sb.r, n.weight, n.bias, after_eps_, io.x[k + 1], sb.r_mean, sb.r_rstd);
   }
 }
 
@@ -164,10 +188,11 @@ void Block::backward(const BlockIO& io, const Tensor& silu_c, Tensor& gx, const 
 
 void Block::sub_backward(int k, const BlockIO& io, Tensor& gx, const Tensor& gy, BlockScratch& s) {
   Sub& sb = sub_[k];
-  // Gradient reaching the post stream's base u (= dx_out, or dr for Post-Norm).
+  // Gradient reaching the x residual's base u (= dx_out, or dr through the
+  // norm after the add).
   Tensor du;
-  if (cfg_.scheme == NormScheme::Siamese) du = gx;
-  if (cfg_.scheme == NormScheme::Post) {
+  if (sb.out_x) du = gx;
+  if (sb.after.enabled) {
     const SiameseNorm n = norm_of(sb.after);
     layernorm_backward(gx, sb.r, n.weight, sb.r_mean, sb.r_rstd, s.dr,
                        n.weight.defined() ? store_->grad(sb.after.w) : Tensor(),
@@ -179,7 +204,8 @@ void Block::sub_backward(int k, const BlockIO& io, Tensor& gx, const Tensor& gy,
   rs.inv_c = 1.0f / c_;
   if (cfg_.conditioned()) rs.gate = mod_chunk(mod_, 3 * k + 2);
   if (drop_rate_ > 0.0f) rs.drop_scale = sb.drop;
-  siamese_residual_backward(rs, du, has_y(cfg_) ? gy : Tensor(), s.df,
+  // A y stream the input does not read (ResiDual's dual) passes gy unchanged.
+  siamese_residual_backward(rs, du, sb.out_y ? gy : Tensor(), s.df,
                             cfg_.conditioned() ? mod_chunk(s.dmod, 3 * k + 2) : Tensor());
   if (k == 0) attn_.backward(s.df, sb.z, s.dz, s.mod);
   else mlp_.backward(s.df, sb.z, s.dz, s.mod);
@@ -188,8 +214,8 @@ void Block::sub_backward(int k, const BlockIO& io, Tensor& gx, const Tensor& gy,
   SiameseInputGrads g;
   g.dz = s.dz;
   g.du = du;
-  if (has_y(cfg_)) g.dy_pass = gy, g.dy = gy;
-  if (has_x(cfg_)) g.dx = s.gx_alt;
+  if (sb.in_y) g.dy_pass = gy, g.dy = gy;
+  if (sb.in_x) g.dx = s.gx_alt;
   auto pg = [&](const Norm& n, Tensor& w, Tensor& b) {
     if (n.affine) w = store_->grad(n.w), b = store_->grad(n.b);
   };
@@ -201,7 +227,21 @@ void Block::sub_backward(int k, const BlockIO& io, Tensor& gx, const Tensor& gy,
     g.dscale = mod_chunk(s.dmod, 3 * k + 1);
   }
   siamese_input_backward(sp, sb.mean, sb.rstd, g);
-  if (has_x(cfg_)) std::swap(gx, s.gx_alt);
+  if (sb.in_x) std::swap(gx, s.gx_alt);
+}
+
+std::vector<std::pair<std::string, double>> Block::norm_scales() const {
+  std::vector<std::pair<std::string, double>> r;
+  for (const Sub& s : sub_)
+    for (const Norm* n : {&s.post, &s.pre, &s.input, &s.after}) {
+      if (!n->affine) continue;
+      const Tensor w = store_->value(n->w);
+      const float* p = w.f32();
+      double a = 0;
+      for (int64_t i = 0; i < w.numel(); ++i) a += std::fabs(static_cast<double>(p[i]));
+      r.emplace_back(n->name, a / static_cast<double>(w.numel()));
+    }
+  return r;
 }
 
 int64_t Block::saved_bytes() const {

@@ -1,11 +1,13 @@
 // One transformer block (attention sublayer, then MLP sublayer) for every
-// norm scheme and both model variants (docs/design.md §3). Pre-Norm, Post-Norm
-// and SiameseNorm share this one code path: each sublayer is
+// norm scheme and both model variants (docs/design.md §3; the schemes' formulas
+// and papers are listed at NormScheme in backbone/config.h). All schemes
+// share this one code path: each sublayer is
 //   (1) siamese_input_forward  -> z        (norms switched on/off per scheme)
 //   (2) F_k(z)                 -> f        (Attention or Mlp)
 //   (3) siamese_residual       -> streams  (+ a LayerNorm after the add for Post-Norm)
 // with streams x (Post-Norm stream) and y (Pre-Norm stream); Pre-Norm uses
-// only y, Post-Norm only x.
+// only y, Post-Norm only x. What each scheme switches on is one Route per
+// sublayer (see Block::Route).
 //
 // Saved per sublayer for backward: z (F's input), the norm statistics [3, R],
 // F's own activations, f when a gate (DiT) needs it, the pre-norm sum r for
@@ -13,6 +15,8 @@
 // boundaries are saved by the Backbone (BlockIO slots).
 #pragma once
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backbone/config.h"
 #include "backbone/modules.h"
@@ -52,28 +56,43 @@ class Block {
 
   int64_t saved_bytes() const;
   float depth_constant() const { return c_; }
+  // The block's own scheme (Pre or Post for a Mix-LN block, else the config's).
+  NormScheme scheme() const { return scheme_; }
+  // Whether the block reads or writes the x / y stream.
+  bool uses_x() const { return sub_[0].in_x || sub_[0].out_x || sub_[1].in_x || sub_[1].out_x; }
+  bool uses_y() const { return sub_[0].in_y || sub_[0].out_y || sub_[1].in_y || sub_[1].out_y; }
+  // Mean |weight| of every affine LayerNorm of the block, by state-dict name
+  // (without ".weight"), in registration order.
+  std::vector<std::pair<std::string, double>> norm_scales() const;
 
  private:
   struct Norm {
     bool enabled = false;
     bool affine = false;
     ParamId w = 0, b = 0;
+    std::string name;
   };
   struct Sub {
     Norm post, pre, input, after;  // after: Post-Norm's norm_k after the add
+    // Which streams the input kernel reads and the residual writes; the x
+    // residual's base is u = post(x) (x itself when post is off).
+    bool in_x = false, in_y = false, out_x = false, out_y = false;
     Tensor z, mean, rstd, f, r, r_mean, r_rstd, drop;
   };
   Norm add_norm(ParamStore& store, const std::string& name, bool enabled, bool affine);
   SiameseNorm norm_of(const Norm& n) const;
+  SiameseNorm norm_grad(const Norm& n, bool bias) const;
   SiameseInputSpec input_spec(int k, const BlockIO& io) const;
   void sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, uint64_t step, BlockScratch& s);
   void sub_backward(int k, const BlockIO& io, Tensor& gx, const Tensor& gy, BlockScratch& s);
   Tensor mod_chunk(const Tensor& m, int i) const;
 
   BackboneConfig cfg_;
+  NormScheme scheme_;
   ParamStore* store_;
   int64_t index_;
-  float c_ = 1.0f;
+  float c_ = 1.0f;       // the x residual adds o / c_ (SiameseNorm's c_l, DeepNet's alpha)
+  float after_eps_;      // eps of the norm after the add (DeepNorm: eps / alpha^2)
   float drop_rate_ = 0.0f;
   Attention attn_;
   Mlp mlp_;

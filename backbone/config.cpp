@@ -1,5 +1,6 @@
 #include "backbone/config.h"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace vt {
@@ -8,7 +9,12 @@ NormScheme norm_scheme_from_name(const std::string& name) {
   if (name == "pre") return NormScheme::Pre;
   if (name == "post") return NormScheme::Post;
   if (name == "siamese") return NormScheme::Siamese;
-  throw std::invalid_argument("model.norm.scheme: unknown scheme '" + name + "' (expected pre, post or siamese)");
+  if (name == "mixln") return NormScheme::MixLN;
+  if (name == "deepnorm") return NormScheme::DeepNorm;
+  if (name == "residual") return NormScheme::ResiDual;
+  if (name == "hybrid") return NormScheme::Hybrid;
+  throw std::invalid_argument("model.norm.scheme: unknown scheme '" + name +
+                              "' (expected pre, post, siamese, mixln, deepnorm, residual or hybrid)");
 }
 
 const char* norm_scheme_name(NormScheme s) {
@@ -16,6 +22,10 @@ const char* norm_scheme_name(NormScheme s) {
     case NormScheme::Pre: return "pre";
     case NormScheme::Post: return "post";
     case NormScheme::Siamese: return "siamese";
+    case NormScheme::MixLN: return "mixln";
+    case NormScheme::DeepNorm: return "deepnorm";
+    case NormScheme::ResiDual: return "residual";
+    case NormScheme::Hybrid: return "hybrid";
   }
   return "?";
 }
@@ -32,6 +42,20 @@ void BackboneConfig::validate() const {
   for (float r : drop_path)
     if (r < 0.0f || r >= 1.0f) bad("drop_path rate " + std::to_string(r) + " outside [0, 1)");
   if (eps <= 0.0f) bad("eps must be positive");
+  if (!(mixln_alpha >= 0.0 && mixln_alpha <= 1.0))
+    bad("mixln_alpha must be in [0, 1], got " + std::to_string(mixln_alpha));
+}
+
+int64_t BackboneConfig::mixln_post_blocks() const {
+  return static_cast<int64_t>(std::floor(mixln_alpha * static_cast<double>(depth)));
+}
+
+double BackboneConfig::deepnorm_alpha() const { return std::pow(2.0 * static_cast<double>(depth), 0.25); }
+double BackboneConfig::deepnorm_beta() const { return std::pow(8.0 * static_cast<double>(depth), -0.25); }
+
+NormScheme BackboneConfig::block_scheme(int64_t index) const {
+  if (scheme != NormScheme::MixLN) return scheme;
+  return index < mixln_post_blocks() ? NormScheme::Post : NormScheme::Pre;
 }
 
 std::vector<float> drop_path_linspace(float max_rate, int64_t depth) {

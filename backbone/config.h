@@ -9,11 +9,35 @@
 
 namespace vt {
 
-// model.norm.scheme. Post: x = norm_k(x + F_k(x)) per sublayer (timm names
-// norm1/norm2 applied after the residual add); Pre: y = y + F_k(norm_k(y));
-// Siamese: docs/design.md §3.
-enum class NormScheme { Pre, Post, Siamese };
-// "pre" / "post" / "siamese"; throws std::invalid_argument naming the string.
+// model.norm.scheme; per sublayer k of block l (F_k attention or MLP, LN a
+// LayerNorm, N = depth):
+//   Pre      y = y + F_k(norm_k(y))                       (timm ViT / DiT)
+//   Post     x = norm_k(x + F_k(x))    (timm names norm1/norm2, applied after the add)
+//   Siamese  docs/design.md §3 (arXiv 2602.08064)
+//   MixLN    Mix-LN (Li et al., arXiv 2412.13795): blocks l < floor(mixln_alpha * N)
+//            are Post blocks, the rest Pre blocks, on one stream; final norm as Pre.
+//   DeepNorm DeepNet (Wang et al., arXiv 2203.00555): x = norm_k(alpha * x + F_k(x)),
+//            alpha = (2N)^(1/4) (encoder-only); init: xavier_normal with gain
+//            beta = (8N)^(-1/4) on the value rows of qkv, attn.proj, mlp.fc1 and
+//            mlp.fc2, gain 1 on the query/key rows.
+//   ResiDual ResiDual (Xie et al., arXiv 2304.14802): Post stream
+//            x = norm_k(x + F_k(x)) and dual stream y = y + F_k(x), both starting
+//            at the input h; output x + dual_norm(y), the paper's
+//            x^a_{N+1} + LN(x^d_{N+1}) (as microsoft/ResiDual's encoder with
+//            its default enc_alpha = enc_res_input_norm_scale = 1; its final
+//            LayerNorm's eps 1e-7 is the model's eps here).
+//   Hybrid   HybridNorm (Zhuo et al., arXiv 2503.04598): attention with
+//            QKV-Norm, x = x + Attn(x) where q, k, v are LayerNorm'ed per head
+//            after the projection (attn.{q,k,v}_norm over head_dim); Post-Norm
+//            FFN x' = norm2(x), x = x' + FFN(x'); final norm as Pre. Per-head
+//            q/k/v norms as timm's Attention(qk_norm=True) and the OLMo HybridNorm
+//            model file released with SiameseNorm (Qwen-Applications/SiameseNorm).
+// DiT variants: the same with modulate/gate around F_k, non-affine block norms.
+// SpanNorm (arXiv 2601.22580) is not implemented: only its abstract was
+// available, which does not fix the block formula or the scaling.
+enum class NormScheme { Pre, Post, Siamese, MixLN, DeepNorm, ResiDual, Hybrid };
+// "pre" / "post" / "siamese" / "mixln" / "deepnorm" / "residual" / "hybrid";
+// throws std::invalid_argument naming the string.
 NormScheme norm_scheme_from_name(const std::string& name);
 const char* norm_scheme_name(NormScheme s);
 
@@ -28,6 +52,7 @@ struct BackboneConfig {
   NormScheme scheme = NormScheme::Siamese;
   bool normalized_input = true;  // siamese only: keep input_norm_k / norm_k
   bool depth_scaling = true;     // siamese only: c_l = sqrt(2 (l + 1)), else 1
+  double mixln_alpha = 0.25;     // mixln only: fraction of Post blocks, in [0, 1]
   int64_t dim = 384;
   int64_t depth = 12;
   int64_t heads = 6;
@@ -40,6 +65,13 @@ struct BackboneConfig {
 
   int64_t hidden() const { return static_cast<int64_t>(static_cast<double>(dim) * mlp_ratio); }
   bool conditioned() const { return variant == ModelVariant::DiT; }
+  // Mix-LN: number of leading Post-Norm blocks, floor(mixln_alpha * depth).
+  int64_t mixln_post_blocks() const;
+  // DeepNet's residual scale alpha = (2N)^(1/4) and init gain beta = (8N)^(-1/4).
+  double deepnorm_alpha() const;
+  double deepnorm_beta() const;
+  // The per-block scheme: Pre or Post for MixLN by index, else scheme itself.
+  NormScheme block_scheme(int64_t index) const;
   // Throws std::invalid_argument naming the offending field.
   void validate() const;
 };

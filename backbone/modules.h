@@ -6,6 +6,11 @@
 //   Attention (timm vision_transformer.Attention, qkv_bias, no dropout):
 //     qkv = z Wqkv^T + b; a = softmax(q k^T / sqrt(Dh)) v; f = a Wproj^T + b
 //     saves qkv [B,T,3D], probs [B,H,T,T], a [B,T,D].
+//     With qkv_norm (HybridNorm, arXiv 2503.04598; the norms of timm's
+//     Attention(qk_norm=True) plus one on v): q, k and v are each LayerNorm'ed
+//     over head_dim after the projection (affine attn.{q,k,v}_norm [Dh],
+//     eps as the block norms) before softmax(q k^T / sqrt(Dh)) v; then also
+//     saves the raw projection [B,T,3D] and the norm statistics [3, B*T*H].
 //   Mlp (timm layers.Mlp): f = fc2(gelu(fc1(z)))
 //     saves fc1 output [B,T,hidden] and the activation [B,T,hidden].
 #pragma once
@@ -21,16 +26,18 @@ struct ModuleScratch {
   Tensor d_a;    // [B,T,D]
   Tensor d_qkv;  // [B,T,3D]
   Tensor d_h;    // [B,T,hidden]
-  void plan(int64_t B, int64_t T, int64_t D, int64_t hidden);
+  Tensor qn_x, qn_y;  // [B,T,D] one of q/k/v made contiguous (qkv_norm)
+  void plan(int64_t B, int64_t T, int64_t D, int64_t hidden, bool qkv_norm);
 };
 
 class Attention {
  public:
   Attention() = default;
+  // qkv_init / proj_init: the projections' initialisers.
   Attention(ParamStore& store, const std::string& prefix, int64_t dim, int64_t heads, bool qkv_bias,
-            ParamInit weight_init);
+            ParamInit qkv_init, ParamInit proj_init, bool qkv_norm = false, float eps = 1e-6f);
   void plan(int64_t B, int64_t T);
-  void forward(const Tensor& z, const Tensor& f);
+  void forward(const Tensor& z, const Tensor& f, ModuleScratch& s);
   // dz OVERWRITTEN; parameter gradients accumulate.
   void backward(const Tensor& df, const Tensor& z, const Tensor& dz, ModuleScratch& s);
   int64_t saved_bytes() const;
@@ -38,14 +45,19 @@ class Attention {
  private:
   Linear qkv_, proj_;
   int64_t dim_ = 0, heads_ = 0;
+  bool qkv_norm_ = false;
+  float eps_ = 1e-6f;
+  ParamId nw_[3] = {0, 0, 0}, nb_[3] = {0, 0, 0};  // q_norm, k_norm, v_norm
+  Tensor qkv_raw_, qn_mean_, qn_rstd_;             // qkv_norm only
   Tensor qkv_out_, probs_, a_;
+  ParamStore* store_ = nullptr;
 };
 
 class Mlp {
  public:
   Mlp() = default;
   Mlp(ParamStore& store, const std::string& prefix, int64_t dim, int64_t hidden, Activation act,
-      ParamInit weight_init);
+      ParamInit fc1_init, ParamInit fc2_init);
   void plan(int64_t B, int64_t T);
   void forward(const Tensor& z, const Tensor& f);
   void backward(const Tensor& df, const Tensor& z, const Tensor& dz, ModuleScratch& s);

@@ -107,6 +107,21 @@ void ParamStore::init(uint64_t seed) {
         for (float& x : v) x = static_cast<float>(g.uniform(-a, a));
         break;
       }
+      case ParamInit::XavierNormal: {
+        const size_t chunks = p.init.chunk_gains.size();
+        if (chunks == 0 || p.shape[0] % static_cast<int64_t>(chunks) != 0)
+          throw std::invalid_argument("ParamStore::init: " + p.name + ": " + std::to_string(chunks) +
+                                      " xavier_normal chunks do not divide " + std::to_string(p.shape[0]) +
+                                      " rows");
+        const double fan_out = static_cast<double>(p.shape[0]) / static_cast<double>(chunks);
+        const double fan_in = static_cast<double>(p.numel) / static_cast<double>(p.shape[0]);
+        const size_t per_chunk = v.size() / chunks;
+        for (size_t i = 0; i < v.size(); ++i) {
+          const double std = p.init.chunk_gains[i / per_chunk] * std::sqrt(2.0 / (fan_in + fan_out));
+          v[i] = static_cast<float>(g.normal(0.0, std));
+        }
+        break;
+      }
     }
     value(i).copy_from(Tensor::from_vector(v, p.shape));
   }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -22,20 +23,28 @@
 namespace vt {
 
 struct ParamInit {
-  enum Kind { Zeros, Ones, Constant, Normal, TruncNormal, XavierUniform };
+  enum Kind { Zeros, Ones, Constant, Normal, TruncNormal, XavierUniform, XavierNormal };
   Kind kind = Zeros;
   float value = 0.0f;  // Constant: the value; Normal/TruncNormal: the std
+  // XavierNormal: rows split into chunk_gains.size() equal chunks (the q, k, v
+  // of a fused projection), each initialised as its own matrix with its gain.
+  std::vector<float> chunk_gains;
 
-  static ParamInit zeros() { return {Zeros, 0.0f}; }
-  static ParamInit ones() { return {Ones, 0.0f}; }
-  static ParamInit constant(float v) { return {Constant, v}; }
-  static ParamInit normal(float std) { return {Normal, std}; }
+  static ParamInit zeros() { return {Zeros, 0.0f, {}}; }
+  static ParamInit ones() { return {Ones, 0.0f, {}}; }
+  static ParamInit constant(float v) { return {Constant, v, {}}; }
+  static ParamInit normal(float std) { return {Normal, std, {}}; }
   // timm's trunc_normal_(std): normal(0, std) truncated to [-2, 2] (absolute,
   // as timm's defaults a=-2, b=2), by rejection.
-  static ParamInit trunc_normal(float std) { return {TruncNormal, std}; }
+  static ParamInit trunc_normal(float std) { return {TruncNormal, std, {}}; }
   // torch.nn.init.xavier_uniform_: U(-a, a), a = sqrt(6 / (fan_in + fan_out)),
   // fan_out = shape[0], fan_in = product of the other dimensions.
-  static ParamInit xavier_uniform() { return {XavierUniform, 0.0f}; }
+  static ParamInit xavier_uniform() { return {XavierUniform, 0.0f, {}}; }
+  // torch.nn.init.xavier_normal_(gain) per row chunk: N(0, gain^2 * 2 /
+  // (fan_in + fan_out)) with fan_out = shape[0] / chunks (DeepNet's init).
+  static ParamInit xavier_normal(std::vector<float> chunk_gains) {
+    return {XavierNormal, 0.0f, std::move(chunk_gains)};
+  }
 };
 
 using ParamId = size_t;

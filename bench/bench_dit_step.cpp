@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backbone/optimizer_state.h"
 #include "core/philox.h"
 #include "diffusion/dit_model.h"
 #include "diffusion/gaussian_diffusion.h"
@@ -25,9 +26,8 @@ int main(int argc, char** argv) {
   DiTConfig c = dit_preset("DiT-S/4");
   c.input_size = 32, c.in_channels = 4, c.num_classes = 1000;
   c.scheme = norm_scheme_from_name(scheme);
-  ParamStore store;
-  DiT model(store, c);
-  store.finalize();
+  DiT model(c);
+  ParamStore& store = model.params();
   model.init_weights(0);
   // Non-zero final/adaLN layers, as after some training (zeros would make
   // parts of the backward trivially cheap for no one).
@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   Tensor w = store.weights();
   for (int64_t i = 0; i < w.numel(); ++i) w.f32()[i] += static_cast<float>(1e-3 * g.normal());
   model.set_pos_embed();
-  Tensor ema = store.weights().clone(), m = Tensor::zeros(w.shape()), v = Tensor::zeros(w.shape());
+  OptimizerState opt(store, /*with_ema=*/true);
   const auto diff = GaussianDiffusion::linear();
   const int64_t C = c.in_channels, S = c.input_size;
   Tensor x0 = Tensor::empty({B, C, S, S}), noise = Tensor::empty({B, C, S, S}), xt = Tensor::empty({B, C, S, S});
@@ -58,8 +58,8 @@ int main(int argc, char** argv) {
     diff.training_losses(out, x0, xt, noise, t, dout);
     store.zero_grad();
     model.backward(dout);
-    adamw_step(store.weights(), store.grads(), m, v, hp, it + 1);
-    ema_update(ema, store.weights(), 0.9999f);
+    opt.adamw_step(hp);
+    opt.update_ema(0.9999f);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (it > 0) secs.push_back(s);
   }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "backbone/optimizer_state.h"
 #include "core/philox.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/optim.h"
@@ -43,11 +44,8 @@ int main(int argc, char** argv) {
   VisionTransformer model(cfg);
   model.init(0);
   ParamStore& ps = model.params();
-  const int64_t n = ps.numel(), K = cfg.num_classes;
-  Tensor m1 = Tensor::zeros({n}), m2 = Tensor::zeros({n}), ema = ps.weights().clone();
-  std::vector<DecaySegment> segs;
-  for (const ParamInfo& p : ps.infos()) segs.push_back({p.offset, p.numel, p.weight_decay});
-  Tensor mask = decay_mask_from_segments(n, segs);
+  const int64_t K = cfg.num_classes;
+  OptimizerState opt(ps, /*with_ema=*/true);
   Tensor images = Tensor::empty({B, 3, cfg.img_size, cfg.img_size});
   Philox g(1, 2);
   for (int64_t i = 0; i < images.numel(); ++i) images.f32()[i] = static_cast<float>(g.normal());
@@ -63,8 +61,8 @@ int main(int argc, char** argv) {
     model.forward(images, logits, true, 0, static_cast<uint64_t>(it));
     cross_entropy_forward_backward(logits, labels, 0.1f, dlogits);
     model.backward(dlogits);
-    adamw_step(ps.weights(), ps.grads(), m1, m2, hp, it + 1, mask);
-    ema_update(ema, ps.weights(), 0.99996f);
+    opt.adamw_step(hp);
+    opt.update_ema(0.99996f);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (it > 0) times.push_back(s);
   }

@@ -202,7 +202,10 @@ struct Validator {
                            describe(it->second));
         continue;
       }
-      errors.push_back(source_of(src, path) + ": unknown key '" + path + "'" + suggestion(schema, path));
+      if (const std::string* to = schema.renamed_to(path))
+        errors.push_back(source_of(src, path) + ": key '" + path + "' was renamed to '" + *to + "'");
+      else
+        errors.push_back(source_of(src, path) + ": unknown key '" + path + "'" + suggestion(schema, path));
     }
   }
 };
@@ -460,18 +463,40 @@ std::string Config::to_yaml() const {
 
 void Config::save(const std::string& path) const { write_file_atomic(path, to_yaml()); }
 
-uint64_t Config::digest() const {
+uint64_t Config::digest() const { return digest(std::vector<std::string>{}); }
+
+std::string Config::digest_hex() const { return digest_hex(std::vector<std::string>{}); }
+
+uint64_t Config::digest(const std::vector<std::string>& excluded) const {
+  YAML::Node root = YAML::Clone(impl_->root);
+  for (const std::string& key : excluded) {
+    const std::vector<std::string> parts = split_path(key);
+    YAML::Node parent = root;
+    bool found = true;
+    for (size_t i = 0; i + 1 < parts.size() && found; ++i) {
+      // Read through a const node: operator[] on a mutable one inserts the key.
+      const YAML::Node& cur = parent;
+      YAML::Node next = cur[parts[i]];
+      found = next.IsDefined() && next.IsMap();
+      if (found) parent.reset(next);
+    }
+    if (found && parent.IsMap() && static_cast<const YAML::Node&>(parent)[parts.back()].IsDefined())
+      parent.remove(parts.back());
+  }
+  YAML::Emitter e;
+  emit(e, root);
+  const std::string text = std::string(e.c_str()) + "\n";
   uint64_t h = 14695981039346656037ull;  // FNV-1a 64 offset basis
-  for (unsigned char c : to_yaml()) {
+  for (unsigned char c : text) {
     h ^= c;
     h *= 1099511628211ull;
   }
   return h;
 }
 
-std::string Config::digest_hex() const {
+std::string Config::digest_hex(const std::vector<std::string>& excluded) const {
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(digest()));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(digest(excluded)));
   return buf;
 }
 

@@ -14,6 +14,8 @@
 //    takes any non-null scalar; a quoted scalar is always a string. A key
 //    whose default is `~` (null) may be left unset (has() is false).
 //    A Map key holds free-form content (any map) that is not checked further.
+//  * Renamed keys (old path -> new path) are rejected with a message naming
+//    the new key, e.g. "key 'log.every' was renamed to 'log.every_steps'".
 //
 // Every problem (unknown key, wrong type, missing required key, bad YAML,
 // missing or cyclic _base_) is a ConfigError whose message names the key, the
@@ -56,14 +58,21 @@ class ConfigSchema {
   ConfigSchema& required(const std::string& path, ConfigType type, const std::string& help);
   ConfigSchema& optional(const std::string& path, ConfigType type, const std::string& default_yaml,
                          const std::string& help);
+  // An old key name: a config that still uses it fails naming `new_path`.
+  // Throws std::logic_error when old_path is a key of the schema or
+  // new_path is not.
+  ConfigSchema& renamed(const std::string& old_path, const std::string& new_path);
 
   const std::vector<ConfigKey>& keys() const { return keys_; }
   const ConfigKey* find(const std::string& path) const;
+  // The new name of a renamed key, or nullptr.
+  const std::string* renamed_to(const std::string& old_path) const;
   // One line per key: "  train.lr  float = 5e-4   peak learning rate".
   std::string help_text() const;
 
  private:
   std::vector<ConfigKey> keys_;
+  std::map<std::string, std::string> renamed_;  // old path -> new path
 };
 
 class Config {
@@ -115,6 +124,10 @@ class Config {
   // FNV-1a 64 of to_yaml(): identifies the configuration in checkpoints.
   uint64_t digest() const;
   std::string digest_hex() const;  // 16 lowercase hex digits
+  // The same over the config without the listed keys (a listed map key
+  // drops its whole subtree), e.g. run-control keys (core/run_control.h).
+  uint64_t digest(const std::vector<std::string>& excluded) const;
+  std::string digest_hex(const std::vector<std::string>& excluded) const;
 
  struct Impl;  // opaque (yaml-cpp tree, per-key sources, schema)
 

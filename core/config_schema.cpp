@@ -205,6 +205,19 @@ ConfigSchema& ConfigSchema::required(const std::string& path, ConfigType type, c
   return *this;
 }
 
+ConfigSchema& ConfigSchema::renamed(const std::string& old_path, const std::string& new_path) {
+  if (find(old_path)) throw std::logic_error("ConfigSchema: renamed key '" + old_path + "' is a key of the schema");
+  if (!find(new_path))
+    throw std::logic_error("ConfigSchema: '" + old_path + "' renamed to '" + new_path + "', which is not a key");
+  renamed_[old_path] = new_path;
+  return *this;
+}
+
+const std::string* ConfigSchema::renamed_to(const std::string& old_path) const {
+  auto it = renamed_.find(old_path);
+  return it == renamed_.end() ? nullptr : &it->second;
+}
+
 ConfigSchema& ConfigSchema::optional(const std::string& path, ConfigType type, const std::string& default_yaml,
                                      const std::string& help) {
   add_key(keys_, ConfigKey{path, type, false, default_yaml, help});

@@ -50,8 +50,9 @@ DiTConfig dit_preset(const std::string& name, DiTConfig c) {
   return c;
 }
 
-DiT::DiT(ParamStore& store, const DiTConfig& cfg) : cfg_(cfg), store_(&store) {
+DiT::DiT(const DiTConfig& cfg) : cfg_(cfg) {
   cfg_.validate();
+  ParamStore& store = store_;
   const int64_t D = cfg_.hidden, C = cfg_.in_channels, p = cfg_.patch;
   xw_ = store.add("x_embedder.proj.weight", {D, C, p, p}, ParamInit::xavier_uniform(), true);
   xb_ = store.add("x_embedder.proj.bias", {D}, ParamInit::zeros(), false);
@@ -77,16 +78,23 @@ DiT::DiT(ParamStore& store, const DiTConfig& cfg) : cfg_(cfg), store_(&store) {
 
   final_ada_ = Linear(store, "final_layer.adaLN_modulation.1", D, 2 * D, true, ParamInit::zeros());
   final_lin_ = Linear(store, "final_layer.linear", D, p * p * cfg_.out_channels(), true, ParamInit::zeros());
-}
-
-void DiT::init_weights(uint64_t seed) {
-  store_->init(seed);
+  store_.finalize();
   set_pos_embed();
 }
 
-void DiT::set_pos_embed() { sincos_pos_embed_2d(cfg_.grid(), cfg_.grid(), store_->value(pos_)); }
+void DiT::init_weights(uint64_t seed) {
+  store_.init(seed);
+  set_pos_embed();
+}
 
-int64_t DiT::num_params() const { return store_->numel() - store_->info(pos_).numel; }
+void DiT::load(const std::map<std::string, Tensor>& state_dict) {
+  store_.load(state_dict, /*strict=*/true);
+  set_pos_embed();
+}
+
+void DiT::set_pos_embed() { sincos_pos_embed_2d(cfg_.grid(), cfg_.grid(), store_.value(pos_)); }
+
+int64_t DiT::num_params() const { return store_.numel() - store_.info(pos_).numel; }
 
 void DiT::plan(int64_t B) {
   if (B == B_) return;
@@ -139,17 +147,17 @@ void DiT::forward(const Tensor& x, const Tensor& t, const Tensor& y, const Tenso
     throw std::invalid_argument("DiT::forward: out must be " + shape_str(os) + ", got " +
                                 (out.defined() ? shape_str(out.shape()) : "undefined"));
   plan(B);
-  const Tensor xw = store_->value(xw_).view({D, C * p * p});
+  const Tensor xw = store_.value(xw_).view({D, C * p * p});
   patchify(x.contiguous(), p, patches_);
-  linear_forward(patches_, xw, store_->value(xb_), h_);
-  pos_embed_add(h_, store_->value(pos_), h_);
+  linear_forward(patches_, xw, store_.value(xb_), h_);
+  pos_embed_add(h_, store_.value(pos_), h_);
 
   timestep_embedding(t.contiguous(), t_freq_);
   t0_.forward(t_freq_, t_h1_);
   activation_forward(Activation::SiLU, t_h1_, t_h2_);
   t2_.forward(t_h2_, c_);
   y_ids_.copy_from(y);
-  embedding_forward(store_->value(ytab_), y_ids_, yemb_);
+  embedding_forward(store_.value(ytab_), y_ids_, yemb_);
   add(c_, yemb_, c_);
 
   backbone_->forward(h_, c_, o_);
@@ -180,9 +188,9 @@ void DiT::backward(const Tensor& dout) {
   add(dc_, dc_bb_, dc_);
 
   // pos_embed is frozen: dh flows to the patch projection only.
-  linear_backward(dh_, patches_, store_->value(xw_).view({D, C * p * p}), Tensor(),
-                  store_->grad(xw_).view({D, C * p * p}), store_->grad(xb_));
-  embedding_backward(dc_, y_ids_, store_->grad(ytab_));
+  linear_backward(dh_, patches_, store_.value(xw_).view({D, C * p * p}), Tensor(),
+                  store_.grad(xw_).view({D, C * p * p}), store_.grad(xb_));
+  embedding_backward(dc_, y_ids_, store_.grad(ytab_));
   t2_.backward(dc_, t_h2_, dt_h2_);
   activation_backward(Activation::SiLU, dt_h2_, t_h1_, dt_h1_);
   t0_.backward(dt_h1_, t_freq_, Tensor());

@@ -24,11 +24,13 @@
 // (patch conv on its [D, C p p] view), label table and t-MLP weights
 // N(0, 0.02), every adaLN output Linear and final_layer.linear zero.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 
 #include "backbone/backbone.h"
 #include "backbone/linear.h"
+#include "backbone/param_store.h"
 
 namespace vt {
 
@@ -61,15 +63,25 @@ DiTConfig dit_preset(const std::string& name, DiTConfig base = {});
 
 class DiT {
  public:
-  // Registers every parameter in store (the caller finalizes the store, then
-  // calls init_weights or loads a state dict, then set_pos_embed()).
-  DiT(ParamStore& store, const DiTConfig& cfg);
+  // Registers every parameter in its own ParamStore and finalizes it (CPU),
+  // as VisionTransformer does; pos_embed holds the sin-cos table, the other
+  // weights are zero until init_weights() or load().
+  explicit DiT(const DiTConfig& cfg);
+  DiT(const DiT&) = delete;  // modules keep ids into store_
+  DiT& operator=(const DiT&) = delete;
   const DiTConfig& config() const { return cfg_; }
+  ParamStore& params() { return store_; }
+  const ParamStore& params() const { return store_; }
 
   // DiT's initialize_weights through the store's initialisers, then the
   // frozen position table.
   void init_weights(uint64_t seed);
-  // Writes the 2D sin-cos table into pos_embed (after init or load).
+  // Loads a state dict strictly (ParamStore::load; std::runtime_error
+  // listing every missing, unexpected or mis-shaped tensor), then rewrites
+  // the frozen position table.
+  void load(const std::map<std::string, Tensor>& state_dict);
+  // Rewrites the 2D sin-cos table into pos_embed: only needed after writing
+  // params().weights() directly (init_weights and load call it).
   void set_pos_embed();
 
   // x [B, C, H, W] F32, t [B] F32 (original timesteps), y [B] I32 in
@@ -84,7 +96,7 @@ class DiT {
  private:
   void plan(int64_t B);
   DiTConfig cfg_;
-  ParamStore* store_;
+  ParamStore store_;
   std::unique_ptr<Backbone> backbone_;
   ParamId xw_ = 0, xb_ = 0, pos_ = 0, ytab_ = 0;
   Linear t0_, t2_, final_ada_, final_lin_;

@@ -1,10 +1,12 @@
 #include "diffusion/dit_train_config.h"
 
-#include <cmath>
 #include <cstdint>
-#include <filesystem>
-#include <sstream>
+#include <limits>
 #include <vector>
+
+#include "core/config_checks.h"
+#include "core/config_paths.h"
+#include "core/run_control.h"
 
 namespace vt {
 
@@ -12,9 +14,11 @@ const ConfigSchema& dittrain_schema() {
   static const ConfigSchema s = [] {
     using T = ConfigType;
     ConfigSchema c;
-    c.optional("name", T::String, "dit", "run directory name under out_dir")
+    c.optional("name", T::String, "dit", "run name (letters, digits, - _ .): outputs go to <out_dir>/<name>/")
         .optional("out_dir", T::String, "runs", "parent of run directories (relative to the CWD)")
+        .optional("device", T::String, "auto", "auto | cpu (cuda: not yet implemented for training)")
         .optional("seed", T::Int, "0", "seed of init, data order, noise, timesteps, label dropout")
+        .optional("threads", T::Int, "0", "OpenMP threads for compute (0: library default; 0..1024)")
         .optional("resume", T::String, "auto", "auto (newest complete checkpoint of the run) | never (alias: none) | DIR")
         .optional("model.preset", T::String, "~", "DiT-{S,B,L,XL}/{2,4,8}; sets depth/hidden/heads/patch")
         .optional("model.input_size", T::Int, "32", "H = W of the model input (latent 32 for 256px images)")
@@ -38,18 +42,21 @@ const ConfigSchema& dittrain_schema() {
         .optional("data.latent_scale", T::Float, "0.18215", "latents are multiplied by this (SD VAE)")
         .optional("data.workers", T::Int, "2", "loader threads")
         .optional("data.on_corrupt", T::String, "error", "error | skip")
-        .optional("train.global_batch", T::Int, "256", "images per optimiser step")
+        .optional("train.batch_size", T::Int, "256", "global batch size (images per optimiser step)")
         .optional("train.steps", T::Int, "400000", "optimiser steps")
+        .optional("train.max_steps", T::Int, "~", "stop after this many steps, >= 1 (unset: train.steps; the run is resumable)")
         .optional("train.lr", T::Float, "1e-4", "AdamW learning rate (constant)")
         .optional("train.weight_decay", T::Float, "0.0", "AdamW weight decay")
-        .optional("train.beta1", T::Float, "0.9", "AdamW beta1")
-        .optional("train.beta2", T::Float, "0.999", "AdamW beta2")
+        .optional("train.betas", T::FloatList, "[0.9, 0.999]", "AdamW betas")
         .optional("train.eps", T::Float, "1e-8", "AdamW eps")
-        .optional("train.grad_clip", T::Float, "0.0", "max global grad norm (0: off, as DiT)")
+        .optional("train.clip_grad", T::Float, "~", "max global grad norm (unset: no clipping, as DiT)")
         .optional("train.ema_decay", T::Float, "0.9999", "EMA decay per step")
-        .optional("train.max_nonfinite", T::Int, "10", "abort after this many consecutive non-finite losses")
-        .optional("log.every", T::Int, "100", "steps between metrics lines")
-        .optional("ckpt.every", T::Int, "50000", "steps between checkpoints (and at the end)")
+        .optional("train.max_nonfinite", T::Int, "0", "non-finite loss/grad norm: 0 stops at once; N skips up to N in a row, then stops")
+        .optional("log.every_steps", T::Int, "100", "metrics.jsonl line (means since the last one) every N steps (0: off)")
+        .optional("log.every_s", T::Float, "30", "plain progress line every N seconds (non-terminal)")
+        .optional("log.tensorboard", T::Bool, "true", "TensorBoard event files in <run>/tb/")
+        .optional("ckpt.every_steps", T::Int, "50000", "checkpoint every N steps (0: off; the end always)")
+        .optional("ckpt.keep_last", T::Int, "0", "complete checkpoints kept (0: all, as DiT)")
         .optional("sample.every", T::Int, "10000", "steps between EMA sample grids (0: off)")
         .optional("sample.num", T::Int, "16", "images in a periodic grid")
         .optional("sample.sampler", T::String, "ddim", "ddpm | ddim")
@@ -59,90 +66,38 @@ const ConfigSchema& dittrain_schema() {
         .optional("sample.guided_channels", T::Int, "-1", "-1: all noise channels; 3: DiT's behaviour")
         .optional("sample.clip_denoised", T::Bool, "false", "clip x0_hat to [-1, 1] (DiT: false)")
         .optional("sample.seed", T::Int, "0", "noise and label seed of samples")
-        .optional("sample.batch", T::Int, "16", "images per model call");
+        .optional("sample.batch", T::Int, "16", "images per model call")
+        // The names before both trainers shared their keys.
+        .renamed("train.global_batch", "train.batch_size")
+        .renamed("train.beta1", "train.betas")
+        .renamed("train.beta2", "train.betas")
+        .renamed("train.grad_clip", "train.clip_grad")
+        .renamed("log.every", "log.every_steps")
+        .renamed("ckpt.every", "ckpt.every_steps");
     return c;
   }();
   return s;
 }
 
 namespace {
-namespace fs = std::filesystem;
-
-[[noreturn]] void bad(const Config& c, const std::string& key, const std::string& what) {
-  throw ConfigError(key + " (" + c.source(key) + "): " + what);
-}
 
 void check(const Config& c, bool ok, const std::string& key, const std::string& what) {
-  if (!ok) bad(c, key, what);
+  if (!ok) bad_value(c, key, what);
 }
 
-template <typename T>
-std::string str(T v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
-
-// Reads an int key and checks lo <= v <= hi.
-int64_t int_in(const Config& c, const std::string& key, int64_t lo, int64_t hi = INT32_MAX) {
-  const int64_t v = c.get<int64_t>(key);
-  if (v < lo || v > hi)
-    bad(c, key,
-        (hi == INT64_MAX ? "must be >= " + std::to_string(lo)
-                         : "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]") +
-            ", got " + std::to_string(v));
-  return v;
-}
-
-// Reads a float key and checks it is finite and lo <= v <= hi (open ends
-// when lo_open / hi_open).
-double float_in(const Config& c, const std::string& key, double lo, double hi, bool lo_open = false,
-                bool hi_open = false) {
-  const double v = c.get<double>(key);
-  const bool ok = std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
-  if (!ok)
-    bad(c, key, std::string("must be finite and in ") + (lo_open ? "(" : "[") + str(lo) + ", " + str(hi) +
-                    (hi_open ? ")" : "]") + ", got " + str(v));
-  return v;
-}
-
-bool is_resume_word(const std::string& r) { return r == "auto" || r == "never" || r == "none"; }
-
-// See the header: file values relative to the parent of the config file's
-// directory, command-line values (and parsed text) relative to the CWD.
-std::string resolve_path(const Config& c, const std::string& key, const std::string& config_path) {
-  const fs::path p(c.get<std::string>(key));
-  if (p.is_absolute() || config_path.empty() || c.source(key) == "command line") return p.string();
-  return (fs::absolute(config_path).parent_path().parent_path() / p).string();
-}
 }  // namespace
-
-Config dit_with_absolute_paths(const Config& in, const std::string& config_path) {
-  Config c = in;
-  auto set = [&](const std::string& key, const std::string& path) {
-    if (path.empty()) return;  // left for dit_train_config to report
-    const std::string abs = fs::absolute(path).lexically_normal().string();
-    if (abs != in.get<std::string>(key)) c.set_string(key, abs, in.source(key));
-  };
-  set("data.root", resolve_path(in, "data.root", config_path));
-  set("out_dir", in.get<std::string>("out_dir"));
-  const std::string resume = in.get<std::string>("resume");
-  if (!is_resume_word(resume)) set("resume", resolve_path(in, "resume", config_path));
-  return c;
-}
 
 DitTrainConfig dit_train_config(const Config& config, const std::string& config_path) {
   // Every path below is absolute, and so is the resolved config the trainer
-  // saves (t.yaml), which therefore works from any directory.
-  const Config c = dit_with_absolute_paths(config, config_path);
+  // saves (t.resolved), which therefore works from any directory.
+  const Config c = with_absolute_trainer_paths(config, config_path);
   DitTrainConfig t;
-  t.run_name = c.get<std::string>("name");
-  check(c, !t.run_name.empty() && t.run_name.find('/') == std::string::npos && t.run_name != "." &&
-               t.run_name != "..",
-        "name", "must be a non-empty plain name, got '" + t.run_name + "'");
+  t.run_name = run_name(c);
   t.out_dir = c.get<std::string>("out_dir");
   check(c, !t.out_dir.empty(), "out_dir", "must not be empty");
+  t.device = training_device(c, "dittrain");
   t.seed = static_cast<uint64_t>(int_in(c, "seed", 0, INT64_MAX));
+  t.threads = static_cast<int>(int_in(c, "threads", 0, 1024));
   t.resume = c.get<std::string>("resume");
   check(c, !t.resume.empty(), "resume", "expected auto | never | a checkpoint directory, got ''");
   if (t.resume == "none") t.resume = "never";  // the older word
@@ -153,9 +108,9 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   m.hidden = c.get<int64_t>("model.hidden");
   m.depth = c.get<int64_t>("model.depth");
   m.heads = c.get<int64_t>("model.heads");
-  m.mlp_ratio = float_in(c, "model.mlp_ratio", 0, 64, /*lo_open=*/true);
+  m.mlp_ratio = real_in(c, "model.mlp_ratio", 0, 64, /*open_lo=*/true);
   m.num_classes = c.get<int64_t>("model.num_classes");
-  m.class_dropout = float_in(c, "model.class_dropout", 0, 1, false, /*hi_open=*/true);
+  m.class_dropout = real_in(c, "model.class_dropout", 0, 1, false, /*open_hi=*/true);
   m.learn_sigma = true;
   try {
     m.scheme = norm_scheme_from_name(c.get<std::string>("model.norm.scheme"));
@@ -175,23 +130,29 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   t.data_root = c.get<std::string>("data.root");
   check(c, !t.data_root.empty(), "data.root", "must not be empty");
   t.hflip = c.get<bool>("data.hflip");
-  t.latent_scale = float_in(c, "data.latent_scale", 0, 1e6, /*lo_open=*/true);
+  t.latent_scale = real_in(c, "data.latent_scale", 0, 1e6, /*open_lo=*/true);
   t.workers = static_cast<int>(int_in(c, "data.workers", 0, 256));
   t.on_corrupt = c.get<std::string>("data.on_corrupt");
   check(c, t.on_corrupt == "error" || t.on_corrupt == "skip", "data.on_corrupt",
         "expected error | skip, got '" + t.on_corrupt + "'");
-  t.batch = int_in(c, "train.global_batch", 1, 1 << 20);
+  t.batch = int_in(c, "train.batch_size", 1, 1 << 20);
   t.steps = int_in(c, "train.steps", 1, INT64_MAX);
-  t.lr = float_in(c, "train.lr", 0, 1e3, /*lo_open=*/true);
-  t.weight_decay = float_in(c, "train.weight_decay", 0, 1e3);
-  t.beta1 = float_in(c, "train.beta1", 0, 1, false, /*hi_open=*/true);
-  t.beta2 = float_in(c, "train.beta2", 0, 1, false, /*hi_open=*/true);
-  t.adam_eps = float_in(c, "train.eps", 0, 1, /*lo_open=*/true);
-  t.grad_clip = float_in(c, "train.grad_clip", 0, 1e30);
-  t.ema_decay = float_in(c, "train.ema_decay", 0, 1);
-  t.max_nonfinite = static_cast<int>(int_in(c, "train.max_nonfinite", 1));
-  t.log_every = int_in(c, "log.every", 1, INT64_MAX);
-  t.ckpt_every = int_in(c, "ckpt.every", 0, INT64_MAX);  // 0: only at the end
+  if (c.has("train.max_steps")) t.max_steps = int_in(c, "train.max_steps", 1, INT64_MAX);
+  t.lr = real_in(c, "train.lr", 0, 1e3, /*open_lo=*/true);
+  t.weight_decay = real_in(c, "train.weight_decay", 0, 1e3);
+  const auto betas = c.get<std::vector<double>>("train.betas");
+  check(c, betas.size() == 2 && betas[0] >= 0 && betas[0] < 1 && betas[1] >= 0 && betas[1] < 1, "train.betas",
+        "expected [beta1, beta2] in [0, 1)");
+  t.beta1 = betas[0], t.beta2 = betas[1];
+  t.adam_eps = real_in(c, "train.eps", 0, 1, /*open_lo=*/true);
+  if (c.has("train.clip_grad")) t.clip_grad = real_in(c, "train.clip_grad", 0, 1e30, /*open_lo=*/true);
+  t.ema_decay = real_in(c, "train.ema_decay", 0, 1);
+  t.max_nonfinite = static_cast<int>(int_in(c, "train.max_nonfinite", 0));
+  t.log_every_steps = int_in(c, "log.every_steps", 0, INT64_MAX);
+  t.log_every_s = real_in(c, "log.every_s", 0, std::numeric_limits<double>::infinity());
+  t.tensorboard = c.get<bool>("log.tensorboard");
+  t.ckpt_every_steps = int_in(c, "ckpt.every_steps", 0, INT64_MAX);  // 0: only at the end
+  t.keep_last = static_cast<int>(int_in(c, "ckpt.keep_last", 0));
   t.sample_every = int_in(c, "sample.every", 0, INT64_MAX);
   t.grid_images = static_cast<int>(int_in(c, "sample.num", 1, 1024));
   t.grid.num_timesteps = t.num_timesteps;
@@ -199,8 +160,8 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   check(c, t.grid.sampler == "ddpm" || t.grid.sampler == "ddim", "sample.sampler",
         "expected ddpm | ddim, got '" + t.grid.sampler + "'");
   t.grid.steps = static_cast<int>(int_in(c, "sample.steps", 1, t.num_timesteps));
-  t.grid.eta = float_in(c, "sample.eta", 0, 1e3);
-  t.grid.cfg_scale = float_in(c, "sample.cfg_scale", 0, 1e3);
+  t.grid.eta = real_in(c, "sample.eta", 0, 1e3);
+  t.grid.cfg_scale = real_in(c, "sample.cfg_scale", 0, 1e3);
   t.grid.guided_channels = static_cast<int>(c.get<int64_t>("sample.guided_channels"));
   check(c, t.grid.guided_channels == -1 || (t.grid.guided_channels >= 1 && t.grid.guided_channels <= m.in_channels),
         "sample.guided_channels",
@@ -209,23 +170,9 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   t.grid.clip_denoised = c.get<bool>("sample.clip_denoised");
   t.grid.seed = static_cast<uint64_t>(int_in(c, "sample.seed", 0, INT64_MAX));
   t.grid.batch = static_cast<int>(int_in(c, "sample.batch", 1, 4096));
-  t.yaml = c.to_yaml();
-  t.digest = c.digest_hex();
+  t.resolved = c;
+  t.digest = resume_digest(c);
   return t;
-}
-
-std::string dit_find_config(const std::string& arg, const std::string& configs_dir) {
-  std::vector<std::string> tried;
-  for (const std::string& cand : {arg, configs_dir + "/" + arg, configs_dir + "/" + arg + ".yaml"}) {
-    if (!tried.empty() && fs::path(arg).is_absolute()) break;
-    tried.push_back(cand);
-    if (fs::is_directory(cand))
-      throw ConfigError("config '" + arg + "': '" + cand + "' is a directory, expected a YAML file");
-    if (fs::is_regular_file(cand)) return cand;
-  }
-  std::string msg = "config '" + arg + "' not found (tried:";
-  for (const auto& t : tried) msg += " " + t;
-  throw ConfigError(msg + ")");
 }
 
 }  // namespace vt

@@ -2,13 +2,17 @@
 // the typed struct the trainer reads. See configs/dit_l4.yaml for a full
 // example and configs/cifar10_dit_siamese.yaml for a small one.
 //
-// Relative paths follow vtrain (vision/train_config.h): data.root and a
-// resume directory written in a config FILE resolve against the parent
-// of that file's directory (configs/x.yaml says `../shared/data/cifar10`
-// relative to the repository root); values given on the command line, and
-// out_dir, resolve against the current directory.
+// Relative paths (core/config_paths.h), as vtrain: data.root and a resume
+// directory written in a config FILE resolve against the parent of that
+// file's directory (configs/x.yaml says `../shared/data/cifar10` relative to
+// the repository root); values given on the command line, and out_dir,
+// resolve against the current directory. Key names and the run-control keys
+// are those of vtrain (train.batch_size, train.betas, train.clip_grad,
+// log.every_steps, ckpt.every_steps, ...); the older names are rejected with
+// the new one named.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/config.h"
@@ -21,7 +25,8 @@ namespace vt {
 const ConfigSchema& dittrain_schema();
 
 struct DitTrainConfig {
-  std::string run_name, out_dir;
+  std::string run_name, out_dir, device;
+  int threads = 0;
   std::string resume;  // "auto" | "never" (config word "none" is an alias) | an absolute step_<N> directory
   uint64_t seed = 0;
   DiTConfig model;
@@ -33,39 +38,32 @@ struct DitTrainConfig {
   double latent_scale = 0.18215;
   int workers = 2;
   // optimisation
-  int64_t batch = 256, steps = 400000;
-  double lr = 1e-4, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8, grad_clip = 0.0;
+  int64_t batch = 256, steps = 400000;  // train.batch_size (global), train.steps
+  std::optional<int64_t> max_steps;     // stop early (resumable)
+  double lr = 1e-4, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;
+  std::optional<double> clip_grad;  // unset: no clipping
   double ema_decay = 0.9999;
-  int max_nonfinite = 10;
+  int max_nonfinite = 0;  // train/nonfinite.h
   // logging / checkpoints / periodic samples
-  int64_t log_every = 100, ckpt_every = 50000, sample_every = 10000;
+  int64_t log_every_steps = 100, ckpt_every_steps = 50000, sample_every = 10000;
+  double log_every_s = 30;
+  bool tensorboard = true;
+  int keep_last = 0;  // 0: keep every checkpoint
   SampleOptions grid;  // periodic grids
   int grid_images = 16;
-  std::string yaml;    // the resolved config
-  std::string digest;  // its digest (hex)
+  Config resolved;     // the config with absolute paths (saved as <run>/config.yaml)
+  std::string digest;  // its resume digest (core/run_control.h)
 };
-
-// The config with its path-valued keys (data.root, out_dir, resume
-// when it names a directory) made absolute under the rules above;
-// `config_path` is the file the config was loaded from. With an empty
-// config_path (a config parsed from text) file values resolve against the
-// current directory too. Idempotent: absolute values are kept.
-Config dit_with_absolute_paths(const Config& cfg, const std::string& config_path = "");
 
 // Reads a validated Config. Throws ConfigError naming the key (and where
 // its value came from) for values that parse but make no sense: counts
-// <= 0 (train.steps, train.global_batch, sample.num, sample.batch, ...),
+// <= 0 (train.steps, train.batch_size, sample.num, sample.batch, ...),
 // negative periods, train.lr <= 0 or non-finite, probabilities and decays
 // outside [0, 1], sample.steps outside [1, diffusion.num_timesteps], unknown
 // names (data.kind, sample.sampler, resume words, model.norm.scheme).
-// Paths are made absolute first (dit_with_absolute_paths); `yaml` and
-// `digest` are those of the absolute-path config, so the run directory's
-// config.yaml works from any directory.
+// Paths are made absolute first (with_absolute_trainer_paths); `resolved`
+// and `digest` are those of the absolute-path config, so the run
+// directory's config.yaml works from any directory.
 DitTrainConfig dit_train_config(const Config& cfg, const std::string& config_path = "");
-
-// `dittrain CONFIG`: the path as given, else <configs_dir>/CONFIG, else
-// <configs_dir>/CONFIG.yaml. Throws ConfigError listing the places tried, or
-// saying that CONFIG is a directory.
-std::string dit_find_config(const std::string& arg, const std::string& configs_dir);
 
 }  // namespace vt

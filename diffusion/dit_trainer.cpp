@@ -1,18 +1,18 @@
 #include "diffusion/dit_trainer.h"
 
+#include <omp.h>
+
 #include <chrono>
 #include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <stdexcept>
 
-#include "core/atomic_file.h"
+#include "backbone/optimizer_state.h"
 #include "core/log.h"
-#include "core/metrics.h"
 #include "core/npz.h"
 #include "core/philox.h"
 #include "core/progress.h"
-#include "core/tensorboard/event_writer.h"
 #include "data_pipeline/dataset.h"
 #include "data_pipeline/loader.h"
 #include "data_pipeline/sampler.h"
@@ -22,29 +22,14 @@
 #include "diffusion/sampler.h"
 #include "kernels/elementwise.h"
 #include "kernels/optim.h"
+#include "train/run_dir.h"
+#include "train/run_state.h"
+#include "train/loop.h"
 
 namespace vt {
 namespace fs = std::filesystem;
 namespace {
 constexpr uint64_t kPurposeTimestep = 0xD1F70002, kPurposeNoise = 0xD1F70003, kPurposeSampleLabels = 0xD1F70004;
-
-std::map<std::string, Tensor> named_views(const ParamStore& store, const Tensor& flat, const std::string& prefix) {
-  std::map<std::string, Tensor> m;
-  for (const auto& p : store.infos()) m[prefix + p.name] = flat.slice(0, p.offset, p.offset + p.numel).view(p.shape);
-  return m;
-}
-
-void load_named(const ParamStore& store, const std::map<std::string, Tensor>& src, const Tensor& flat,
-                const std::string& prefix, const std::string& what) {
-  for (const auto& p : store.infos()) {
-    auto it = src.find(prefix + p.name);
-    if (it == src.end()) throw std::runtime_error(what + ": missing tensor '" + prefix + p.name + "'");
-    if (it->second.numel() != p.numel)
-      throw std::runtime_error(what + ": '" + prefix + p.name + "' has shape " + shape_str(it->second.shape()) +
-                               ", the model has " + shape_str(p.shape));
-    flat.slice(0, p.offset, p.offset + p.numel).copy_from(it->second.to(DType::F32).contiguous().view({p.numel}));
-  }
-}
 
 std::shared_ptr<Dataset> make_dataset(const DitTrainConfig& c) {
   if (c.data_kind == "images") {
@@ -67,42 +52,28 @@ std::shared_ptr<Dataset> make_dataset(const DitTrainConfig& c) {
 }  // namespace
 
 DitTrainer::DitTrainer(const DitTrainConfig& cfg)
-    : cfg_(cfg), diff_(GaussianDiffusion::linear(cfg.num_timesteps)) {
+    : cfg_(cfg), diff_(GaussianDiffusion::linear(cfg.num_timesteps)), nonfinite_(cfg.max_nonfinite) {
   // Every check (data, model, resume) runs before anything is written, so a
   // setup failure leaves no directory that looks like a run (open_run).
-  run_dir_ = (fs::path(cfg_.out_dir) / cfg_.run_name).string();
+  if (cfg_.threads > 0) omp_set_num_threads(cfg_.threads);
   if (!fs::is_directory(cfg_.data_root))
-    throw std::runtime_error("data.root '" + cfg_.data_root + "' does not exist or is not a directory");
+    throw std::runtime_error("data.root '" + cfg_.data_root + "' (" + cfg_.resolved.source("data.root") +
+                             ") does not exist or is not a directory");
   dataset_ = make_dataset(cfg_);
   if (dataset_->num_classes() > cfg_.model.num_classes)
     throw ConfigError("model.num_classes: the data has " + std::to_string(dataset_->num_classes()) +
                       " classes, the model " + std::to_string(cfg_.model.num_classes));
   batches_per_epoch_ = dataset_->size() / cfg_.batch;
   if (batches_per_epoch_ == 0)
-    throw ConfigError("train.global_batch: " + std::to_string(cfg_.batch) + " exceeds the " +
+    throw ConfigError("train.batch_size: " + std::to_string(cfg_.batch) + " exceeds the " +
                       std::to_string(dataset_->size()) + " samples of " + cfg_.data_root);
 
-  model_ = std::make_unique<DiT>(store_, cfg_.model);
-  store_.finalize();
+  model_ = std::make_unique<DiT>(cfg_.model);
   model_->init_weights(cfg_.seed);
-  ema_ = store_.weights().clone();  // DiT: EMA starts as a copy
-  exp_avg_ = Tensor::zeros(store_.weights().shape());
-  exp_avg_sq_ = Tensor::zeros(store_.weights().shape());
-  std::vector<DecaySegment> segs;
-  for (const auto& p : store_.infos()) segs.push_back({p.offset, p.numel, p.weight_decay});
-  decay_mask_ = decay_mask_from_segments(store_.numel(), segs);
+  opt_ = std::make_unique<OptimizerState>(model_->params(), /*with_ema=*/true);  // DiT: EMA starts as a copy
 
-  if (cfg_.resume == "auto") {
-    if (auto l = latest_checkpoint(run_dir_)) resume_dir_ = *l;
-  } else if (cfg_.resume == "never" || cfg_.resume == "none") {
-    // Training step 1.. over an old run's step_<N> would leave a mix of both.
-    if (!list_checkpoints(run_dir_).empty())
-      throw std::runtime_error("resume=never but run directory '" + run_dir_ +
-                               "' already holds checkpoints; choose another name or resume=auto");
-  } else {
-    resume_dir_ = cfg_.resume;
-  }
-  if (!resume_dir_.empty()) resume_from(resume_dir_);
+  run_ = std::make_unique<RunDirectory>(cfg_.out_dir, cfg_.run_name, cfg_.resume);
+  if (!run_->resume_path().empty()) resume_from(run_->resume_path());
 
   LoaderConfig lc;
   lc.batch_size = static_cast<int>(cfg_.batch);
@@ -121,70 +92,55 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   dout_ = Tensor::empty({B, 2 * C, S, S});
 }
 
+const std::string& DitTrainer::run_dir() const { return run_->path(); }
+const Tensor& DitTrainer::ema() const { return opt_->ema(); }
+
 void DitTrainer::open_run() {
-  if (opened_) return;
-  fs::create_directories(run_dir_);
-  log_to_file((fs::path(run_dir_) / "log.txt").string());
-  opened_ = true;
-  write_file_atomic((fs::path(run_dir_) / "config.yaml").string(), cfg_.yaml);
-  metrics_ = std::make_unique<MetricsWriter>((fs::path(run_dir_) / "metrics.jsonl").string());
-  tb_ = std::make_unique<TensorBoardWriter>(run_dir_);
+  if (run_->is_open()) return;
+  run_->open(cfg_.resolved, cfg_.tensorboard);
   log().info("dittrain: DiT depth {} hidden {} patch {} ({} scheme), {} parameters, {} samples, batch {}, run dir {}{}",
              cfg_.model.depth, cfg_.model.hidden, cfg_.model.patch, norm_scheme_name(cfg_.model.scheme),
-             model_->num_params(), dataset_->size(), cfg_.batch, run_dir_,
-             resume_dir_.empty() ? "" : ", resumed from " + resume_dir_ + " at step " + std::to_string(step_));
+             model_->num_params(), dataset_->size(), cfg_.batch, run_->path(),
+             run_->resume_path().empty() ? ""
+                                         : ", resumed from " + run_->resume_path() + " at step " + std::to_string(step_));
 }
 
-DitTrainer::~DitTrainer() {
-  if (opened_) log_close_file();
-}
-
+DitTrainer::~DitTrainer() = default;
 
 void DitTrainer::resume_from(const std::string& dir) {
   CheckpointLoadOptions lo;
   lo.require_ema = true;
   const CheckpointData ck = load_checkpoint(dir, lo);
-  store_.load(ck.model, /*strict=*/true);
-  model_->set_pos_embed();
-  load_named(store_, ck.ema, ema_, "", "checkpoint '" + dir + "' ema.safetensors");
-  load_named(store_, ck.optimizer, exp_avg_, "exp_avg.", "checkpoint '" + dir + "' optimizer.safetensors");
-  load_named(store_, ck.optimizer, exp_avg_sq_, "exp_avg_sq.", "checkpoint '" + dir + "' optimizer.safetensors");
-  try {
-    step_ = ck.state.at("step").get<int64_t>();
-    opt_steps_ = ck.state.at("optimizer_steps").get<int64_t>();
-    epoch_ = ck.state.at("epoch").get<int64_t>();
-    batch_in_epoch_ = ck.state.at("batch_in_epoch").get<int64_t>();
-    nonfinite_total_ = ck.state.value("nonfinite_skipped", int64_t{0});
-    if (ck.state.value("seed", uint64_t{0}) != cfg_.seed)
-      log().warn("resume: checkpoint seed {} differs from seed {}", ck.state.value("seed", uint64_t{0}),
-                 cfg_.seed);
-    if (ck.state.value("config_digest", std::string()) != cfg_.digest)
-      log().warn("resume: the configuration differs from the checkpoint's (digest {} vs {})",
-                 ck.state.value("config_digest", std::string()), cfg_.digest);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error("checkpoint '" + dir + "': state.json: " + e.what());
-  }
+  model_->load(ck.model);
+  opt_->load_ema(ck.ema, "checkpoint '" + dir + "' ema.safetensors");
+  opt_->load_optimizer(ck.optimizer, "checkpoint '" + dir + "' optimizer.safetensors");
+  const RunPosition p = read_run_state(ck.state, dir);
+  step_ = p.step, epoch_ = p.epoch, batch_in_epoch_ = p.batch_in_epoch;
+  opt_->set_steps(p.optimizer_steps);
+  nonfinite_.set_skipped_total(p.nonfinite_skipped);
+  if (ck.state.contains("seed") && p.seed != cfg_.seed)
+    log().warn("resume: checkpoint seed {} differs from seed {}", p.seed, cfg_.seed);
+  if (p.config_digest != cfg_.digest)
+    log().warn("resuming from {} written with a different config (digest {} vs {})", dir,
+               p.config_digest.empty() ? std::string("?") : p.config_digest, cfg_.digest);
 }
 
 std::string DitTrainer::save_checkpoint() {
   open_run();
   CheckpointData ck;
-  ck.model = store_.state_dict();
-  ck.ema = named_views(store_, ema_, "");
-  ck.optimizer = named_views(store_, exp_avg_, "exp_avg.");
-  for (auto& kv : named_views(store_, exp_avg_sq_, "exp_avg_sq.")) ck.optimizer.insert(kv);
-  ck.state = {{"step", step_},
-              {"optimizer_steps", opt_steps_},
-              {"epoch", epoch_},
-              {"batch_in_epoch", batch_in_epoch_},
-              {"seed", cfg_.seed},
-              {"config_digest", cfg_.digest},
-              {"nonfinite_skipped", nonfinite_total_},
-              {"model", "DiT"},
-              {"scheme", norm_scheme_name(cfg_.model.scheme)}};
-  // vt:: because this member hides the free function.
-  const std::string dir = vt::save_checkpoint(run_dir_, step_, ck);
-  remove_stale_checkpoint_temps(run_dir_);
+  ck.model = model_->params().state_dict();
+  ck.ema = opt_->ema_dict();
+  ck.optimizer = opt_->optimizer_dict();
+  RunPosition p;
+  p.step = step_, p.epoch = epoch_, p.batch_in_epoch = batch_in_epoch_;
+  p.optimizer_steps = opt_->steps();
+  p.nonfinite_skipped = nonfinite_.skipped_total();
+  p.seed = cfg_.seed;
+  p.config_digest = cfg_.digest;
+  ck.state = run_state_json(p);
+  ck.state["model"] = "DiT";
+  ck.state["scheme"] = norm_scheme_name(cfg_.model.scheme);
+  const std::string dir = run_->save(step_, ck, cfg_.keep_last);
   log().info("checkpoint {}", dir);
   return dir;
 }
@@ -199,8 +155,8 @@ void DitTrainer::start_epoch() {
   loader_->start_epoch(static_cast<uint64_t>(epoch_), std::move(o));
 }
 
-bool DitTrainer::train_step() {
-  const int64_t s = step_ + 1, B = cfg_.batch, N = x0_.numel() / B;
+StepTask::Output DitTrainer::forward_backward(int64_t s) {
+  const int64_t B = cfg_.batch, N = x0_.numel() / B;
   Batch batch;
   if (!loader_->next(batch)) throw std::logic_error("dittrain: loader ran dry inside an epoch");
   x0_.copy_from(batch.images);
@@ -225,9 +181,9 @@ bool DitTrainer::train_step() {
   diff.q_sample(x0_, t, noise_, xt_);
   model_->forward(xt_, tt_, y_, out_);
   const auto L = diff.training_losses(out_, x0_, xt_, noise_, t, dout_, cfg_.t0_term);
-  store_.zero_grad();
+  ParamStore& ps = model_->params();
+  ps.zero_grad();
   model_->backward(dout_);
-  const double gnorm = cfg_.grad_clip > 0 ? clip_grad_norm(store_.grads(), cfg_.grad_clip) : grad_norm(store_.grads());
 
   if (++batch_in_epoch_ == batches_per_epoch_) {
     ++epoch_;
@@ -235,39 +191,49 @@ bool DitTrainer::train_step() {
     start_epoch();
   }
   step_ = s;
-  if (!std::isfinite(L.mean) || !std::isfinite(gnorm)) {
-    ++nonfinite_total_;
-    log().warn("step {}: non-finite loss {} / grad norm {}; update skipped", s, L.mean, gnorm);
-    if (++consecutive_nonfinite_ >= cfg_.max_nonfinite)
-      throw std::runtime_error("dittrain: " + std::to_string(consecutive_nonfinite_) +
-                               " consecutive non-finite steps (train.max_nonfinite); stopping at step " +
-                               std::to_string(s));
-    losses_.emplace_back(s, L.mean);
-    return false;
-  }
-  consecutive_nonfinite_ = 0;
-  AdamWParams hp;
-  hp.lr = cfg_.lr;
-  hp.beta1 = cfg_.beta1;
-  hp.beta2 = cfg_.beta2;
-  hp.eps = cfg_.adam_eps;
-  hp.weight_decay = cfg_.weight_decay;
-  adamw_step(store_.weights(), store_.grads(), exp_avg_, exp_avg_sq_, hp, ++opt_steps_, decay_mask_);
-  ema_update(ema_, store_.weights(), static_cast<float>(cfg_.ema_decay));
   losses_.emplace_back(s, L.mean);
-  double mse = 0, vb = 0;
-  for (size_t b = 0; b < L.mse.size(); ++b) mse += L.mse[b], vb += L.vb[b];
-  acc_loss_ += L.mean, acc_mse_ += mse / B, acc_vb_ += vb / B, acc_gnorm_ += gnorm;
-  ++acc_n_;
-  return true;
+  step_mse_ = step_vb_ = 0;
+  for (size_t b = 0; b < L.mse.size(); ++b) step_mse_ += L.mse[b], step_vb_ += L.vb[b];
+  step_mse_ /= static_cast<double>(B), step_vb_ /= static_cast<double>(B);
+  return {L.mean, cfg_.lr, "epoch " + std::to_string(epoch_)};
+}
+
+void DitTrainer::after_update(int64_t s, const Output& out, const UpdateResult& u) {
+  if (u.applied) {  // skipped steps stay out of the means
+    acc_loss_ += out.loss, acc_mse_ += step_mse_, acc_vb_ += step_vb_, acc_gnorm_ += u.grad_norm;
+    ++acc_n_;
+  }
+  if (bar_) bar_->update(s - bar_first_, {{"loss", out.loss}});
+}
+
+std::vector<std::pair<std::string, double>> DitTrainer::log_scalars(int64_t s) {
+  const auto now = std::chrono::steady_clock::now();
+  const double dt = std::chrono::duration<double>(now - t_log_).count();
+  const double ips = dt > 0 ? static_cast<double>((s - step_log_) * cfg_.batch) / dt : 0.0;
+  t_log_ = now;
+  step_log_ = s;
+  // Means over the steps since the last line: one batch's loss is noisy
+  // (t is uniform, and the loss scale depends strongly on t).
+  const double n = static_cast<double>(std::max<int64_t>(1, acc_n_));
+  std::vector<std::pair<std::string, double>> sc = {
+      {"loss", acc_loss_ / n}, {"mse", acc_mse_ / n}, {"vb", acc_vb_ / n}, {"grad_norm", acc_gnorm_ / n}};
+  acc_loss_ = acc_mse_ = acc_vb_ = acc_gnorm_ = 0;
+  acc_n_ = 0;
+  sc.emplace_back("img_per_s", ips);
+  sc.emplace_back("epoch", static_cast<double>(epoch_));
+  sc.emplace_back("nonfinite_skipped", static_cast<double>(nonfinite_.skipped_total()));
+  return sc;
+}
+
+void DitTrainer::after_step(int64_t s) {
+  if (cfg_.sample_every > 0 && (s % cfg_.sample_every == 0 || s == cfg_.steps))
+    save_sample_grid((fs::path(run_->path()) / "samples" / ("step_" + std::to_string(s) + ".png")).string());
 }
 
 void DitTrainer::save_sample_grid(const std::string& path) {
-  ParamStore es;
-  DiT ema_model(es, cfg_.model);
-  es.finalize();
-  Tensor w = es.weights();
-  w.copy_from(ema_);
+  DiT ema_model(cfg_.model);
+  Tensor w = ema_model.params().weights();
+  w.copy_from(opt_->ema());
   std::vector<int32_t> labels(static_cast<size_t>(std::max(1, cfg_.grid_images)));
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % static_cast<size_t>(cfg_.model.num_classes));
   Tensor x = sample_images(ema_model, cfg_.grid, labels);
@@ -277,7 +243,18 @@ void DitTrainer::save_sample_grid(const std::string& path) {
 
 void DitTrainer::train(int64_t stop_at) {
   open_run();
-  const int64_t end = stop_at > 0 ? std::min(stop_at, cfg_.steps) : cfg_.steps;
+  try {
+    train_until(stop_at);
+  } catch (const std::exception& e) {
+    // main() prints the error on stderr; the run's log must hold it too.
+    run_->close_with_error(std::string("dittrain: run failed: ") + e.what());
+    throw;
+  }
+}
+
+void DitTrainer::train_until(int64_t stop_at) {
+  int64_t end = stop_at > 0 ? std::min(stop_at, cfg_.steps) : cfg_.steps;
+  if (cfg_.max_steps) end = std::min(end, *cfg_.max_steps);
   if (step_ >= end) {
     log().info("dittrain: already at step {} (target {})", step_, end);
     return;
@@ -286,37 +263,27 @@ void DitTrainer::train(int64_t stop_at) {
   ProgressOptions po;
   po.items_per_step = static_cast<double>(cfg_.batch);
   po.unit = "img";
+  po.interval_s = cfg_.log_every_s;
   ProgressBar bar("train", end - step_, po);
-  const int64_t first = step_;
-  auto t_log = std::chrono::steady_clock::now();
-  int64_t step_log = step_;
-  while (step_ < end) {
-    train_step();
-    bar.update(step_ - first, {{"loss", losses_.back().second}});
-    if (step_ % cfg_.log_every == 0 || step_ == end) {
-      const auto now = std::chrono::steady_clock::now();
-      const double dt = std::chrono::duration<double>(now - t_log).count();
-      const double ips = dt > 0 ? static_cast<double>((step_ - step_log) * cfg_.batch) / dt : 0.0;
-      t_log = now;
-      step_log = step_;
-      // Means over the steps since the last line: one batch's loss is noisy
-      // (t is uniform, and the loss scale depends strongly on t).
-      const double n = std::max<int64_t>(1, acc_n_);
-      std::vector<std::pair<std::string, double>> sc = {
-          {"loss", acc_loss_ / n}, {"mse", acc_mse_ / n}, {"vb", acc_vb_ / n}, {"grad_norm", acc_gnorm_ / n}};
-      acc_loss_ = acc_mse_ = acc_vb_ = acc_gnorm_ = 0;
-      acc_n_ = 0;
-      sc.emplace_back("img_per_s", ips);
-      sc.emplace_back("epoch", static_cast<double>(epoch_));
-      sc.emplace_back("nonfinite_skipped", static_cast<double>(nonfinite_total_));
-      metrics_->write(step_, sc);
-      tb_->add_scalars(sc, step_);
-      tb_->flush();
-    }
-    if (cfg_.sample_every > 0 && (step_ % cfg_.sample_every == 0 || step_ == cfg_.steps))
-      save_sample_grid((fs::path(run_dir_) / "samples" / ("step_" + std::to_string(step_) + ".png")).string());
-    if ((cfg_.ckpt_every > 0 && step_ % cfg_.ckpt_every == 0) || step_ == end) save_checkpoint();
+  bar_ = &bar, bar_first_ = step_;
+  t_log_ = std::chrono::steady_clock::now();
+  step_log_ = step_;
+  LoopOptions lo;
+  lo.log_every_steps = cfg_.log_every_steps;
+  lo.ckpt_every_steps = cfg_.ckpt_every_steps;
+  lo.log_at_end = lo.ckpt_at_end = true;
+  lo.update.clip_grad = cfg_.clip_grad;
+  lo.update.adamw.beta1 = cfg_.beta1, lo.update.adamw.beta2 = cfg_.beta2, lo.update.adamw.eps = cfg_.adam_eps;
+  lo.update.adamw.weight_decay = cfg_.weight_decay;
+  lo.update.ema_decay = static_cast<float>(cfg_.ema_decay);
+  TrainLoop loop(model_->params(), *opt_, nonfinite_, *run_, lo);
+  try {
+    loop.run(*this, step_, end);
+  } catch (...) {
+    bar_ = nullptr;
+    throw;
   }
+  bar_ = nullptr;
   bar.finish();
 }
 
@@ -326,15 +293,12 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const std::string& ckpt, int
     throw std::invalid_argument("sample: num_samples must be in [1, " + std::to_string(kMaxSamples) + "], got " +
                                 std::to_string(num_samples));
   if (opt.batch < 1) throw std::invalid_argument("sample: batch must be >= 1, got " + std::to_string(opt.batch));
-  ParamStore store;
-  DiT model(store, cfg.model);
-  store.finalize();
+  DiT model(cfg.model);
   CheckpointLoadOptions lo;
   lo.optimizer = false;
   lo.require_ema = use_ema;
   const CheckpointData ck = load_checkpoint(ckpt, lo);
-  store.load(use_ema ? ck.ema : ck.model, /*strict=*/true);
-  model.set_pos_embed();
+  model.load(use_ema ? ck.ema : ck.model);
   std::vector<int32_t> labels(static_cast<size_t>(num_samples));
   Philox rng(opt.seed, philox_stream(kPurposeSampleLabels));
   for (auto& y : labels) y = static_cast<int32_t>(rng.integer(0, cfg.model.num_classes - 1));

@@ -7,15 +7,18 @@
 // data order and flips by (seed, epoch, draw id), so a resumed run
 // repeats an uninterrupted one step for step.
 //
-// Run directory <out_dir>/<name>/: config.yaml (resolved, absolute paths),
-// metrics.jsonl, TensorBoard events, log.txt, step_<N>/ checkpoints
-// (core/checkpoint_dir.h), samples/step_<N>.png grids from the EMA model
-// with fixed noise and labels (label i % num_classes, sample.seed).
+// Run directory <out_dir>/<name>/ (train/run_dir.h, as vtrain): config.yaml
+// (resolved, absolute paths), log.txt, metrics.jsonl, tb/, step_<N>/
+// checkpoints (state.json: train/run_state.h), and samples/step_<N>.png
+// grids from the EMA model with fixed noise and labels (label
+// i % num_classes, sample.seed).
 //
-// Non-finite guard: a step whose loss or gradient norm is not finite is
-// skipped (no optimizer/EMA update, counted in metrics); after
-// train.max_nonfinite consecutive ones training stops with an error.
+// Non-finite policy (train/nonfinite.h, as vtrain): train.max_nonfinite 0
+// stops at the first non-finite loss or gradient norm with NonFiniteLoss;
+// N > 0 skips up to N consecutive such steps (no optimizer/EMA update,
+// counted in metrics), then stops.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,15 +28,19 @@
 #include "diffusion/dit_model.h"
 #include "diffusion/dit_train_config.h"
 #include "diffusion/gaussian_diffusion.h"
+#include "train/loop.h"  // StepTask, NonFiniteLoss
 
 namespace vt {
 
 class Dataset;
 class Loader;
-class MetricsWriter;
-class TensorBoardWriter;
+class OptimizerState;
+class ProgressBar;
+class RunDirectory;
 
-class DitTrainer {
+// The step of train/loop.h's TrainLoop is DiT's (StepTask); the loop, the
+// update and the run directory are the scaffold's, shared with vtrain.
+class DitTrainer : private StepTask {
  public:
   // Builds data, model and optimizer and resumes per resume (auto: the
   // run's newest checkpoint; never: throws std::runtime_error when the run
@@ -41,49 +48,56 @@ class DitTrainer {
   // nothing: the run directory is created by the first train() or
   // save_checkpoint(). Throws ConfigError when the data contradict the
   // config (more classes than model.num_classes, fewer samples than
-  // train.global_batch) and std::runtime_error for missing or unreadable
+  // train.batch_size) and std::runtime_error for missing or unreadable
   // data and checkpoints.
   explicit DitTrainer(const DitTrainConfig& cfg);
   ~DitTrainer();
 
-  // Trains until train.steps, or stops after step `stop_at` (> 0; a
-  // checkpoint is written there) to simulate an interruption.
+  // Trains until train.steps (or train.max_steps), or stops after step
+  // `stop_at` (> 0; a checkpoint is written there) to simulate an
+  // interruption.
   void train(int64_t stop_at = -1);
 
   int64_t step() const { return step_; }
-  const std::string& run_dir() const { return run_dir_; }
+  const std::string& run_dir() const;
   // (step, loss) of every step run by this process.
   const std::vector<std::pair<int64_t, double>>& losses() const { return losses_; }
   // Writes a checkpoint of the current state; returns its directory.
   std::string save_checkpoint();
   // Writes the EMA model's fixed-noise grid to path.
   void save_sample_grid(const std::string& path);
-  ParamStore& store() { return store_; }
-  const Tensor& ema() const { return ema_; }
+  ParamStore& store() { return model_->params(); }
+  const Tensor& ema() const;
 
  private:
   void resume_from(const std::string& dir);
-  void open_run();  // creates the run directory, log.txt, config.yaml, metrics (once)
+  void open_run();  // creates the run directory and its files (once)
   void start_epoch();
-  bool train_step();  // false when the step was skipped (non-finite)
+  void train_until(int64_t stop_at);
+  // StepTask: batch, timesteps, noise, q_sample, forward, loss, backward;
+  // then counters, means for the metrics line, sample grids, checkpoints.
+  Output forward_backward(int64_t step) override;
+  void after_update(int64_t step, const Output& out, const UpdateResult& u) override;
+  std::vector<std::pair<std::string, double>> log_scalars(int64_t step) override;
+  void after_step(int64_t step) override;
+  void save(const std::string&) override { save_checkpoint(); }
 
   DitTrainConfig cfg_;
   GaussianDiffusion diff_;  // the full training schedule
-  std::string run_dir_, resume_dir_;
-  bool opened_ = false;
-  ParamStore store_;
+  std::unique_ptr<RunDirectory> run_;
   std::unique_ptr<DiT> model_;
-  Tensor ema_, exp_avg_, exp_avg_sq_, decay_mask_;
+  std::unique_ptr<OptimizerState> opt_;  // AdamW moments and the EMA
+  NonFiniteGuard nonfinite_;
   std::shared_ptr<Dataset> dataset_;
   std::unique_ptr<Loader> loader_;
-  std::unique_ptr<MetricsWriter> metrics_;
-  std::unique_ptr<TensorBoardWriter> tb_;
-  int64_t step_ = 0, opt_steps_ = 0, epoch_ = 0, batch_in_epoch_ = 0, batches_per_epoch_ = 0;
-  int64_t nonfinite_total_ = 0;
-  int consecutive_nonfinite_ = 0;
+  int64_t step_ = 0, epoch_ = 0, batch_in_epoch_ = 0, batches_per_epoch_ = 0;
   std::vector<std::pair<int64_t, double>> losses_;
   double acc_loss_ = 0, acc_mse_ = 0, acc_vb_ = 0, acc_gnorm_ = 0;  // since the last metrics line
   int64_t acc_n_ = 0;
+  double step_mse_ = 0, step_vb_ = 0;  // of the step in flight
+  ProgressBar* bar_ = nullptr;         // of the running train()
+  int64_t bar_first_ = 0, step_log_ = 0;
+  std::chrono::steady_clock::time_point t_log_;
   // step buffers
   Tensor x0_, xt_, noise_, tt_, y_, out_, dout_;
 };

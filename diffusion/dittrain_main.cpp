@@ -5,8 +5,9 @@
 //            [seed=K] [sampler=ddpm|ddim] [eta=E] [batch=B] [weights=ema|model]
 //            [out=PATH] [key.path=value ...]
 //
-// CONFIG is looked up as given, then in the repository's configs/ (with or
-// without .yaml). `sample` takes sampler, steps, cfg_scale, seed, eta and
+// CONFIG is looked up as given, then in the installed configs
+// (<prefix>/share/vtrain/configs), then in the source tree's configs/ (with
+// or without .yaml; core/config_paths.h). `sample` takes sampler, steps, cfg_scale, seed, eta and
 // batch from the config's sample.* keys unless given; it writes PATH.npz and
 // PATH.png (default PATH: <ckpt>/samples_<N>_<sampler><steps>_cfg<G>_seed<K>).
 // Exit codes (as vtrain): 0 done, 1 runtime error (data, checkpoint,
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/config_paths.h"
 #include "core/omp_policy.h"
 #include "diffusion/dit_sample_args.h"
 #include "diffusion/dit_train_config.h"
@@ -35,10 +37,13 @@
 namespace {
 
 void usage(std::ostream& os) {
+  std::string dirs;
+  for (const auto& d : vt::config_search_dirs(VT_CONFIGS_DIR)) dirs += (dirs.empty() ? "" : ", ") + d;
   os << "usage: dittrain CONFIG.yaml [key.path=value ...]\n"
         "       dittrain sample CONFIG.yaml ckpt=DIR [num_samples=N] [steps=S] [cfg_scale=G] [seed=K]\n"
         "                [sampler=ddpm|ddim] [eta=E] [batch=B] [weights=ema|model] [out=PATH] [key.path=value ...]\n"
-        "  CONFIG: a file, or a name in " VT_CONFIGS_DIR "\n"
+        "  CONFIG: a file, or a name in "
+     << dirs << "\n"
         "  sample: sampler, steps, cfg_scale, seed, eta, batch default to the config's sample.* keys;\n"
         "          num_samples defaults to 64 (at most "
      << vt::kMaxSamples << ")\n\nconfig keys:\n"
@@ -72,7 +77,7 @@ int run(int argc, char** argv) {
   }
   // Sampling never trains: the run's resume setting does not matter.
   if (sample) overrides.push_back("resume=auto");
-  const std::string config_path = vt::dit_find_config(args[0], VT_CONFIGS_DIR);
+  const std::string config_path = vt::find_config(args[0], vt::config_search_dirs(VT_CONFIGS_DIR));
   const vt::Config cfg = vt::Config::load(config_path, vt::dittrain_schema(), overrides);
   const vt::DitTrainConfig tc = vt::dit_train_config(cfg, config_path);
   if (!sample) {

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "core/config_paths.h"
 #include "core/safetensors.h"
 #include "core/checkpoint_dir.h"
 
@@ -10,10 +11,10 @@ namespace fs = std::filesystem;
 
 namespace vt {
 
-FoundConfig load_vtrain_config(const std::string& config_arg, const std::string& configs_dir,
+FoundConfig load_vtrain_config(const std::string& config_arg, const std::vector<std::string>& configs_dirs,
                                const std::vector<std::string>& overrides) {
   FoundConfig f;
-  f.path = find_config(config_arg, configs_dir);
+  f.path = find_config(config_arg, configs_dirs);
   f.cfg = Config::load(f.path, vtrain_schema(), overrides);
   return f;
 }

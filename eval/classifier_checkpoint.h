@@ -19,14 +19,14 @@ struct LoadedClassifier {
   std::string checkpoint_dir;                // the step_<N>/ it came from ("" for a plain file)
 };
 
-// The config `config_arg` (a path, else a name in `configs_dir`, as vtrain
-// looks it up) loaded with vtrain's schema and `overrides` ("key.path=value").
+// The config `config_arg` (a path, else a name in one of `configs_dirs`, as
+// vtrain looks it up: core/config_paths.h) loaded with vtrain's schema and `overrides` ("key.path=value").
 // Throws ConfigError naming the file/key.
 struct FoundConfig {
   Config cfg;
   std::string path;
 };
-FoundConfig load_vtrain_config(const std::string& config_arg, const std::string& configs_dir,
+FoundConfig load_vtrain_config(const std::string& config_arg, const std::vector<std::string>& configs_dirs,
                                const std::vector<std::string>& overrides = {});
 
 // `ckpt` is a checkpoint directory step_<N>/ (reads model.safetensors, or

@@ -15,7 +15,7 @@
 namespace vt {
 
 ClassifierEmbedding ClassifierEmbedding::load(const std::string& ckpt, const std::string& config_path, bool ema,
-                                              const std::string& configs_dir) {
+                                              const std::vector<std::string>& configs_dirs) {
   std::string cfg = config_path;
   if (cfg.empty()) {
     cfg = run_config_of_checkpoint(ckpt);
@@ -23,7 +23,7 @@ ClassifierEmbedding ClassifierEmbedding::load(const std::string& ckpt, const std
       throw std::runtime_error("--features '" + ckpt +
                                "': no config.yaml in its run directory; pass the training config with --config");
   }
-  const FoundConfig fc = load_vtrain_config(cfg, configs_dir);
+  const FoundConfig fc = load_vtrain_config(cfg, configs_dirs);
   return ClassifierEmbedding(load_classifier(fc.cfg, fc.path, ckpt, ema));
 }
 

@@ -30,7 +30,7 @@ class ClassifierEmbedding {
   // (run_config_of_checkpoint); throws std::runtime_error saying so when
   // there is none. Other errors as load_classifier.
   static ClassifierEmbedding load(const std::string& ckpt, const std::string& config_path, bool ema = false,
-                                  const std::string& configs_dir = "configs");
+                                  const std::vector<std::string>& configs_dirs = {"configs"});
   explicit ClassifierEmbedding(LoadedClassifier lc);
 
   int64_t feature_dim() const { return lc_.options.vit.backbone.dim; }

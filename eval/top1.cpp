@@ -56,9 +56,9 @@ std::vector<std::string> class_folders(const std::string& dir) {
 
 }  // namespace
 
-Top1Report run_top1(const Top1Request& req, const std::string& configs_dir,
+Top1Report run_top1(const Top1Request& req, const std::vector<std::string>& configs_dirs,
                     const std::function<void(int64_t, int64_t)>& progress) {
-  const FoundConfig fc = load_vtrain_config(req.config, configs_dir, req.overrides);
+  const FoundConfig fc = load_vtrain_config(req.config, configs_dirs, req.overrides);
   LoadedClassifier lc = load_classifier(fc.cfg, fc.path, req.ckpt, req.ema);
   const TrainOptions& o = lc.options;
   if (o.device == "cuda") throw std::runtime_error("device: cuda is not yet supported by veval top1 (use cpu or auto)");

@@ -41,7 +41,7 @@ struct Top1Report {
 // absent; checkpoint not matching the config; a missing split folder; a
 // split whose class folders differ from data.train_split's (labels would
 // not mean the same classes); device: cuda (not supported yet).
-Top1Report run_top1(const Top1Request& req, const std::string& configs_dir,
+Top1Report run_top1(const Top1Request& req, const std::vector<std::string>& configs_dirs,
                     const std::function<void(int64_t, int64_t)>& progress = {});
 
 }  // namespace vt

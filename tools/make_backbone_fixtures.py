@@ -14,11 +14,24 @@ the DeiT and DiT transformer stacks of vtrain for each norm scheme:
   siamese_noinput    : siamese without the normalized input (input_norm_k /
                        norm_k dropped; DiT still modulates)
   siamese_nodepth    : siamese with c_l = 1
+  mixln              : Mix-LN (arXiv 2412.13795): the first floor(alpha * L)
+                       blocks Post-Norm, the rest Pre-Norm, one stream; final
+                       norm as Pre (alpha = MIXLN_ALPHA so both kinds occur)
+  deepnorm           : DeepNet (arXiv 2203.00555): x = norm_k(alpha * x + F_k(x)),
+                       alpha = (2L)^(1/4)
+  residual           : ResiDual (arXiv 2304.14802): x = norm_k(x + F_k(x)),
+                       d = d + F_k(x), x = d = h at the input; out x + dual_norm(d)
+  hybrid             : HybridNorm (arXiv 2503.04598): x = x + Attn_QKVNorm(x)
+                       (q, k, v LayerNorm'ed over head_dim after the projection,
+                       attn.{q,k,v}_norm), n = norm2(x), x = n + F_2(n); final
+                       norm as Pre
 
 DeiT stack: tokens h [B,T,D] -> blocks -> out
-    pre: norm(y);  post: x;  siamese: final_norm(pre_norm(x) + post_norm(y))
+    pre, mixln, hybrid: norm(stream);  post, deepnorm: x;
+    siamese: final_norm(pre_norm(x) + post_norm(y));  residual: x + dual_norm(d)
 DiT stack: tokens h [B,T,D], conditioning c [B,D] -> blocks -> out
-    pre/post: the stream;  siamese: postnorm(x) + prenorm(y)
+    pre/post/mixln/deepnorm/hybrid: the stream;  siamese: postnorm(x) + prenorm(y);
+    residual: x + LN(d) (non-affine, as DiT's block norms)
 
 Every parameter (adaLN and LayerNorm affine included) is random and
 non-trivial so that no gradient is trivially zero. No drop-path.
@@ -40,14 +53,24 @@ import sys
 import torch
 from safetensors.torch import save_file
 
-# D = 12 (not 32; also not a multiple of 8, exercising vector tails) keeps the ten fixtures (parameters + gradients) under 1 MB.
+# D = 12 (not 32; also not a multiple of 8, exercising vector tails) keeps the
+# fixtures (parameters + gradients) under 100 KB each.
 D, H, L, T, B, MLP_RATIO, EPS = 12, 2, 3, 5, 2, 4, 1e-6
+DH = D // H
+MIXLN_ALPHA = 0.5  # floor(0.5 * 3) = 1 Post block, then 2 Pre blocks
 SCHEMES = {
     "pre": ("pre", True, True),
     "post": ("post", True, True),
     "siamese": ("siamese", True, True),
     "siamese_noinput": ("siamese", False, True),
     "siamese_nodepth": ("siamese", True, False),
+}
+# Added later; seeded separately so the fixtures above stay byte-identical.
+NEW_SCHEMES = {
+    "mixln": ("mixln", True, True),
+    "deepnorm": ("deepnorm", True, True),
+    "residual": ("residual", True, True),
+    "hybrid": ("hybrid", True, True),
 }
 
 
@@ -68,28 +91,31 @@ class Params:
         self._new(name + ".weight", (n_out, n_in), 0.0, 1.0 / math.sqrt(n_in))
         self._new(name + ".bias", (n_out,), 0.0, 0.1)
 
-    def norm(self, name):
-        self._new(name + ".weight", (D,), 1.0, 0.2)
-        self._new(name + ".bias", (D,), 0.0, 0.1)
+    def norm(self, name, size=D):
+        self._new(name + ".weight", (size,), 1.0, 0.2)
+        self._new(name + ".bias", (size,), 0.0, 0.1)
 
     def __getitem__(self, k):
         return self.p[k]
 
 
 def ln(x, P=None, name=None):
+    n = x.shape[-1]
     if name is None:
-        return torch.nn.functional.layer_norm(x, (D,), eps=EPS)
-    return torch.nn.functional.layer_norm(x, (D,), P[name + ".weight"], P[name + ".bias"], eps=EPS)
+        return torch.nn.functional.layer_norm(x, (n,), eps=EPS)
+    return torch.nn.functional.layer_norm(x, (n,), P[name + ".weight"], P[name + ".bias"], eps=EPS)
 
 
 def lin(x, P, name):
     return x @ P[name + ".weight"].t() + P[name + ".bias"]
 
 
-def attn(x, P, pfx):
+def attn(x, P, pfx, qkv_norm=False):
     Bx, N, C = x.shape
     qkv = lin(x, P, pfx + "attn.qkv").reshape(Bx, N, 3, H, C // H).permute(2, 0, 3, 1, 4)
     q, k, v = qkv[0], qkv[1], qkv[2]
+    if qkv_norm:  # HybridNorm's QKV-Norm, per head as timm's q_norm/k_norm
+        q, k, v = (ln(t, P, pfx + f"attn.{n}_norm") for t, n in ((q, "q"), (k, "k"), (v, "v")))
     a = ((q @ k.transpose(-2, -1)) * (C // H) ** -0.5).softmax(dim=-1)
     o = (a @ v).transpose(1, 2).reshape(Bx, N, C)
     return lin(o, P, pfx + "attn.proj")
@@ -108,8 +134,13 @@ def build_params(variant, scheme, normalized_input, gen):
     P = Params(gen)
     for l in range(L):
         b = f"blocks.{l}."
-        if variant == "deit":
-            if scheme in ("pre", "post"):
+        if scheme == "hybrid":
+            if variant == "deit":
+                P.norm(b + "norm2")
+            for n in ("q", "k", "v"):
+                P.norm(b + f"attn.{n}_norm", DH)
+        elif variant == "deit":
+            if scheme in ("pre", "post", "mixln", "deepnorm", "residual"):
                 P.norm(b + "norm1")
                 P.norm(b + "norm2")
             else:
@@ -130,8 +161,10 @@ def build_params(variant, scheme, normalized_input, gen):
         if variant == "dit":
             P.linear(b + "adaLN_modulation.1", 6 * D, D)
     if variant == "deit":
-        if scheme == "pre":
+        if scheme in ("pre", "mixln", "hybrid"):
             P.norm("norm")
+        elif scheme == "residual":
+            P.norm("dual_norm")
         elif scheme == "siamese":
             for n in ("pre_norm", "post_norm", "final_norm"):
                 P.norm(n)
@@ -143,6 +176,41 @@ def build_params(variant, scheme, normalized_input, gen):
 
 def deit_forward(h, P, scheme, ni, ds):
     gelu = "none"
+    if scheme == "mixln":
+        x = h
+        for l in range(L):
+            b = f"blocks.{l}."
+            if l < math.floor(MIXLN_ALPHA * L):
+                x = ln(x + attn(x, P, b), P, b + "norm1")
+                x = ln(x + mlp(x, P, b, gelu), P, b + "norm2")
+            else:
+                x = x + attn(ln(x, P, b + "norm1"), P, b)
+                x = x + mlp(ln(x, P, b + "norm2"), P, b, gelu)
+        return ln(x, P, "norm")
+    if scheme == "deepnorm":
+        alpha = (2 * L) ** 0.25
+        x = h
+        for l in range(L):
+            b = f"blocks.{l}."
+            x = ln(alpha * x + attn(x, P, b), P, b + "norm1")
+            x = ln(alpha * x + mlp(x, P, b, gelu), P, b + "norm2")
+        return x
+    if scheme == "residual":
+        x, d = h, h
+        for l in range(L):
+            b = f"blocks.{l}."
+            for k, F in ((1, lambda z: attn(z, P, b)), (2, lambda z: mlp(z, P, b, gelu))):
+                o = F(x)
+                x, d = ln(x + o, P, b + f"norm{k}"), d + o
+        return x + ln(d, P, "dual_norm")
+    if scheme == "hybrid":
+        x = h
+        for l in range(L):
+            b = f"blocks.{l}."
+            x = x + attn(x, P, b, qkv_norm=True)
+            n = ln(x, P, b + "norm2")
+            x = n + mlp(n, P, b, gelu)
+        return ln(x, P, "norm")
     if scheme == "pre":
         y = h
         for l in range(L):
@@ -172,19 +240,37 @@ def deit_forward(h, P, scheme, ni, ds):
 
 def dit_forward(h, cond, P, scheme, ni, ds):
     gelu = "tanh"
-    if scheme in ("pre", "post"):
+    if scheme in ("pre", "post", "mixln", "deepnorm"):
+        alpha = (2 * L) ** 0.25 if scheme == "deepnorm" else 1.0
         x = h
         for l in range(L):
             b = f"blocks.{l}."
             m = lin(torch.nn.functional.silu(cond), P, b + "adaLN_modulation.1").chunk(6, dim=1)
             subs = ((lambda z: attn(z, P, b), m[0], m[1], m[2]),
                     (lambda z: mlp(z, P, b, gelu), m[3], m[4], m[5]))
+            post = scheme in ("post", "deepnorm") or (scheme == "mixln" and l < math.floor(MIXLN_ALPHA * L))
             for F, shift, scale, gate in subs:
-                if scheme == "pre":
+                if not post:
                     x = x + gate.unsqueeze(1) * F(modulate(ln(x), shift, scale))
                 else:
-                    x = ln(x + gate.unsqueeze(1) * F(modulate(x, shift, scale)))
+                    x = ln(alpha * x + gate.unsqueeze(1) * F(modulate(x, shift, scale)))
         return x
+    if scheme in ("residual", "hybrid"):
+        x, d = h, h
+        for l in range(L):
+            b = f"blocks.{l}."
+            m = lin(torch.nn.functional.silu(cond), P, b + "adaLN_modulation.1").chunk(6, dim=1)
+            g1, g2 = m[2].unsqueeze(1), m[5].unsqueeze(1)
+            if scheme == "residual":
+                o = g1 * attn(modulate(x, m[0], m[1]), P, b)
+                x, d = ln(x + o), d + o
+                o = g2 * mlp(modulate(x, m[3], m[4]), P, b, gelu)
+                x, d = ln(x + o), d + o
+            else:
+                x = x + g1 * attn(modulate(x, m[0], m[1]), P, b, qkv_norm=True)
+                n = ln(x)
+                x = n + g2 * mlp(modulate(n, m[3], m[4]), P, b, gelu)
+        return x + ln(d) if scheme == "residual" else x
     x, y = h, h
     for l in range(L):
         b = f"blocks.{l}."
@@ -202,7 +288,7 @@ def dit_forward(h, cond, P, scheme, ni, ds):
 
 
 def make(variant, name, out_dir, seed):
-    scheme, ni, ds = SCHEMES[name]
+    scheme, ni, ds = {**SCHEMES, **NEW_SCHEMES}[name]
     gen = torch.Generator().manual_seed(seed)
     P = build_params(variant, scheme, ni, gen)
     h = torch.randn(B, T, D, generator=gen).float().double().requires_grad_(True)
@@ -229,6 +315,8 @@ def make(variant, name, out_dir, seed):
         "tokens": str(T), "batch": str(B), "mlp_ratio": str(MLP_RATIO), "eps": str(EPS),
         "gelu": "tanh" if variant == "dit" else "erf", "loss": "sum(output * loss_weight)",
     }
+    if scheme == "mixln":
+        meta["mixln_alpha"] = str(MIXLN_ALPHA)
     path = os.path.join(out_dir, f"backbone_{variant}_{name}.safetensors")
     save_file(t, path, metadata=meta)
     return path
@@ -241,6 +329,11 @@ def main():
     seed = 1234
     for variant in ("deit", "dit"):
         for name in SCHEMES:
+            seed += 1
+            print(make(variant, name, out_dir, seed))
+    seed = 5678
+    for variant in ("deit", "dit"):
+        for name in NEW_SCHEMES:
             seed += 1
             print(make(variant, name, out_dir, seed))
 

@@ -1,15 +1,12 @@
 #include "vision/train_config.h"
 
-#include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <filesystem>
 #include <limits>
-#include <sstream>
+
+#include "core/config_checks.h"
+#include "core/config_paths.h"
 
 namespace vt {
-
-namespace fs = std::filesystem;
 
 const ConfigSchema& vtrain_schema() {
   static const ConfigSchema schema = [] {
@@ -71,13 +68,14 @@ const ConfigSchema& vtrain_schema() {
         .optional("train.ema", T::Bool, "true", "model EMA")
         .optional("train.ema_decay", T::Float, "0.99996", "EMA decay per step")
         .optional("train.max_steps", T::Int, "~", "stop after this many optimizer steps, >= 1 (unset: no limit; the schedule is unchanged)")
+        .optional("train.max_nonfinite", T::Int, "0", "non-finite loss/grad norm: 0 stops at once; N skips up to N in a row, then stops")
         .optional("eval.every_epochs", T::Int, "1", "evaluate every N epochs (0: only at the end)")
         .optional("eval.batch_size", T::Int, "256", "evaluation batch size")
         .optional("eval.ema", T::Bool, "true", "also evaluate the EMA weights")
         .optional("eval.max_images", T::Int, "~", "evaluate N >= 1 evenly spaced val images (unset: all)")
         .optional("ckpt.every_epochs", T::Int, "1", "checkpoint every N epochs (0: off; the end always)")
         .optional("ckpt.every_steps", T::Int, "0", "also checkpoint every N steps (0: off)")
-        .optional("ckpt.keep_last", T::Int, "3", "complete checkpoints kept (plus the best)")
+        .optional("ckpt.keep_last", T::Int, "3", "complete checkpoints kept (plus the best; 0: all)")
         .optional("ckpt.keep_best", T::Bool, "true", "keep the checkpoint with the best top-1")
         .optional("resume", T::String, "auto", "auto (newest complete checkpoint of the run) | never (alias: none) | DIR")
         .optional("log.every_steps", T::Int, "50", "metrics.jsonl line every N steps (0: off)")
@@ -90,94 +88,17 @@ const ConfigSchema& vtrain_schema() {
 
 namespace {
 
-[[noreturn]] void bad(const Config& c, const std::string& key, const std::string& what) {
-  throw ConfigError(key + " (" + c.source(key) + "): " + what);
-}
-
-std::string fmt_num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
-// See the header: file values relative to the config file's directory's
-// parent, command-line values relative to the CWD.
-std::string resolve_path(const Config& c, const std::string& key, const std::string& config_path) {
-  fs::path p(c.get<std::string>(key));
-  if (p.is_absolute() || c.source(key) == "command line") return p.lexically_normal().string();
-  fs::path cfg_dir = fs::absolute(fs::path(config_path)).parent_path();
-  return (cfg_dir.parent_path() / p).lexically_normal().string();
-}
-
-// Integer keys are range-checked here, before any run directory exists, so
-// that a value too large for the int the data pipeline uses (or an absurd
-// one) fails in seconds instead of after a whole run.
-int64_t int_in(const Config& c, const std::string& key, int64_t lo, int64_t hi) {
-  const int64_t v = c.get<int64_t>(key);
-  if (v < lo || v > hi)
-    bad(c, key, (hi == std::numeric_limits<int64_t>::max() ? "must be >= " + std::to_string(lo)
-                                                            : "must be in [" + std::to_string(lo) + ", " +
-                                                                  std::to_string(hi) + "]") +
-                    ", got " + std::to_string(v));
-  return v;
-}
-
-// A finite float >= lo (> lo when `open`), and <= hi.
-double real_in(const Config& c, const std::string& key, double lo, double hi, bool open_lo = false) {
-  const double v = c.get<double>(key);
-  const bool ok = std::isfinite(v) && (open_lo ? v > lo : v >= lo) && v <= hi;
-  if (!ok) {
-    const std::string hi_s = std::isinf(hi) ? "inf)" : fmt_num(hi) + "]";
-    bad(c, key, "must be a finite number in " + std::string(open_lo ? "(" : "[") + fmt_num(lo) + ", " + hi_s +
-                    ", got " + fmt_num(v));
-  }
-  return v;
-}
-
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// A run name becomes one path component under out_dir: '.', '..' or a '/'
-// would write into (or above) out_dir itself.
-void check_name(const Config& c, const std::string& name) {
-  const bool chars_ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
-  });
-  if (!chars_ok || name == "." || name == "..")
-    bad(c, "name", "must be a plain name (letters, digits, '-', '_', '.'; not '.' or '..'), got '" + name + "'");
-}
-
 }  // namespace
-
-Config with_absolute_paths(const Config& c, const std::string& config_path) {
-  Config out = c;
-  // resolve_path leaves command-line values relative to the CWD.
-  auto set = [&](const std::string& key, const std::string& path) {
-    if (path.empty()) return;  // left for train_options to report
-    const std::string abs = fs::absolute(path).lexically_normal().string();
-    if (abs != c.get<std::string>(key)) out.set_string(key, abs, c.source(key));
-  };
-  set("data.root", resolve_path(c, "data.root", config_path));
-  set("out_dir", c.get<std::string>("out_dir"));
-  const std::string resume = c.get<std::string>("resume");
-  if (resume != "auto" && resume != "never" && resume != "none") set("resume", resolve_path(c, "resume", config_path));
-  return out;
-}
 
 TrainOptions train_options(const Config& c, const std::string& config_path) {
   TrainOptions o;
-  o.name = c.get<std::string>("name");
-  check_name(c, o.name);
+  o.name = run_name(c);
   o.out_dir = c.get<std::string>("out_dir");
-  if (o.out_dir.empty()) bad(c, "out_dir", "must not be empty");
-  o.device = c.get<std::string>("device");
-  if (o.device != "auto" && o.device != "cpu" && o.device != "cuda")
-    bad(c, "device", "expected auto | cpu | cuda, got '" + o.device + "'");
-  // The CUDA kernels exist, but the training loop (optimizer, EMA, loader
-  // hand-off) is CPU-only; failing here beats silently training on the CPU.
-  if (o.device == "cuda")
-    bad(c, "device", "CUDA training is not yet implemented in vtrain (the CUDA kernels exist but the trainer runs "
-                     "on the CPU); use device=cpu or device=auto");
+  if (o.out_dir.empty()) bad_value(c, "out_dir", "must not be empty");
+  o.device = training_device(c, "vtrain");
   o.seed = static_cast<uint64_t>(int_in(c, "seed", 0, std::numeric_limits<int64_t>::max()));
   o.threads = static_cast<int>(int_in(c, "threads", 0, 1024));
 
@@ -185,11 +106,11 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   try {
     scheme = norm_scheme_from_name(c.get<std::string>("model.norm.scheme"));
   } catch (const std::invalid_argument& e) {
-    bad(c, "model.norm.scheme", "expected pre | post | siamese, got '" + c.get<std::string>("model.norm.scheme") + "'");
+    bad_value(c, "model.norm.scheme", "expected pre | post | siamese, got '" + c.get<std::string>("model.norm.scheme") + "'");
   }
   o.preset = c.get<std::string>("model.preset");
   o.drop_path = static_cast<float>(real_in(c, "model.drop_path", 0, 1));
-  if (o.drop_path >= 1) bad(c, "model.drop_path", "must be in [0, 1)");
+  if (o.drop_path >= 1) bad_value(c, "model.drop_path", "must be in [0, 1)");
   if (o.preset == "custom") {
     o.vit.patch_size = int_in(c, "model.patch_size", 1, 4096);
     o.vit.backbone.dim = int_in(c, "model.dim", 1, 65536);
@@ -197,18 +118,18 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
     o.vit.backbone.heads = int_in(c, "model.heads", 1, 65536);
     o.vit.backbone.mlp_ratio = real_in(c, "model.mlp_ratio", 0, 1024, /*open_lo=*/true);
     if (o.vit.backbone.dim % o.vit.backbone.heads != 0)
-      bad(c, "model.heads", "model.heads = " + std::to_string(o.vit.backbone.heads) + " must divide model.dim = " +
+      bad_value(c, "model.heads", "model.heads = " + std::to_string(o.vit.backbone.heads) + " must divide model.dim = " +
                                 std::to_string(o.vit.backbone.dim));
   } else {
     try {
       o.vit = vit_preset(o.preset);
     } catch (const std::invalid_argument&) {
-      bad(c, "model.preset", "expected deit_tiny | deit_small | deit_base | custom, got '" + o.preset + "'");
+      bad_value(c, "model.preset", "expected deit_tiny | deit_small | deit_base | custom, got '" + o.preset + "'");
     }
   }
   o.vit.img_size = int_in(c, "model.img_size", 1, 8192);
   if (o.vit.img_size % o.vit.patch_size != 0)
-    bad(c, "model.img_size", "model.img_size = " + std::to_string(o.vit.img_size) +
+    bad_value(c, "model.img_size", "model.img_size = " + std::to_string(o.vit.img_size) +
                                  " is not a multiple of the patch size " + std::to_string(o.vit.patch_size) +
                                  (o.preset == "custom" ? " (model.patch_size)" : " of model.preset " + o.preset));
   o.vit.num_classes = int_in(c, "model.num_classes", 0, kIntMax);
@@ -229,23 +150,23 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   }
 
   o.data_root = resolve_path(c, "data.root", config_path);
-  if (c.get<std::string>("data.root").empty()) bad(c, "data.root", "must not be empty");
+  if (c.get<std::string>("data.root").empty()) bad_value(c, "data.root", "must not be empty");
   o.train_split = c.get<std::string>("data.train_split");
   o.val_split = c.get<std::string>("data.val_split");
   o.on_corrupt = c.get<std::string>("data.on_corrupt");
-  if (o.on_corrupt != "error" && o.on_corrupt != "skip") bad(c, "data.on_corrupt", "expected error | skip");
+  if (o.on_corrupt != "error" && o.on_corrupt != "skip") bad_value(c, "data.on_corrupt", "expected error | skip");
   // One OS thread each; thousands only exhaust memory and thread limits.
   o.workers = static_cast<int>(int_in(c, "data.workers", 1, 256));
   o.prefetch = static_cast<int>(int_in(c, "data.prefetch", 1, 1024));
   o.crop_pct = c.get<double>("data.crop_pct");
-  if (!(o.crop_pct > 0 && o.crop_pct <= 1)) bad(c, "data.crop_pct", "must be in (0, 1]");
+  if (!(o.crop_pct > 0 && o.crop_pct <= 1)) bad_value(c, "data.crop_pct", "must be in (0, 1]");
   o.rrc_scale = c.get<std::vector<double>>("data.rrc_scale");
   o.rrc_ratio = c.get<std::vector<double>>("data.rrc_ratio");
   if (o.rrc_scale.size() != 2 || !(0 < o.rrc_scale[0] && o.rrc_scale[0] <= o.rrc_scale[1] && o.rrc_scale[1] <= 1))
-    bad(c, "data.rrc_scale", "expected [lo, hi] with 0 < lo <= hi <= 1");
+    bad_value(c, "data.rrc_scale", "expected [lo, hi] with 0 < lo <= hi <= 1");
   if (o.rrc_ratio.size() != 2 ||
       !(0 < o.rrc_ratio[0] && o.rrc_ratio[0] <= o.rrc_ratio[1] && std::isfinite(o.rrc_ratio[1])))
-    bad(c, "data.rrc_ratio", "expected [lo, hi] with 0 < lo <= hi (finite)");
+    bad_value(c, "data.rrc_ratio", "expected [lo, hi] with 0 < lo <= hi (finite)");
   o.hflip = c.get<bool>("data.hflip");
   o.dct_scaling = c.get<bool>("data.dct_scaling");
   o.rand_augment = c.get<bool>("data.rand_augment");
@@ -263,14 +184,14 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   // The loader and kernels index a batch with int.
   o.batch_size = int_in(c, "train.batch_size", 1, kIntMax);
   if (o.mixing() && o.batch_size % 2 != 0)
-    bad(c, "train.batch_size", "Mixup/CutMix pairs sample i with B-1-i and needs an even batch, got " +
+    bad_value(c, "train.batch_size", "Mixup/CutMix pairs sample i with B-1-i and needs an even batch, got " +
                                    std::to_string(o.batch_size) + " (or set data.mixup_prob=0)");
   const double div = static_cast<double>(int_in(c, "train.lr_batch_div", 1, kIntMax));
   if (c.has("train.lr")) {
     o.lr = real_in(c, "train.lr", 0, kInf, /*open_lo=*/true);
   } else {
     o.lr = real_in(c, "train.base_lr", 0, kInf, /*open_lo=*/true) * static_cast<double>(o.batch_size) / div;
-    if (!std::isfinite(o.lr)) bad(c, "train.base_lr", "train.base_lr * train.batch_size / train.lr_batch_div is not finite");
+    if (!std::isfinite(o.lr)) bad_value(c, "train.base_lr", "train.base_lr * train.batch_size / train.lr_batch_div is not finite");
   }
   o.sched.base_lr = o.lr;
   o.sched.warmup_lr = real_in(c, "train.warmup_lr", 0, kInf);
@@ -281,16 +202,17 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   o.weight_decay = real_in(c, "train.weight_decay", 0, kInf);
   const auto betas = c.get<std::vector<double>>("train.betas");
   if (betas.size() != 2 || !(betas[0] >= 0 && betas[0] < 1 && betas[1] >= 0 && betas[1] < 1))
-    bad(c, "train.betas", "expected [beta1, beta2] in [0, 1)");
+    bad_value(c, "train.betas", "expected [beta1, beta2] in [0, 1)");
   o.beta1 = betas[0], o.beta2 = betas[1];
   o.adam_eps = real_in(c, "train.eps", 0, kInf, /*open_lo=*/true);
   o.label_smoothing = real_in(c, "train.label_smoothing", 0, 1);
-  if (o.label_smoothing >= 1) bad(c, "train.label_smoothing", "must be in [0, 1)");
+  if (o.label_smoothing >= 1) bad_value(c, "train.label_smoothing", "must be in [0, 1)");
   if (c.has("train.clip_grad")) o.clip_grad = real_in(c, "train.clip_grad", 0, kInf, /*open_lo=*/true);
   o.ema = c.get<bool>("train.ema");
   o.ema_decay = real_in(c, "train.ema_decay", 0, 1);
   // Unset means no limit; 0 would train nothing and still report a result.
   if (c.has("train.max_steps")) o.max_steps = int_in(c, "train.max_steps", 1, std::numeric_limits<int64_t>::max());
+  o.max_nonfinite = static_cast<int>(int_in(c, "train.max_nonfinite", 0, kIntMax));
 
   o.eval_every_epochs = int_in(c, "eval.every_epochs", 0, kIntMax);
   o.eval_batch_size = int_in(c, "eval.batch_size", 1, kIntMax);
@@ -300,28 +222,16 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
     o.eval_max_images = int_in(c, "eval.max_images", 1, std::numeric_limits<int64_t>::max());
   o.ckpt_every_epochs = int_in(c, "ckpt.every_epochs", 0, kIntMax);
   o.ckpt_every_steps = int_in(c, "ckpt.every_steps", 0, std::numeric_limits<int64_t>::max());
-  o.keep_last = static_cast<int>(int_in(c, "ckpt.keep_last", 1, kIntMax));
+  o.keep_last = static_cast<int>(int_in(c, "ckpt.keep_last", 0, kIntMax));
   o.keep_best = c.get<bool>("ckpt.keep_best");
   o.resume = c.get<std::string>("resume");
   if (o.resume == "none") o.resume = "never";  // dittrain's spelling
-  if (o.resume.empty()) bad(c, "resume", "expected auto | never | none | a checkpoint directory");
+  if (o.resume.empty()) bad_value(c, "resume", "expected auto | never | none | a checkpoint directory");
   if (o.resume != "auto" && o.resume != "never") o.resume = resolve_path(c, "resume", config_path);
   o.log_every_steps = int_in(c, "log.every_steps", 0, std::numeric_limits<int64_t>::max());
   o.log_every_s = real_in(c, "log.every_s", 0, kInf);
   o.tensorboard = c.get<bool>("log.tensorboard");
   return o;
-}
-
-std::string find_config(const std::string& arg, const std::string& configs_dir) {
-  std::vector<std::string> tried{arg};
-  if (fs::is_regular_file(arg)) return arg;
-  for (const std::string& cand : {configs_dir + "/" + arg, configs_dir + "/" + arg + ".yaml"}) {
-    tried.push_back(cand);
-    if (fs::is_regular_file(cand)) return cand;
-  }
-  std::string msg = "config '" + arg + "' not found (tried:";
-  for (const auto& t : tried) msg += " " + t;
-  throw ConfigError(msg + ")");
 }
 
 }  // namespace vt

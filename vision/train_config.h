@@ -1,11 +1,12 @@
 // vtrain's configuration: the YAML schema (defaults = the DeiT ImageNet
 // recipe, docs/recipes.md §2-7) and its typed form.
 //
-// Relative paths: data.root (and a resume directory) given in a config FILE
-// resolve against the parent of that file's directory, so configs/x.yaml can
-// say `data.root: ../shared/data/cifar10` relative to the repository root;
-// values given on the command line resolve against the current directory,
-// as does out_dir.
+// Relative paths (core/config_paths.h): data.root (and a resume directory)
+// given in a config FILE resolve against the parent of that file's
+// directory, so configs/x.yaml can say `data.root: ../shared/data/cifar10`
+// relative to the repository root; values given on the command line resolve
+// against the current directory, as does out_dir
+// (with_absolute_trainer_paths makes them absolute).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -50,6 +51,7 @@ struct TrainOptions {
   bool ema = true;
   double ema_decay = 0.99996;
   std::optional<int64_t> max_steps;
+  int max_nonfinite = 0;  // train/nonfinite.h
   // eval
   int64_t eval_every_epochs = 1, eval_batch_size = 256;
   bool eval_ema = true;
@@ -75,16 +77,5 @@ struct TrainOptions {
 // component, device=cuda is refused (training runs on the CPU). All of this
 // happens before a run directory exists.
 TrainOptions train_options(const Config& cfg, const std::string& config_path);
-
-// The config with every path-valued key (data.root, out_dir, and resume when
-// it names a directory) replaced by the absolute path it resolves to under
-// the rules above, so that the resolved config vtrain saves into
-// <run>/config.yaml means the same when loaded from anywhere (vtrain,
-// `veval top1`). Idempotent; other keys are untouched.
-Config with_absolute_paths(const Config& cfg, const std::string& config_path);
-
-// `vtrain CONFIG`: the path as given, else <repo>/configs/CONFIG (and with
-// ".yaml" appended); throws ConfigError listing the places tried.
-std::string find_config(const std::string& arg, const std::string& configs_dir);
 
 }  // namespace vt

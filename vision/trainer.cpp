@@ -10,15 +10,19 @@
 #include <numeric>
 
 #include "core/log.h"
-#include "core/metrics.h"
 #include "core/philox.h"
 #include "core/progress.h"
 #include "data_pipeline/loader.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/optim.h"
 #include "core/checkpoint_dir.h"
+#include "core/config_paths.h"
+#include "core/run_control.h"
+#include "backbone/optimizer_state.h"
+#include "train/run_dir.h"
+#include "train/run_state.h"
+#include "train/loop.h"
 #include "vision/evaluate.h"
-#include "core/tensorboard/event_writer.h"
 #include "vision/vit.h"
 
 namespace vt {
@@ -30,26 +34,6 @@ namespace {
 // Philox purpose tag of the trainer's Mixup/CutMix draws (distinct from the
 // data pipeline's 0xDA7A.... tags).
 constexpr uint64_t kPurposeTrainMix = 0x7A1A0001;
-
-std::map<std::string, Tensor> named_views(const ParamStore& s, const Tensor& flat, const std::string& prefix = "") {
-  std::map<std::string, Tensor> m;
-  for (const ParamInfo& p : s.infos()) m[prefix + p.name] = flat.slice(0, p.offset, p.offset + p.numel).view(p.shape);
-  return m;
-}
-
-// Copies dict[prefix + name] into the matching views of flat; every
-// parameter must be present with its shape.
-void load_views(const ParamStore& s, const Tensor& flat, const std::map<std::string, Tensor>& dict,
-                const std::string& prefix, const std::string& what) {
-  for (const ParamInfo& p : s.infos()) {
-    auto it = dict.find(prefix + p.name);
-    if (it == dict.end()) throw std::runtime_error(what + ": missing tensor '" + prefix + p.name + "'");
-    if (it->second.shape() != p.shape || it->second.dtype() != DType::F32)
-      throw std::runtime_error(what + ": tensor '" + prefix + p.name + "' is " + dtype_name(it->second.dtype()) +
-                               " " + shape_str(it->second.shape()) + ", expected F32 " + shape_str(p.shape));
-    flat.slice(0, p.offset, p.offset + p.numel).view(p.shape).copy_from(it->second);
-  }
-}
 
 ImagePipelineConfig train_pipeline(const TrainOptions& o) {
   ImagePipelineConfig c;
@@ -88,20 +72,16 @@ std::shared_ptr<ImageFolderDataset> open_split(const TrainOptions& o, const std:
 struct Trainer::Impl {
   Config cfg;
   TrainOptions o;
-  std::string run_dir;
   std::shared_ptr<ImageFolderDataset> train_ds, val_ds;
   std::unique_ptr<VisionTransformer> model;
-  Tensor exp_avg, exp_avg_sq, ema, decay_mask;
-  std::optional<CheckpointData> resume_from;
-  std::string resume_path;
+  std::unique_ptr<OptimizerState> opt;
+  std::unique_ptr<RunDirectory> run;
+  NonFiniteGuard nonfinite;
   // Position: optimizer steps done, current epoch, batches of it done.
   int64_t step = 0, epoch = 0, batch_in_epoch = 0;
   double best_top1 = -1;
   int64_t best_step = -1;
   std::vector<double> losses;
-  std::unique_ptr<MetricsWriter> metrics;
-  std::unique_ptr<TensorBoardWriter> tb;
-  std::string last_ckpt;
 
   int64_t train_order_size(uint64_t ep) const { return static_cast<int64_t>(make_order(ep).size()); }
 
@@ -111,57 +91,53 @@ struct Trainer::Impl {
   }
 
   nlohmann::json state_json() const {
-    nlohmann::json s;
-    s["step"] = step;
-    s["epoch"] = epoch;
-    s["batch_in_epoch"] = batch_in_epoch;
+    RunPosition p;
+    p.step = step, p.epoch = epoch, p.batch_in_epoch = batch_in_epoch;
+    p.optimizer_steps = opt->steps();
+    p.nonfinite_skipped = nonfinite.skipped_total();
+    p.seed = o.seed;
+    p.config_digest = resume_digest(cfg);
+    nlohmann::json s = run_state_json(p);
     s["sampler"] = {{"kind", o.repeated_aug > 1 ? "ra" : "shuffle"},
                     {"epoch", epoch},
                     {"position", batch_in_epoch * o.batch_size}};
-    // Every stream is a pure function of these keys (DESIGN §2).
+    // Every stream is a pure function of these keys (docs/design.md §2).
     s["rng"] = {{"seed", o.seed}, {"drop_path_step", step}, {"mixup", {{"epoch", epoch}, {"batch", batch_in_epoch}}}};
-    s["config_digest"] = cfg.digest_hex();
     s["best_top1"] = best_top1;
     s["best_step"] = best_step;
-    s["optimizer"] = {{"kind", "adamw"}, {"step", step}};
     return s;
   }
 
   void save(const std::string& why) {
     CheckpointData d;
     d.model = model->params().state_dict();
-    if (o.ema) d.ema = named_views(model->params(), ema);
-    auto m1 = named_views(model->params(), exp_avg, "exp_avg.");
-    auto m2 = named_views(model->params(), exp_avg_sq, "exp_avg_sq.");
-    d.optimizer.insert(m1.begin(), m1.end());
-    d.optimizer.insert(m2.begin(), m2.end());
+    d.ema = opt->ema_dict();
+    d.optimizer = opt->optimizer_dict();
     d.state = state_json();
-    last_ckpt = save_checkpoint(run_dir, step, d);
-    prune_checkpoints(run_dir, o.keep_last, o.keep_best ? best_step : -1);
-    log().info("checkpoint {} ({})", last_ckpt, why);
+    const std::string path = run->save(step, d, o.keep_last, o.keep_best ? best_step : -1);
+    log().info("checkpoint {} ({})", path, why);
   }
 
   void restore(const CheckpointData& d, const std::string& path) {
     try {
       model->params().load(d.model, /*strict=*/true);
-      load_views(model->params(), exp_avg, d.optimizer, "exp_avg.", "optimizer.safetensors");
-      load_views(model->params(), exp_avg_sq, d.optimizer, "exp_avg_sq.", "optimizer.safetensors");
+      opt->load_optimizer(d.optimizer, "optimizer.safetensors");
       if (o.ema) {
-        if (d.ema.empty()) ema.copy_from(model->params().weights().clone());  // EMA switched on now
-        else load_views(model->params(), ema, d.ema, "", "ema.safetensors");
+        if (d.ema.empty()) opt->reset_ema_to_weights();  // EMA switched on now
+        else opt->load_ema(d.ema, "ema.safetensors");
       }
-      const auto& s = d.state;
-      step = s.at("step").get<int64_t>();
-      epoch = s.at("epoch").get<int64_t>();
-      batch_in_epoch = s.at("batch_in_epoch").get<int64_t>();
-      best_top1 = s.value("best_top1", -1.0);
-      best_step = s.value("best_step", int64_t(-1));
-      if (s.value("config_digest", std::string()) != cfg.digest_hex())
-        log().warn("resuming from {} written with a different config (digest {} vs {})", path,
-                   s.value("config_digest", std::string("?")), cfg.digest_hex());
     } catch (const std::exception& e) {
       throw std::runtime_error("checkpoint '" + path + "': " + e.what());
     }
+    const RunPosition p = read_run_state(d.state, path);
+    step = p.step, epoch = p.epoch, batch_in_epoch = p.batch_in_epoch;
+    opt->set_steps(p.optimizer_steps);
+    nonfinite.set_skipped_total(p.nonfinite_skipped);
+    best_top1 = d.state.value("best_top1", -1.0);
+    best_step = d.state.value("best_step", int64_t(-1));
+    if (p.config_digest != resume_digest(cfg))
+      log().warn("resuming from {} written with a different config (digest {} vs {})", path,
+                 p.config_digest.empty() ? std::string("?") : p.config_digest, resume_digest(cfg));
   }
 
   EvalResult evaluate(const std::string& label) {
@@ -170,20 +146,94 @@ struct Trainer::Impl {
     log().info("eval {} epoch {} step {}: top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images{})", label, epoch, step,
                e.top1, e.top5, e.loss, seen,
                e.skipped > 0 ? fmt::format(", {} corrupt skipped and replaced", e.skipped) : std::string());
-    if (metrics) {
-      std::vector<std::pair<std::string, double>> m{
-          {"epoch", static_cast<double>(epoch)}, {"top1", e.top1}, {"top5", e.top5}, {"loss", e.loss}};
-      if (o.on_corrupt == "skip") m.emplace_back("corrupt_skipped", static_cast<double>(e.skipped));
-      metrics->write(step, m, {{"split", label}});
-    }
-    if (tb) {
-      tb->add_scalars({{label + "/top1", e.top1}, {label + "/top5", e.top5}, {label + "/loss", e.loss}}, step);
-      tb->flush();
-    }
+    std::vector<std::pair<std::string, double>> m{
+        {"epoch", static_cast<double>(epoch)}, {"top1", e.top1}, {"top5", e.top5}, {"loss", e.loss}};
+    if (o.on_corrupt == "skip") m.emplace_back("corrupt_skipped", static_cast<double>(e.skipped));
+    run->write_metrics(step, m, {{"split", label}}, label);
     return e;
   }
 
   TrainSummary loop();
+
+  struct StepWork {  // per-run buffers and constants of the step
+    MixupParams mix;
+    Tensor logits, dlogits, targets;
+  };
+
+  // The model's part of a step on `batch` (batch b of the epoch):
+  // (Mixup/CutMix) forward, loss, backward into the store's gradients.
+  // Returns the loss; the update is TrainLoop's (train/loop.h).
+  double forward_backward(Batch& batch, int64_t b, StepWork& w) {
+    ParamStore& ps = model->params();
+    const int64_t B = o.batch_size;
+    CrossEntropyResult ce;
+    ps.zero_grad();
+    if (o.mixing()) {
+      Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
+      const Shape& s = batch.images.shape();
+      mixup_batch(batch.images.f32(), static_cast<int>(B), static_cast<int>(s[1]), static_cast<int>(s[2]),
+                  static_cast<int>(s[3]), batch.labels.i32(), w.targets.f32(), rng, w.mix);
+      model->forward(batch.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
+      ce = soft_cross_entropy_forward_backward(w.logits, w.targets, w.dlogits);
+    } else {
+      model->forward(batch.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
+      ce = cross_entropy_forward_backward(w.logits, batch.labels, static_cast<float>(o.label_smoothing), w.dlogits);
+    }
+    model->backward(w.dlogits);
+    return ce.loss;
+  }
+
+  // vtrain's StepTask: the steps of one epoch's loader, run by TrainLoop.
+  struct EpochSteps : StepTask {
+    Impl& I;
+    Loader& loader;
+    StepWork& work;
+    ProgressBar& bar;
+    const int64_t steps_per_epoch, first_batch;
+    bool& saved_now;
+    bool& evaluated_now;
+    TrainSummary& sum;
+    const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    Batch batch;
+    double grad_norm = 0, last_lr = 0;  // of the last step
+
+    EpochSteps(Impl& impl, Loader& l, StepWork& w, ProgressBar& b, int64_t spe, bool& saved, bool& evaluated,
+               TrainSummary& s)
+        : I(impl), loader(l), work(w), bar(b), steps_per_epoch(spe), first_batch(impl.batch_in_epoch),
+          saved_now(saved), evaluated_now(evaluated), sum(s) {}
+
+    Output forward_backward(int64_t) override {
+      if (!loader.next(batch)) throw std::logic_error("vtrain: the loader ran dry inside an epoch");
+      evaluated_now = saved_now = false;
+      const int64_t b = I.batch_in_epoch;
+      const double lr = lr_at(I.o.sched, I.epoch, b, steps_per_epoch);
+      const double loss = I.forward_backward(batch, b, work);
+      return {loss, lr, "epoch " + std::to_string(I.epoch) + ", batch " + std::to_string(b)};
+    }
+    void after_update(int64_t, const Output& out, const UpdateResult& u) override {
+      ++I.step;
+      ++I.batch_in_epoch;
+      I.losses.push_back(out.loss);
+      sum.last_loss = out.loss;
+      grad_norm = u.grad_norm;
+      last_lr = out.lr;
+      bar.update(I.batch_in_epoch - first_batch, {{"loss", out.loss}, {"lr", out.lr}});
+    }
+    std::vector<std::pair<std::string, double>> log_scalars(int64_t) override {
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double ips =
+          secs > 0 ? static_cast<double>((I.batch_in_epoch - first_batch) * I.o.batch_size) / secs : 0.0;
+      return {{"epoch", I.epoch + static_cast<double>(I.batch_in_epoch) / steps_per_epoch},
+              {"loss", sum.last_loss},
+              {"lr", last_lr},
+              {"grad_norm", grad_norm},
+              {"img_per_s", ips}};
+    }
+    void save(const std::string& why) override {
+      I.save(why);
+      saved_now = true;
+    }
+  };
 
   // data.on_corrupt=skip: the loader warns once per file as it meets it;
   // this adds the running totals to the log and metrics.jsonl.
@@ -192,10 +242,9 @@ struct Trainer::Impl {
     const int64_t n = loader.corrupt_count();
     const size_t files = loader.corrupt_names().size();
     if (n > 0) log().warn("data: {} corrupt samples skipped so far in training ({} distinct files)", n, files);
-    if (metrics)
-      metrics->write(step, {{"epoch", static_cast<double>(epoch)}, {"corrupt_skipped", static_cast<double>(n)},
-                            {"corrupt_files", static_cast<double>(files)}},
-                     {{"split", "data"}});
+    run->write_metrics(step, {{"epoch", static_cast<double>(epoch)}, {"corrupt_skipped", static_cast<double>(n)},
+                              {"corrupt_files", static_cast<double>(files)}},
+                       {{"split", "data"}}, "data");
   }
 
   // Model and (when on) EMA: the EMA is evaluated by swapping its values
@@ -206,7 +255,7 @@ struct Trainer::Impl {
     if (o.ema && o.eval_ema) {
       Tensor keep = model->params().weights().clone();
       Tensor w = model->params().weights();  // a view sharing the flat buffer
-      w.copy_from(ema);
+      w.copy_from(opt->ema());
       r.second = evaluate("val_ema");
       w.copy_from(keep);
     }
@@ -219,12 +268,13 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   Impl& I = *impl_;
   // Absolute paths: the config saved into the run directory (and its
   // digest in checkpoints) then means the same from any directory.
-  I.cfg = with_absolute_paths(cfg, config_path);
+  I.cfg = with_absolute_trainer_paths(cfg, config_path);
   I.o = train_options(I.cfg, config_path);
   TrainOptions& o = I.o;
   if (o.threads > 0) omp_set_num_threads(o.threads);
   if (!fs::is_directory(o.data_root))
-    throw std::runtime_error("data.root '" + o.data_root + "' does not exist or is not a directory");
+    throw std::runtime_error("data.root '" + o.data_root + "' (" + I.cfg.source("data.root") +
+                             ") does not exist or is not a directory");
   I.train_ds = open_split(o, "data.train_split", o.train_split, train_pipeline(o));
   I.val_ds = open_split(o, "data.val_split", o.val_split, deit_eval_pipeline(o));
   if (I.train_ds->num_classes() != I.val_ds->num_classes())
@@ -253,25 +303,11 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
 
   I.model = std::make_unique<VisionTransformer>(o.vit);
   I.model->init(o.seed);
-  const int64_t n = I.model->params().numel();
-  I.exp_avg = Tensor::zeros({n});
-  I.exp_avg_sq = Tensor::zeros({n});
-  std::vector<DecaySegment> segs;
-  for (const ParamInfo& p : I.model->params().infos()) segs.push_back({p.offset, p.numel, p.weight_decay});
-  I.decay_mask = decay_mask_from_segments(n, segs);
-  if (o.ema) I.ema = I.model->params().weights().clone();
-
-  I.run_dir = o.out_dir + "/" + o.name;
+  I.opt = std::make_unique<OptimizerState>(I.model->params(), o.ema);
+  I.nonfinite = NonFiniteGuard(o.max_nonfinite);
   // The checkpoint to resume from is read (and validated) before anything is written.
-  if (o.resume == "auto") {
-    if (auto latest = latest_checkpoint(I.run_dir)) I.resume_path = *latest;
-  } else if (o.resume != "never") {
-    I.resume_path = o.resume;
-  } else if (!list_checkpoints(I.run_dir).empty()) {
-    throw std::runtime_error("resume=never but run directory '" + I.run_dir +
-                             "' already holds checkpoints; choose another name or resume=auto");
-  }
-  if (!I.resume_path.empty()) I.restore(load_checkpoint(I.resume_path), I.resume_path);
+  I.run = std::make_unique<RunDirectory>(o.out_dir, o.name, o.resume);
+  if (!I.run->resume_path().empty()) I.restore(load_checkpoint(I.run->resume_path()), I.run->resume_path());
 }
 
 Trainer::~Trainer() = default;
@@ -280,16 +316,12 @@ const TrainOptions& Trainer::options() const { return impl_->o; }
 
 TrainSummary Trainer::run() {
   Impl& I = *impl_;
-  fs::create_directories(I.run_dir);
-  log_to_file(I.run_dir + "/log.txt");
+  I.run->open(I.cfg, I.o.tensorboard);
   try {
     return I.loop();
   } catch (const std::exception& e) {
     // main() prints the error on stderr; the run's log must hold it too.
-    log_file_only(spdlog::level::err, std::string("vtrain: run failed: ") + e.what());
-    I.metrics.reset();
-    I.tb.reset();
-    log_close_file();
+    I.run->close_with_error(std::string("vtrain: run failed: ") + e.what());
     throw;
   }
 }
@@ -297,18 +329,15 @@ TrainSummary Trainer::run() {
 TrainSummary Trainer::Impl::loop() {
   Impl& I = *this;
   const TrainOptions& o = I.o;
-  I.cfg.save(I.run_dir + "/config.yaml");
-  I.metrics = std::make_unique<MetricsWriter>(I.run_dir + "/metrics.jsonl");
-  if (o.tensorboard) I.tb = std::make_unique<TensorBoardWriter>(I.run_dir + "/tb");
   VisionTransformer& model = *I.model;
   ParamStore& ps = model.params();
   log().info("vtrain: run {} | {} {} dim {} depth {} heads {} patch {} img {} | {} params | train {} images, val {}, {} classes",
-             I.run_dir, o.preset, norm_scheme_name(o.vit.backbone.scheme), o.vit.backbone.dim, o.vit.backbone.depth,
+             I.run->path(), o.preset, norm_scheme_name(o.vit.backbone.scheme), o.vit.backbone.dim, o.vit.backbone.depth,
              o.vit.backbone.heads, o.vit.patch_size, o.vit.img_size, ps.numel(), I.train_ds->size(), I.val_ds->size(),
              I.train_ds->num_classes());
   log().info("batch {} lr {:.3g} epochs {} | {} threads, {} loader workers{}", o.batch_size, o.lr, o.epochs,
              omp_get_max_threads(), o.workers,
-             I.resume_path.empty() ? std::string() : " | resumed from " + I.resume_path);
+             I.run->resume_path().empty() ? std::string() : " | resumed from " + I.run->resume_path());
 
   LoaderConfig lc;
   lc.batch_size = static_cast<int>(o.batch_size);
@@ -319,16 +348,21 @@ TrainSummary Trainer::Impl::loop() {
   lc.on_corrupt = parse_on_corrupt(o.on_corrupt);
   Loader loader(I.train_ds, lc);
 
-  MixupParams mp;
-  mp.mixup_alpha = o.mixup_alpha, mp.cutmix_alpha = o.cutmix_alpha;
-  mp.prob = o.mixup_prob, mp.switch_prob = o.mixup_switch_prob;
-  mp.label_smoothing = o.label_smoothing;
-  mp.num_classes = static_cast<int>(o.vit.num_classes);
-  AdamWParams hp;
+  StepWork work;
+  work.mix.mixup_alpha = o.mixup_alpha, work.mix.cutmix_alpha = o.cutmix_alpha;
+  work.mix.prob = o.mixup_prob, work.mix.switch_prob = o.mixup_switch_prob;
+  work.mix.label_smoothing = o.label_smoothing;
+  work.mix.num_classes = static_cast<int>(o.vit.num_classes);
+  LoopOptions lo;
+  lo.log_every_steps = o.log_every_steps;
+  lo.ckpt_every_steps = o.ckpt_every_steps;
+  AdamWParams& hp = lo.update.adamw;
   hp.beta1 = o.beta1, hp.beta2 = o.beta2, hp.eps = o.adam_eps, hp.weight_decay = o.weight_decay;
-
+  lo.update.clip_grad = o.clip_grad;
+  if (o.ema) lo.update.ema_decay = static_cast<float>(o.ema_decay);
+  TrainLoop loop(ps, *I.opt, I.nonfinite, *I.run, lo);
   const int64_t B = o.batch_size, K = o.vit.num_classes;
-  Tensor logits = Tensor::empty({B, K}), dlogits = Tensor::empty({B, K}), targets = Tensor::empty({B, K});
+  work.logits = Tensor::empty({B, K}), work.dlogits = Tensor::empty({B, K}), work.targets = Tensor::empty({B, K});
   TrainSummary sum;
   std::pair<EvalResult, EvalResult> last_eval;
   bool evaluated_now = false, saved_now = false;
@@ -348,58 +382,12 @@ TrainSummary Trainer::Impl::loop() {
     po.unit = "img";
     po.interval_s = o.log_every_s;
     ProgressBar bar("epoch " + std::to_string(I.epoch + 1) + "/" + std::to_string(o.epochs), steps_per_epoch - I.batch_in_epoch, po);
-    const int64_t first_batch = I.batch_in_epoch;
-    auto t0 = std::chrono::steady_clock::now();
-    Batch batch;
-    while (!stop && loader.next(batch)) {
-      evaluated_now = saved_now = false;
-      const int64_t b = I.batch_in_epoch;
-      const double lr = lr_at(o.sched, I.epoch, b, steps_per_epoch);
-      CrossEntropyResult ce;
-      ps.zero_grad();
-      if (o.mixing()) {
-        Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(I.epoch), static_cast<uint64_t>(b)));
-        const Shape& s = batch.images.shape();
-        mixup_batch(batch.images.f32(), static_cast<int>(B), static_cast<int>(s[1]), static_cast<int>(s[2]),
-                    static_cast<int>(s[3]), batch.labels.i32(), targets.f32(), rng, mp);
-        model.forward(batch.images, logits, true, o.seed, static_cast<uint64_t>(I.step));
-        ce = soft_cross_entropy_forward_backward(logits, targets, dlogits);
-      } else {
-        model.forward(batch.images, logits, true, o.seed, static_cast<uint64_t>(I.step));
-        ce = cross_entropy_forward_backward(logits, batch.labels, static_cast<float>(o.label_smoothing), dlogits);
-      }
-      if (!std::isfinite(ce.loss))
-        throw NonFiniteLoss("non-finite training loss (" + std::to_string(ce.loss) + ") at step " +
-                            std::to_string(I.step + 1) + " (epoch " + std::to_string(I.epoch) + ", batch " +
-                            std::to_string(b) + "); stopping, last good checkpoint: " +
-                            (I.last_ckpt.empty() ? (I.resume_path.empty() ? "none" : I.resume_path) : I.last_ckpt));
-      model.backward(dlogits);
-      double gnorm = o.clip_grad ? clip_grad_norm(ps.grads(), *o.clip_grad) : grad_norm(ps.grads());
-      if (!std::isfinite(gnorm))
-        throw NonFiniteLoss("non-finite gradient norm at step " + std::to_string(I.step + 1) + "; stopping, last good checkpoint: " +
-                            (I.last_ckpt.empty() ? "none" : I.last_ckpt));
-      hp.lr = lr;
-      adamw_step(ps.weights(), ps.grads(), I.exp_avg, I.exp_avg_sq, hp, I.step + 1, I.decay_mask);
-      if (o.ema) ema_update(I.ema, ps.weights(), static_cast<float>(o.ema_decay));
-      ++I.step;
-      ++I.batch_in_epoch;
-      I.losses.push_back(ce.loss);
-      sum.last_loss = ce.loss;
-      bar.update(I.batch_in_epoch - first_batch, {{"loss", ce.loss}, {"lr", lr}});
-      if (o.log_every_steps > 0 && I.step % o.log_every_steps == 0) {
-        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const double ips = secs > 0 ? static_cast<double>((I.batch_in_epoch - first_batch) * B) / secs : 0.0;
-        I.metrics->write(I.step, {{"epoch", I.epoch + static_cast<double>(I.batch_in_epoch) / steps_per_epoch},
-                                  {"loss", ce.loss}, {"lr", lr}, {"grad_norm", gnorm}, {"img_per_s", ips}},
-                         {{"split", "train"}});
-        if (I.tb) {
-          I.tb->add_scalars({{"train/loss", ce.loss}, {"train/lr", lr}, {"train/img_per_s", ips}}, I.step);
-          I.tb->flush();
-        }
-      }
-      if (o.ckpt_every_steps > 0 && I.step % o.ckpt_every_steps == 0) I.save("every " + std::to_string(o.ckpt_every_steps) + " steps"), saved_now = true;
-      if (o.max_steps && I.step >= *o.max_steps) stop = true;
-    }
+    EpochSteps steps(I, loader, work, bar, steps_per_epoch, saved_now, evaluated_now, sum);
+    // This epoch's remaining batches, or up to train.max_steps.
+    int64_t end = I.step + std::max<int64_t>(0, steps_per_epoch - I.batch_in_epoch);
+    if (o.max_steps) end = std::min(end, *o.max_steps);
+    loop.run(steps, I.step, end);
+    stop = o.max_steps && I.step >= *o.max_steps;
     bar.finish();
     if (stop && I.batch_in_epoch < steps_per_epoch) {
       I.report_skipped(loader);
@@ -423,15 +411,13 @@ TrainSummary Trainer::Impl::loop() {
   sum.final_eval_ema = last_eval.second;
   sum.best_top1 = I.best_top1;
   sum.best_step = I.best_step;
-  sum.run_dir = I.run_dir;
-  sum.last_checkpoint = I.last_ckpt;
+  sum.run_dir = I.run->path();
+  sum.last_checkpoint = I.run->last_checkpoint();
   log().info("done: {} steps, {} epochs | final top-1 {:.2f}% top-5 {:.2f}%{} | best top-1 {:.2f}% (step {}) | {}",
              I.step, I.epoch, last_eval.first.top1, last_eval.first.top5,
              o.ema && o.eval_ema ? fmt::format(" | EMA top-1 {:.2f}%", last_eval.second.top1) : std::string(),
-             I.best_top1, I.best_step, I.last_ckpt);
-  I.metrics.reset();
-  I.tb.reset();
-  log_close_file();
+             I.best_top1, I.best_step, I.run->last_checkpoint());
+  I.run->close();
   return sum;
 }
 

@@ -12,8 +12,13 @@
 // so a resumed run computes bitwise the same next steps as one never stopped
 // (same thread count).
 //
-// Outputs in <out_dir>/<name>/: config.yaml (resolved, absolute paths), log.txt,
-// metrics.jsonl (train lines every log.every_steps, eval lines), step_<N>/.
+// Outputs in <out_dir>/<name>/ (train/run_dir.h): config.yaml (resolved,
+// absolute paths), log.txt, metrics.jsonl (train lines every
+// log.every_steps, eval lines), tb/, step_<N>/. A non-finite loss or gradient
+// norm follows train.max_nonfinite (train/nonfinite.h; default: stop with
+// NonFiniteLoss naming the step and the last good checkpoint). The steps of
+// an epoch run in train/loop.h's TrainLoop (shared with dittrain); the
+// model's forward/backward is this trainer's StepTask.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,16 +27,10 @@
 
 #include "core/config.h"
 #include "vision/evaluate.h"  // EvalResult
+#include "train/nonfinite.h"  // NonFiniteLoss
 #include "vision/train_config.h"
 
 namespace vt {
-
-// Thrown when the loss (or gradient norm) is NaN/Inf: the message names the
-// step; no checkpoint is written for it.
-class NonFiniteLoss : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct TrainSummary {
   int64_t steps = 0;          // optimizer steps done in total

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/config_paths.h"
 #include "core/omp_policy.h"
 #include "eval/features_embedding.h"
 #include "eval/fid_inputs.h"
@@ -51,7 +52,7 @@ const char* kUsage =
     "  comparable with published FIDs (another feature space), only with each other for the\n"
     "  same checkpoint.\n"
     "top1: top-1/top-5/loss of a vtrain checkpoint with the DeiT eval transform, every image\n"
-    "  counted once. CONFIG as for vtrain (a path or a name in configs/); split=val means\n"
+    "  counted once. CONFIG as for vtrain (a path, or a name in the installed or source configs/); split=val means\n"
     "  data.val_split; other key=value words override the config (e.g. eval.batch_size=500).\n";
 
 struct Args {
@@ -175,7 +176,7 @@ Embedder make_embedder(const Args& a, std::initializer_list<std::string> paths) 
   }
   if (!a.get("inception").empty()) throw std::invalid_argument("--inception and --features exclude each other");
   e.cls = std::make_unique<vt::ClassifierEmbedding>(
-      vt::ClassifierEmbedding::load(ckpt, a.get("config"), parse_bool(a, "ema"), VT_CONFIGS_DIR));
+      vt::ClassifierEmbedding::load(ckpt, a.get("config"), parse_bool(a, "ema"), vt::config_search_dirs(VT_CONFIGS_DIR)));
   e.weights = e.cls->classifier().weights_file;
   const vt::TrainOptions& o = e.cls->classifier().options;
   std::fprintf(stderr,
@@ -246,7 +247,7 @@ int cmd_stats(int argc, char** argv) {
 int cmd_top1(int argc, char** argv) {
   const vt::Top1Request req = vt::parse_top1_args(std::vector<std::string>(argv + 2, argv + argc));
   auto t0 = std::chrono::steady_clock::now();
-  const vt::Top1Report rep = vt::run_top1(req, VT_CONFIGS_DIR, [](int64_t d, int64_t t) { progress(d, t); });
+  const vt::Top1Report rep = vt::run_top1(req, vt::config_search_dirs(VT_CONFIGS_DIR), [](int64_t d, int64_t t) { progress(d, t); });
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const vt::EvalResult& e = rep.result;
   std::printf("top1: %.2f%%  top5: %.2f%%  loss: %.4f  (%lld images; %lld top-1 and %lld top-5 correct)\n", e.top1,

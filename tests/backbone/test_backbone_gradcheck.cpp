@@ -29,6 +29,7 @@ TEST_P(BackboneGradcheck, MatchesFiniteDifferences) {
   cfg.scheme = gc.scheme;
   cfg.normalized_input = gc.normalized_input;
   cfg.dim = 8, cfg.depth = 2, cfg.heads = 2, cfg.mlp_ratio = 2.0;
+  cfg.mixln_alpha = 0.5;  // Mix-LN: one Post block, then one Pre block
   const bool dit = gc.variant == ModelVariant::DiT;
   cfg.gelu = dit ? Activation::GeluTanh : Activation::GeluErf;
   if (!dit) cfg.drop_path = {0.3f, 0.5f};
@@ -86,7 +87,15 @@ INSTANTIATE_TEST_SUITE_P(
                       GcCase{"deit_post", ModelVariant::DeiT, NormScheme::Post, true},
                       GcCase{"dit_siamese", ModelVariant::DiT, NormScheme::Siamese, true},
                       GcCase{"dit_siamese_noinput", ModelVariant::DiT, NormScheme::Siamese, false},
-                      GcCase{"dit_post", ModelVariant::DiT, NormScheme::Post, true}),
+                      GcCase{"dit_post", ModelVariant::DiT, NormScheme::Post, true},
+                      GcCase{"deit_mixln", ModelVariant::DeiT, NormScheme::MixLN, true},
+                      GcCase{"deit_deepnorm", ModelVariant::DeiT, NormScheme::DeepNorm, true},
+                      GcCase{"deit_residual", ModelVariant::DeiT, NormScheme::ResiDual, true},
+                      GcCase{"deit_hybrid", ModelVariant::DeiT, NormScheme::Hybrid, true},
+                      GcCase{"dit_mixln", ModelVariant::DiT, NormScheme::MixLN, true},
+                      GcCase{"dit_deepnorm", ModelVariant::DiT, NormScheme::DeepNorm, true},
+                      GcCase{"dit_residual", ModelVariant::DiT, NormScheme::ResiDual, true},
+                      GcCase{"dit_hybrid", ModelVariant::DiT, NormScheme::Hybrid, true}),
     [](const ::testing::TestParamInfo<GcCase>& i) { return i.param.name; });
 
 TEST(Backbone, DropPathMasksFollowSeedAndVanishAtInference) {
@@ -124,7 +133,7 @@ TEST(Backbone, RejectsBadInputs) {
   EXPECT_THROW(bb.forward(Tensor::zeros({2, 3, 7}), Tensor(), out), std::invalid_argument);
   EXPECT_THROW(bb.forward(Tensor::zeros({2, 3, 8}), Tensor::zeros({2, 8}), out), std::invalid_argument);
   EXPECT_THROW(bb.backward(out, out, Tensor()), std::logic_error);
-  EXPECT_THROW(norm_scheme_from_name("hybrid"), std::invalid_argument);
+  EXPECT_THROW(norm_scheme_from_name("spannorm"), std::invalid_argument);
 }
 
 }  // namespace

@@ -72,6 +72,38 @@ TEST(ParamStore, InitIsKeyedByNameNotOrder) {
   EXPECT_NEAR(sd, 0.7 * 0.957, 0.06);  // var of N(0,.7) truncated at +-2.86 sd
 }
 
+// xavier_normal per row chunk (DeepNet's init of a fused qkv): each chunk's
+// sample std matches gain * sqrt(2 / (fan_in + rows / chunks)); chunks that
+// do not divide the rows are an error naming the parameter.
+TEST(ParamStore, XavierNormalChunksHaveTheirOwnGain) {
+  ParamStore s;
+  s.add("qkv.weight", {3 * 40, 100}, ParamInit::xavier_normal({1.0f, 0.5f, 2.0f}), true);
+  s.add("bad.weight", {4, 3}, ParamInit::xavier_normal({1.0f, 1.0f, 1.0f}), true);
+  s.finalize();
+  EXPECT_THROW(
+      {
+        try {
+          s.init(5);
+        } catch (const std::invalid_argument& e) {
+          EXPECT_NE(std::string(e.what()).find("bad.weight"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      std::invalid_argument);
+  ParamStore ok;
+  ok.add("qkv.weight", {3 * 40, 100}, ParamInit::xavier_normal({1.0f, 0.5f, 2.0f}), true);
+  ok.finalize();
+  ok.init(5);
+  const auto v = ok.value(0).to_vector();
+  const double unit = std::sqrt(2.0 / (100 + 40));
+  const double gains[3] = {1.0, 0.5, 2.0};
+  for (int c = 0; c < 3; ++c) {
+    double ss = 0;
+    for (size_t i = c * 4000; i < (c + 1) * 4000u; ++i) ss += static_cast<double>(v[i]) * v[i];
+    EXPECT_NEAR(std::sqrt(ss / 4000), gains[c] * unit, 0.05 * gains[c] * unit) << "chunk " << c;
+  }
+}
+
 TEST(ParamStore, SafetensorsRoundTripAndStrictLoad) {
   ParamStore s;
   s.add("blocks.0.attn.qkv.weight", {6, 2}, ParamInit::normal(1.0f), true);

@@ -44,9 +44,8 @@ TEST_P(DiTFixture, OutputAndAllGradientsMatchPyTorch) {
   SafetensorsMetadata meta;
   auto t = load_safetensors(std::string(VT_FIXTURES_DIR) + "/diffusion/dit_" + GetParam() + ".safetensors", &meta);
   const DiTConfig cfg = config_from(meta);
-  ParamStore store;
-  DiT model(store, cfg);
-  store.finalize();
+  DiT model(cfg);
+  ParamStore& store = model.params();
   std::map<std::string, Tensor> params;
   for (const auto& kv : t)
     if (kv.first.rfind("grad.", 0) != 0 && kv.first.rfind("input.", 0) != 0 && kv.first != "output" &&
@@ -89,9 +88,8 @@ INSTANTIATE_TEST_SUITE_P(Schemes, DiTFixture, ::testing::Values("pre", "siamese"
 TEST(DiT, InitFollowsDiT) {
   DiTConfig c;
   c.input_size = 8, c.in_channels = 3, c.patch = 2, c.hidden = 32, c.depth = 2, c.heads = 4, c.num_classes = 10;
-  ParamStore store;
-  DiT model(store, c);
-  store.finalize();
+  DiT model(c);
+  ParamStore& store = model.params();
   model.init_weights(7);
   auto vec = [&](const std::string& n) { return store.value(store.id(n)).to_vector(); };
   auto max_abs = [](const std::vector<float>& v) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <opencv2/imgcodecs.hpp>
 
 #include "core/config.h"
@@ -38,8 +39,8 @@ DitTrainConfig tiny(const std::string& out_dir, const std::string& name, const s
                            "model: {input_size: 8, in_channels: 4, patch: 2, hidden: 16, depth: 2, heads: 2, "
                            "num_classes: 3}\n"
                            "data: {kind: latents, root: " + data + ", workers: 2}\n"
-                           "train: {global_batch: 4, steps: 7, lr: 1.0e-3, ema_decay: 0.9}\n"
-                           "log: {every: 1}\nckpt: {every: 100}\nsample: {every: 0}\n" + extra;
+                           "train: {batch_size: 4, steps: 7, lr: 1.0e-3, ema_decay: 0.9}\n"
+                           "log: {every_steps: 1}\nckpt: {every_steps: 100}\nsample: {every: 0}\n" + extra;
   return dit_train_config(Config::parse(yaml, dittrain_schema()));
 }
 
@@ -94,16 +95,31 @@ TEST(DitTrainer, ResumeReproducesTheUninterruptedRun) {
 TEST(DitTrainer, NonFiniteLossesAreSkippedThenStop) {
   vt_test::TmpDir tmp;
   write_latent_shard(tmp.file("nan"), /*nan=*/true);
-  DitTrainer t(tiny(tmp.path(), "n", tmp.file("nan"), "train: {global_batch: 4, steps: 7, max_nonfinite: 3}\n"));
+  DitTrainer t(tiny(tmp.path(), "n", tmp.file("nan"), "train: {batch_size: 4, steps: 7, max_nonfinite: 3}\n"));
   const std::vector<float> w0 = flat(t.store().weights());
   try {
     t.train();
     FAIL() << "expected the non-finite guard to stop training";
-  } catch (const std::runtime_error& e) {
+  } catch (const NonFiniteLoss& e) {
     EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at step 4"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(t.step(), 3);
+  // train.max_nonfinite 3: steps 1-3 skipped, the fourth in a row stops.
+  EXPECT_EQ(t.step(), 4);
   EXPECT_EQ(flat(t.store().weights()), w0);  // no update was applied
+  // Each non-finite step is in metrics.jsonl, the stopping one included.
+  std::ifstream m(tmp.file("n/metrics.jsonl"));
+  int nonfinite_lines = 0;
+  for (std::string line; std::getline(m, line);) nonfinite_lines += line.find("\"nonfinite\"") != std::string::npos;
+  EXPECT_EQ(nonfinite_lines, 4);
+}
+
+TEST(DitTrainer, NonFiniteLossStopsAtOnceByDefault) {
+  vt_test::TmpDir tmp;
+  write_latent_shard(tmp.file("nan"), /*nan=*/true);
+  DitTrainer t(tiny(tmp.path(), "n", tmp.file("nan"), "train: {batch_size: 4, steps: 7}\n"));
+  EXPECT_THROW(t.train(), NonFiniteLoss);
+  EXPECT_EQ(t.step(), 1);
 }
 
 TEST(DitTrainer, ImagesDataGridAndSampleFiles) {
@@ -119,7 +135,7 @@ TEST(DitTrainer, ImagesDataGridAndSampleFiles) {
                            "model: {input_size: 8, in_channels: 3, patch: 4, hidden: 16, depth: 1, heads: 2, "
                            "num_classes: 2}\n"
                            "data: {kind: images, root: " + tmp.file("img") + ", workers: 1}\n"
-                           "train: {global_batch: 3, steps: 2, lr: 1.0e-2, ema_decay: 0.5}\n"
+                           "train: {batch_size: 3, steps: 2, lr: 1.0e-2, ema_decay: 0.5}\n"
                            "sample: {every: 2, num: 4, sampler: ddim, steps: 3, cfg_scale: 2.0}\n";
   const DitTrainConfig cfg = dit_train_config(Config::parse(yaml, dittrain_schema()));
   {
@@ -134,9 +150,8 @@ TEST(DitTrainer, ImagesDataGridAndSampleFiles) {
   // The periodic grid is the EMA model's: rebuild it from the checkpoint's
   // ema.safetensors with the grid's fixed labels (i % classes) and noise.
   {
-    ParamStore es;
-    DiT ema_model(es, cfg.model);
-    es.finalize();
+    DiT ema_model(cfg.model);
+    ParamStore& es = ema_model.params();
     es.load(load_checkpoint(tmp.file("im/step_2"), {/*optimizer=*/false}).ema, true);
     ema_model.set_pos_embed();
     const Tensor u = to_uint8_nhwc(sample_images(ema_model, cfg.grid, {0, 1, 0, 1}));
@@ -150,9 +165,8 @@ TEST(DitTrainer, ImagesDataGridAndSampleFiles) {
         }
     EXPECT_EQ(mismatches, 0);
     // ... and not the raw model's (the EMA lags it).
-    ParamStore rs;
-    DiT raw(rs, cfg.model);
-    rs.finalize();
+    DiT raw(cfg.model);
+    ParamStore& rs = raw.params();
     rs.load(load_checkpoint(tmp.file("im/step_2"), {/*optimizer=*/false}).model, true);
     raw.set_pos_embed();
     EXPECT_NE(to_uint8_nhwc(sample_images(raw, cfg.grid, {0, 1, 0, 1})).contiguous().to(DType::F32).to_vector(),
@@ -177,9 +191,8 @@ TEST(DitTrainer, ImagesDataGridAndSampleFiles) {
 TEST(DitSampler, SamplesDoNotDependOnBatchSize) {
   DiTConfig c;
   c.input_size = 4, c.in_channels = 2, c.patch = 2, c.hidden = 8, c.depth = 1, c.heads = 2, c.num_classes = 3;
-  ParamStore store;
-  DiT model(store, c);
-  store.finalize();
+  DiT model(c);
+  ParamStore& store = model.params();
   store.init(1);
   Philox rng(1, 2);  // non-zero final layers so the model output matters
   Tensor w = store.weights();
@@ -232,7 +245,7 @@ TEST(DitTrainConfig, SavedConfigHasAbsolutePathsAndResumesFromAnywhere) {
                                            "model: {input_size: 8, in_channels: 4, patch: 2, hidden: 16, depth: 1, "
                                            "heads: 2, num_classes: 3}\n"
                                            "data: {kind: latents, root: lat, workers: 1}\n"
-                                           "train: {global_batch: 4, steps: 1}\nsample: {every: 0}\n",
+                                           "train: {batch_size: 4, steps: 1}\nsample: {every: 0}\n",
                                        dittrain_schema()));
     EXPECT_EQ(c.data_root, want_root);
     DitTrainer t(c);

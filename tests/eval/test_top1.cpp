@@ -121,7 +121,7 @@ vt_test::TmpDir* Top1Test::tmp_ = nullptr;
 }  // namespace
 
 TEST_F(Top1Test, ConstantPredictionMatchesClosedForm) {
-  const Top1Report r = run_top1(request(run() + "/step_6"), "configs");
+  const Top1Report r = run_top1(request(run() + "/step_6"), {"configs"});
   const int64_t n = kClasses * kTestPerClass;
   ASSERT_EQ(r.result.images, n);  // the ragged last batch (21 = 5 x 4 + 1) counted
   EXPECT_EQ(r.result.correct1, kTestPerClass);  // exactly the class-1 images
@@ -142,7 +142,7 @@ TEST_F(Top1Test, RandomWeightsMatchPerImageReference) {
   ASSERT_LT(want.c1, want.images);
   ASSERT_LT(want.c5, want.images);
   for (const char* bs : {"eval.batch_size=4", "eval.batch_size=1", "eval.batch_size=21", "eval.batch_size=64"}) {
-    const Top1Report r = run_top1(request(run() + "/step_5", {bs}), "configs");
+    const Top1Report r = run_top1(request(run() + "/step_5", {bs}), {"configs"});
     EXPECT_EQ(r.result.images, want.images) << bs;
     EXPECT_EQ(r.result.correct1, want.c1) << bs;
     EXPECT_EQ(r.result.correct5, want.c5) << bs;
@@ -153,7 +153,7 @@ TEST_F(Top1Test, RandomWeightsMatchPerImageReference) {
 
 TEST_F(Top1Test, EmaSelectsEmaWeights) {
   const Counts want = reference(run() + "/step_5/ema.safetensors");
-  const Top1Report r = run_top1(request(run() + "/step_5", {"ema=true"}), "configs");
+  const Top1Report r = run_top1(request(run() + "/step_5", {"ema=true"}), {"configs"});
   EXPECT_NE(r.weights_file.find("ema.safetensors"), std::string::npos);
   EXPECT_EQ(r.result.correct1, want.c1);
   EXPECT_EQ(r.result.correct5, want.c5);
@@ -161,7 +161,7 @@ TEST_F(Top1Test, EmaSelectsEmaWeights) {
 }
 
 TEST_F(Top1Test, RunDirectoryMeansNewestCheckpoint) {
-  const Top1Report r = run_top1(request(run()), "configs");
+  const Top1Report r = run_top1(request(run()), {"configs"});
   EXPECT_NE(r.weights_file.find("step_6"), std::string::npos);
   EXPECT_EQ(r.result.correct1, kTestPerClass);
 }
@@ -197,16 +197,16 @@ TEST_F(Top1Test, MaxImagesTakesEvenlySpacedSubset) {
   EXPECT_EQ(eval_shard_order(21, eo).indices, (std::vector<int64_t>{0, 4, 8, 12, 16}));
   eo.world = 2, eo.rank = 1;
   EXPECT_EQ(eval_shard_order(21, eo).indices, (std::vector<int64_t>{4, 12}));
-  const Top1Report r = run_top1(request(run() + "/step_6", {"eval.max_images=5"}), "configs");
+  const Top1Report r = run_top1(request(run() + "/step_6", {"eval.max_images=5"}), {"configs"});
   EXPECT_EQ(r.result.images, 5);
   EXPECT_EQ(r.result.correct1, 2);  // samples 8 and 12 are class 1 (7..13)
 }
 
 TEST_F(Top1Test, SplitTrainAndNamedFolder) {
-  const Top1Report a = run_top1(request(run() + "/step_6", {"split=train"}), "configs");
+  const Top1Report a = run_top1(request(run() + "/step_6", {"split=train"}), {"configs"});
   EXPECT_EQ(a.result.images, kClasses);  // one train image per class
   EXPECT_EQ(a.result.correct1, 1);
-  const Top1Report b = run_top1(request(run() + "/step_6", {"split=test"}), "configs");
+  const Top1Report b = run_top1(request(run() + "/step_6", {"split=test"}), {"configs"});
   EXPECT_EQ(b.result.images, kClasses * kTestPerClass);
 }
 
@@ -223,7 +223,7 @@ std::string error_of(const std::function<void()>& f) {
 
 TEST_F(Top1Test, ErrorsNameTheThing) {
   auto top1 = [&](const std::string& ckpt, std::vector<std::string> extra = {}) {
-    return error_of([&] { run_top1(request(ckpt, extra), "configs"); });
+    return error_of([&] { run_top1(request(ckpt, extra), {"configs"}); });
   };
   EXPECT_NE(top1(tmp_->path() + "/nope").find("/nope' does not exist"), std::string::npos);
   fs::create_directories(tmp_->path() + "/empty_ckpt");
@@ -237,15 +237,15 @@ TEST_F(Top1Test, ErrorsNameTheThing) {
   const std::string depth = top1(run() + "/step_5", {"model.depth=1"});
   EXPECT_NE(depth.find("unexpected: blocks.1."), std::string::npos) << depth;
   EXPECT_NE(top1(run() + "/step_5", {"split=nope"}).find("split 'nope': folder"), std::string::npos);
-  EXPECT_THROW(run_top1(request(run() + "/step_5", {"model.nope=1"}), "configs"), ConfigError);
-  EXPECT_NE(error_of([&] { run_top1(request(run() + "/step_5", {"model.nope=1"}), "configs"); }).find("model.nope"),
+  EXPECT_THROW(run_top1(request(run() + "/step_5", {"model.nope=1"}), {"configs"}), ConfigError);
+  EXPECT_NE(error_of([&] { run_top1(request(run() + "/step_5", {"model.nope=1"}), {"configs"}); }).find("model.nope"),
             std::string::npos);
   EXPECT_NE(error_of([&] { parse_top1_args({config()}); }).find("ckpt=DIR"), std::string::npos);
   EXPECT_NE(error_of([&] { parse_top1_args({config(), "ckpt=x", "oops"}); }).find("'oops' is not key=value"),
             std::string::npos);
   EXPECT_NE(error_of([&] { parse_top1_args({config(), "ckpt=x", "ema=maybe"}); }).find("ema must be true or false"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { run_top1(parse_top1_args({"nope.yaml", "ckpt=x"}), "configs"); }).find("'nope.yaml' not found"),
+  EXPECT_NE(error_of([&] { run_top1(parse_top1_args({"nope.yaml", "ckpt=x"}), {"configs"}); }).find("'nope.yaml' not found"),
             std::string::npos);
 }
 
@@ -254,7 +254,7 @@ TEST_F(Top1Test, ForeignClassFoldersAreRefused) {
   const std::string other = data() + "/other";
   fs::create_directories(other + "/zebra");
   fs::copy_file(data() + "/test/airplane/0000.jpg", other + "/zebra/0000.jpg");
-  const std::string e = error_of([&] { run_top1(request(run() + "/step_5", {"split=other"}), "configs"); });
+  const std::string e = error_of([&] { run_top1(request(run() + "/step_5", {"split=other"}), {"configs"}); });
   EXPECT_NE(e.find("other class folders than the training split"), std::string::npos) << e;
   fs::remove_all(other);
 }

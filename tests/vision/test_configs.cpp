@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "core/config_paths.h"
 #include "vision/train_config.h"
 
 namespace vt {
@@ -13,7 +14,7 @@ namespace {
 const std::string kConfigs = std::string(VT_FIXTURES_DIR) + "/../../configs";
 
 TrainOptions load(const std::string& name, const std::vector<std::string>& ov = {}) {
-  const std::string path = find_config(name, kConfigs);
+  const std::string path = find_config(name, {kConfigs});
   return train_options(Config::load(path, vtrain_schema(), ov), path);
 }
 
@@ -45,16 +46,16 @@ TEST(Configs, DeitSmallSiameseIsTheDeitRecipe) {
 }
 
 TEST(Configs, TwinsDifferOnlyInScheme) {
-  const std::string base = Config::load(find_config("deit_s_siamese", kConfigs), vtrain_schema()).to_yaml();
+  const std::string base = Config::load(find_config("deit_s_siamese", {kConfigs}), vtrain_schema()).to_yaml();
   for (const auto& [name, scheme] : {std::pair<std::string, std::string>{"deit_s_prenorm", "pre"}, {"deit_s_postnorm", "post"}}) {
-    Config twin = Config::load(find_config(name, kConfigs), vtrain_schema(),
+    Config twin = Config::load(find_config(name, {kConfigs}), vtrain_schema(),
                                {"model.norm.scheme=siamese", "name=deit_s_siamese"});
     EXPECT_EQ(twin.to_yaml(), base) << name;
     EXPECT_EQ(load(name).vit.backbone.scheme, norm_scheme_from_name(scheme));
   }
-  Config twin = Config::load(find_config("cifar10_vit_tiny_prenorm", kConfigs), vtrain_schema(),
+  Config twin = Config::load(find_config("cifar10_vit_tiny_prenorm", {kConfigs}), vtrain_schema(),
                              {"model.norm.scheme=siamese", "name=cifar10_vit_tiny_siamese"});
-  EXPECT_EQ(twin.to_yaml(), Config::load(find_config("cifar10_vit_tiny_siamese", kConfigs), vtrain_schema()).to_yaml());
+  EXPECT_EQ(twin.to_yaml(), Config::load(find_config("cifar10_vit_tiny_siamese", {kConfigs}), vtrain_schema()).to_yaml());
 }
 
 TEST(Configs, CifarDataRootIsRelativeToTheRepository) {
@@ -66,14 +67,14 @@ TEST(Configs, CifarDataRootIsRelativeToTheRepository) {
   EXPECT_EQ(o.vit.patch_size, 4);
   // A command-line path is taken relative to the current directory.
   EXPECT_EQ(load("cifar10_vit_tiny_siamese", {"data.root=rel/dir"}).data_root, "rel/dir");
-  EXPECT_THROW(find_config("no_such_config", kConfigs), ConfigError);
+  EXPECT_THROW(find_config("no_such_config", {kConfigs}), ConfigError);
 }
 
 TEST(Configs, WithAbsolutePathsKeepsTheirMeaning) {
   namespace fs = std::filesystem;
-  const std::string path = find_config("cifar10_vit_tiny_siamese", kConfigs);
+  const std::string path = find_config("cifar10_vit_tiny_siamese", {kConfigs});
   const Config c = Config::load(path, vtrain_schema(), {"out_dir=runs_x", "resume=ck/step_3"});
-  const Config a = with_absolute_paths(c, path);
+  const Config a = with_absolute_trainer_paths(c, path);
   // File value: relative to the repository (the config directory's parent);
   // command-line values and out_dir: relative to the working directory.
   EXPECT_EQ(a.get<std::string>("data.root"),
@@ -84,10 +85,10 @@ TEST(Configs, WithAbsolutePathsKeepsTheirMeaning) {
   EXPECT_EQ(a.get<std::string>("name"), c.get<std::string>("name"));
   EXPECT_EQ(a.get<int>("train.batch_size"), c.get<int>("train.batch_size"));
   // Idempotent, whatever file it is said to come from.
-  EXPECT_EQ(with_absolute_paths(a, "/elsewhere/cfg/x.yaml").to_yaml(), a.to_yaml());
+  EXPECT_EQ(with_absolute_trainer_paths(a, "/elsewhere/cfg/x.yaml").to_yaml(), a.to_yaml());
   EXPECT_EQ(train_options(a, "/elsewhere/cfg/x.yaml").data_root, a.get<std::string>("data.root"));
   // "auto" / "never" are not paths.
-  EXPECT_EQ(with_absolute_paths(Config::load(path, vtrain_schema()), path).get<std::string>("resume"),
+  EXPECT_EQ(with_absolute_trainer_paths(Config::load(path, vtrain_schema()), path).get<std::string>("resume"),
             Config::load(path, vtrain_schema()).get<std::string>("resume"));
 }
 

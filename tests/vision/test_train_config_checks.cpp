@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config_paths.h"
 #include "vision/train_config.h"
 
 namespace vt {
@@ -125,9 +126,9 @@ TEST(TrainConfigChecks, ResumeNoneIsNever) {
   EXPECT_EQ(options({"resume=none"}).resume, "never");
   EXPECT_EQ(options({"resume=never"}).resume, "never");
   EXPECT_EQ(options({"resume=auto"}).resume, "auto");
-  // with_absolute_paths must not turn the keyword into a path either.
+  // with_absolute_trainer_paths must not turn the keyword into a path either.
   const Config c = Config::parse(kYaml, vtrain_schema(), {"resume=none"}, "test.yaml", ".");
-  EXPECT_EQ(with_absolute_paths(c, "test.yaml").get<std::string>("resume"), "none");
+  EXPECT_EQ(with_absolute_trainer_paths(c, "test.yaml").get<std::string>("resume"), "none");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "core/safetensors.h"
 #include "core/checkpoint_dir.h"
+#include "core/run_control.h"
 #include "vision/trainer.h"
 #include "vision_test_util.h"
 
@@ -141,6 +142,30 @@ TEST_F(TrainerTest, NonFiniteLossNamesStepAndKeepsCheckpoint) {
   EXPECT_EQ(d.state.at("step").get<int64_t>(), 1);
 }
 
+TEST_F(TrainerTest, MaxNonFiniteSkipsThatManyStepsInARowThenStops) {
+  Config c = parse(tiny_yaml(data(), out("k")),
+                   {"train.lr=1e30", "train.warmup_epochs=0", "train.clip_grad=", "train.max_nonfinite=2"});
+  Trainer t(c, "test.yaml");
+  try {
+    t.run();
+    FAIL() << "no error";
+  } catch (const NonFiniteLoss& e) {
+    // Step 1 updates; steps 2 and 3 are skipped; the third in a row stops.
+    EXPECT_NE(std::string(e.what()).find("at step 4"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("last good checkpoint: " + out("k") + "/t/step_3"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(t.losses().size(), 3u);
+  // Every non-finite step is in metrics.jsonl, the stopping one included.
+  std::ifstream m(out("k") + "/t/metrics.jsonl");
+  int nonfinite = 0;
+  for (std::string line; std::getline(m, line);) nonfinite += line.find("\"nonfinite\"") != std::string::npos;
+  EXPECT_EQ(nonfinite, 3);
+  const CheckpointData d = load_checkpoint(out("k") + "/t/step_3");
+  EXPECT_EQ(d.state.at("nonfinite_skipped").get<int64_t>(), 2);
+  EXPECT_EQ(d.state.at("optimizer").at("step").get<int64_t>(), 1);  // only step 1 updated
+}
+
 TEST_F(TrainerTest, SavedConfigIsReusableFromAnywhere) {
   // data.root relative to the parent of the config file's directory (here
   // the temporary directory, which holds data/).
@@ -160,7 +185,7 @@ TEST_F(TrainerTest, SavedConfigIsReusableFromAnywhere) {
   EXPECT_EQ(o.data_root, want_root);
   EXPECT_TRUE(fs::equivalent(o.out_dir + "/" + o.name, out("r") + "/t"));
   // Checkpoints hold the saved config's digest: rerunning it is the same run.
-  EXPECT_EQ(load_checkpoint(out("r") + "/t/step_1").state.at("config_digest").get<std::string>(), c.digest_hex());
+  EXPECT_EQ(load_checkpoint(out("r") + "/t/step_1").state.at("config_digest").get<std::string>(), resume_digest(c));
   // vtrain on the saved config continues the run in place.
   Trainer again(Config::load(saved, vtrain_schema(), {"train.max_steps=2"}), saved);
   EXPECT_EQ(again.options().data_root, want_root);

@@ -1,6 +1,7 @@
 // vtrain CONFIG.yaml [key.path=value ...]   (docs/design.md §6)
 //
-// CONFIG is looked up as given, then in the repository's configs/. Exit
+// CONFIG is looked up as given, then in the installed configs
+// (<prefix>/share/vtrain/configs), then in the source tree's configs/. Exit
 // codes: 0 done, 1 runtime error (data, checkpoint, non-finite loss),
 // 2 usage or configuration error.
 //
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/config_paths.h"
 #include "core/log.h"
 #include "core/omp_policy.h"
 #include "vision/trainer.h"
@@ -24,11 +26,14 @@
 
 int main(int argc, char** argv) {
   vt::reexec_with_passive_omp_wait(argv);
+  const std::vector<std::string> configs_dirs = vt::config_search_dirs(VT_CONFIGS_DIR);
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
+    std::string dirs;
+    for (const auto& d : configs_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
     std::fprintf(stderr,
                  "usage: vtrain CONFIG.yaml [key.path=value ...]\n"
                  "  CONFIG: a file, or a name in %s\n\nkeys:\n%s",
-                 VT_CONFIGS_DIR, vt::vtrain_schema().help_text().c_str());
+                 dirs.c_str(), vt::vtrain_schema().help_text().c_str());
     return argc < 2 ? 2 : 0;
   }
   std::vector<std::string> overrides(argv + 2, argv + argc);
@@ -40,7 +45,7 @@ int main(int argc, char** argv) {
   std::string path;
   vt::Config cfg;
   try {
-    path = vt::find_config(argv[1], VT_CONFIGS_DIR);
+    path = vt::find_config(argv[1], configs_dirs);
     cfg = vt::Config::load(path, vt::vtrain_schema(), overrides);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vtrain: config error: %s\n", e.what());

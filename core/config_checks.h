@@ -1,0 +1,35 @@
+// Range checks for config values that parse but may make no sense, shared by
+// the programs' config readers. Every failure is a ConfigError naming the
+// key and where its value came from ("train.lr (file.yaml:12): must be ...").
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "core/config.h"
+
+namespace vt {
+
+// Throws ConfigError "<key> (<source>): <what>".
+[[noreturn]] void bad_value(const Config& cfg, const std::string& key, const std::string& what);
+
+// An integer key in [lo, hi] (the default hi: what fits an int, as the data
+// pipeline and kernels index with int).
+int64_t int_in(const Config& cfg, const std::string& key, int64_t lo,
+               int64_t hi = std::numeric_limits<int32_t>::max());
+
+// A finite float key with lo <= v <= hi; open_lo / open_hi make that end
+// strict. An infinite hi means no upper bound.
+double real_in(const Config& cfg, const std::string& key, double lo, double hi, bool open_lo = false,
+               bool open_hi = false);
+
+// A run name is one path component under out_dir: letters, digits, '-', '_',
+// '.', and neither '.' nor '..'.
+std::string run_name(const Config& cfg, const std::string& key = "name");
+
+// The `device` key of a trainer: auto | cpu. cuda is refused with a message
+// naming `program` (the CUDA kernels exist; the training steps do not run on
+// them yet). Returns the value.
+std::string training_device(const Config& cfg, const std::string& program);
+
+}  // namespace vt

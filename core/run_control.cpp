@@ -1,0 +1,16 @@
+#include "core/run_control.h"
+
+namespace vt {
+
+const std::vector<std::string>& run_control_keys() {
+  static const std::vector<std::string> keys{
+      "resume",          "train.max_steps",  "log",           "ckpt.every_steps", "ckpt.every_epochs",
+      "ckpt.keep_last",  "ckpt.keep_best",   "eval.every_epochs", "sample.every",  "threads",
+      "device",          "data.workers",     "data.prefetch",
+  };
+  return keys;
+}
+
+std::string resume_digest(const Config& cfg) { return cfg.digest_hex(run_control_keys()); }
+
+}  // namespace vt

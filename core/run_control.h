@@ -1,0 +1,22 @@
+// Run-control keys: settings that say how long a run goes, how often it
+// logs, checkpoints or evaluates, where it resumes from and how many threads
+// it uses, but not what it computes. They are left out of the config digest
+// that checkpoints record, so resuming a run with, e.g., resume=auto or a
+// larger train.max_steps is not reported as "written with a different
+// config". The one list for both trainers.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+
+namespace vt {
+
+// Dotted key paths (a map key stands for its whole subtree). Keys a
+// program's schema does not have are simply absent from its configs.
+const std::vector<std::string>& run_control_keys();
+
+// Config::digest_hex without run_control_keys(): the digest in state.json.
+std::string resume_digest(const Config& cfg);
+
+}  // namespace vt

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The normalisation-scheme comparison of arXiv 2602.08064 on CIFAR-10 in one
+# command: a grid of schemes x peak learning rates on a ViT deeper than wide,
+# trained with ./build/vtrain from configs/cifar10_vit_tiny_siamese.yaml plus
+# key overrides, then a results table, Markdown and PNG plots
+# (tools/plot_compare.py).
+#
+#   scripts/compare_norms.sh                  # the full grid, in the foreground
+#   nohup scripts/compare_norms.sh > runs/compare_norms.log 2>&1 &   # in the background
+#   SCHEMES="pre siamese" LRS="1e-3" STEPS=20 OUT=runs/cmp_smoke scripts/compare_norms.sh   # a smoke test
+#
+# Resumable: a finished run leaves OUT/<run>.result (its exit status and, for a
+# diverged run, the step and loss); a rerun skips runs that have one, and an
+# interrupted run resumes from its newest checkpoint (vtrain's resume: auto).
+# A run whose loss or gradient turns non-finite stops cleanly (vtrain keeps the
+# last good checkpoint and names the step) and the grid goes on.
+#
+# Every run evaluates the 10 000 test images once per epoch and at its end
+# (no EMA: too few steps for it to mean anything). Measured on a 2-core CPU
+# shared with other jobs (load average ~10): depth 12 x width 96 trained at
+# 40-70 img/s and one evaluation took 1-2.5 min, so a 400-step run takes
+# about 10 minutes there; set STEPS to fit the time you have.
+#
+# Environment (defaults in brackets):
+#   SCHEMES  scheme labels [pre post siamese siamese_noinput siamese_nodepth hybrid mixln deepnorm residual]
+#            (siamese_noinput / siamese_nodepth: the paper's ablations; spannorm is not implemented)
+#   LRS      peak learning rates [5e-4 3e-3]: conservative, aggressive
+#   DEPTH DIM HEADS MLP_RATIO  [12 96 3 2]   the ViT (patch 4 on 32x32 images)
+#   STEPS    optimizer steps per run [400];  EPOCHS  schedule length [1]
+#   BATCH    [64];  CLIP  max grad norm, empty = no clipping []
+#   OUT      [runs/compare_norms];  VTRAIN  [build/vtrain];  PYTHON [python3]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SCHEMES=${SCHEMES:-"pre post siamese siamese_noinput siamese_nodepth hybrid mixln deepnorm residual"}
+LRS=${LRS:-"5e-4 3e-3"}
+DEPTH=${DEPTH:-12} DIM=${DIM:-96} HEADS=${HEADS:-3} MLP_RATIO=${MLP_RATIO:-2}
+STEPS=${STEPS:-400} EPOCHS=${EPOCHS:-1} BATCH=${BATCH:-64} CLIP=${CLIP:-}
+OUT=${OUT:-runs/compare_norms} VTRAIN=${VTRAIN:-build/vtrain} PYTHON=${PYTHON:-python3}
+BASE=configs/cifar10_vit_tiny_siamese.yaml
+
+[[ -x $VTRAIN ]] || { echo "compare_norms: $VTRAIN not found; build first (scripts/setup.sh)" >&2; exit 2; }
+mkdir -p "$OUT"
+
+# label -> model.norm.* overrides
+scheme_overrides() {
+  case $1 in
+    siamese_noinput) echo "model.norm.scheme=siamese model.norm.normalized_input=false" ;;
+    siamese_nodepth) echo "model.norm.scheme=siamese model.norm.depth_scaling=false" ;;
+    pre | post | siamese | hybrid | mixln | deepnorm | residual) echo "model.norm.scheme=$1" ;;
+    *) echo "compare_norms: unknown scheme label '$1'" >&2; return 1 ;;
+  esac
+}
+
+for lr in $LRS; do
+  for s in $SCHEMES; do
+    run="cmp_${s}_lr${lr}_d${DEPTH}w${DIM}"
+    result="$OUT/$run.result"
+    if [[ -f $result ]]; then
+      echo "skip $run (finished: $(head -n1 "$result"))"
+      continue
+    fi
+    ov=$(scheme_overrides "$s")
+    clip="train.clip_grad=~"
+    [[ -n $CLIP ]] && clip="train.clip_grad=$CLIP"
+    echo "$(date -u +%H:%M:%S) run $run"
+    set +e
+    # shellcheck disable=SC2086  # $ov is a list of overrides
+    "$VTRAIN" "$BASE" name="$run" out_dir="$OUT" resume=auto $ov \
+      model.depth="$DEPTH" model.dim="$DIM" model.heads="$HEADS" model.mlp_ratio="$MLP_RATIO" \
+      train.lr="$lr" train.epochs="$EPOCHS" train.max_steps="$STEPS" train.batch_size="$BATCH" "$clip" \
+      train.warmup_epochs=0.05 train.ema=false log.every_steps=10 eval.every_epochs=1 ckpt.every_steps=100 \
+      > "$OUT/$run.log" 2>&1
+    rc=$?
+    set -e
+    tmp="$result.tmp"
+    if [[ $rc -eq 0 ]]; then
+      echo "finished" > "$tmp"
+    elif grep -q "non-finite" "$OUT/$run.log"; then
+      # vtrain: "non-finite training loss (nan) at step N; stopping, last good checkpoint: ..."
+      { echo "diverged"; grep -o "non-finite[^;]*" "$OUT/$run.log" | tail -n1; } > "$tmp"
+    else
+      echo "compare_norms: $run failed (exit $rc), see $OUT/$run.log; not marking it finished" >&2
+      tail -n 5 "$OUT/$run.log" >&2
+      continue
+    fi
+    mv "$tmp" "$result"  # atomic: a result file is always complete
+  done
+done
+
+"$PYTHON" tools/plot_compare.py "$OUT"

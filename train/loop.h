@@ -1,0 +1,75 @@
+// The step loop both trainers run, in the shape of Caffe's Solver::Step with
+// a per-solver hook: per step the model's StepTask runs forward/backward,
+// then the shared update (train/update_step.h: gradient norm and clipping,
+// the non-finite policy, AdamW, EMA), then the cadences: a metrics line
+// every log.every_steps, the task's after_step (dittrain: sample grids),
+// a checkpoint every ckpt.every_steps. The task keeps its own position
+// (epoch, batch) and decides what an epoch end means (vtrain: evaluation
+// and epoch checkpoints around TrainLoop::run).
+//
+// Data-parallel training hooks in at one place each: gradients are reduced
+// in apply_update, the logged scalars are averaged over ranks where
+// log_scalars are written, and only rank 0 writes (RunDirectory).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backbone/optimizer_state.h"
+#include "train/nonfinite.h"
+#include "train/update_step.h"
+
+namespace vt {
+
+class RunDirectory;
+
+class StepTask {
+ public:
+  virtual ~StepTask() = default;
+  struct Output {
+    double loss = 0;    // the batch's training loss (what the non-finite policy checks)
+    double lr = 0;      // learning rate of this step
+    std::string where;  // context for messages ("epoch 3, batch 17")
+  };
+  // Step `step` (1-based): the next batch's forward and backward into the
+  // model's gradients (zeroed by the task).
+  virtual Output forward_backward(int64_t step) = 0;
+  // Bookkeeping once the update of `step` is applied or skipped (counters,
+  // progress, accumulated metrics).
+  virtual void after_update(int64_t step, const Output& out, const UpdateResult& u) = 0;
+  // The scalars of the train metrics line written at `step`.
+  virtual std::vector<std::pair<std::string, double>> log_scalars(int64_t step) = 0;
+  // Between the metrics line and the step checkpoint (dittrain: sample grids).
+  virtual void after_step(int64_t step) {}
+  // Writes a checkpoint of the current state; `why` is for the log.
+  virtual void save(const std::string& why) = 0;
+};
+
+struct LoopOptions {
+  int64_t log_every_steps = 0;   // 0: no metrics lines
+  int64_t ckpt_every_steps = 0;  // 0: no step checkpoints
+  bool log_at_end = false;       // also a metrics line at the last step of run()
+  bool ckpt_at_end = false;      // also a checkpoint at the last step of run()
+  UpdateOptions update;
+};
+
+class TrainLoop {
+ public:
+  // All referenced objects must outlive the loop.
+  TrainLoop(ParamStore& params, OptimizerState& opt, NonFiniteGuard& guard, RunDirectory& run, LoopOptions o)
+      : params_(params), opt_(opt), guard_(guard), run_(run), o_(std::move(o)) {}
+
+  // Runs steps first + 1 .. end; returns end. Throws NonFiniteLoss when the
+  // policy stops, and whatever the task throws.
+  int64_t run(StepTask& task, int64_t first, int64_t end);
+
+ private:
+  ParamStore& params_;
+  OptimizerState& opt_;
+  NonFiniteGuard& guard_;
+  RunDirectory& run_;
+  LoopOptions o_;
+};
+
+}  // namespace vt

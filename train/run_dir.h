@@ -1,0 +1,66 @@
+// A training run's directory <out_dir>/<name>/, one layout for vtrain and
+// dittrain:
+//   config.yaml     the resolved config (absolute paths)
+//   log.txt         the log (spdlog, also on the console)
+//   metrics.jsonl   core/metrics.h lines
+//   tb/             TensorBoard event files (log.tensorboard)
+//   step_<N>/       checkpoints (core/checkpoint_dir.h, state.json: train/run_state.h)
+// Construction only decides where to resume from (resume = auto: the newest
+// complete checkpoint; never: none, and an error when the directory already
+// holds checkpoints; a directory: that checkpoint) and writes nothing, so a
+// setup error leaves no run directory. open() creates the files.
+//
+// Data-parallel training will open the directory, write metrics and
+// checkpoints on rank 0 only: every write of a run goes through here.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/checkpoint_dir.h"
+#include "core/config.h"
+
+namespace vt {
+
+class MetricsWriter;
+class TensorBoardWriter;
+
+class RunDirectory {
+ public:
+  // Throws std::runtime_error for resume=never over existing checkpoints.
+  RunDirectory(const std::string& out_dir, const std::string& name, const std::string& resume);
+  ~RunDirectory();
+  RunDirectory(const RunDirectory&) = delete;
+  RunDirectory& operator=(const RunDirectory&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::string& resume_path() const { return resume_path_; }  // "" when starting fresh
+
+  // Creates the directory, log.txt, config.yaml (`resolved`), metrics.jsonl
+  // and (tensorboard) tb/. Idempotent.
+  void open(const Config& resolved, bool tensorboard);
+  bool is_open() const { return opened_; }
+  // Scalars at `step` to metrics.jsonl (with `tags`, e.g. split) and, under
+  // "<tb_prefix>/<name>", to TensorBoard (flushed). open() first.
+  void write_metrics(int64_t step, const std::vector<std::pair<std::string, double>>& scalars,
+                     const std::vector<std::pair<std::string, std::string>>& tags, const std::string& tb_prefix);
+  // Writes step_<step>; then keeps the newest keep_last (0: all) and step
+  // keep_step (-1: none). Returns the checkpoint's path.
+  std::string save(int64_t step, const CheckpointData& data, int keep_last, int64_t keep_step = -1);
+  // The newest checkpoint written or resumed from ("" when none).
+  const std::string& last_checkpoint() const { return last_ckpt_; }
+  // Appends `message` to log.txt only (the console already showed it) and
+  // closes the files: for a run that failed.
+  void close_with_error(const std::string& message);
+  void close();
+
+ private:
+  std::string path_, resume_path_, last_ckpt_;
+  bool opened_ = false;
+  std::unique_ptr<MetricsWriter> metrics_;
+  std::unique_ptr<TensorBoardWriter> tb_;
+};
+
+}  // namespace vt
