@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kernels/activation.h"
+#include "kernels/elementwise.h"
 
 namespace vt {
 
@@ -203,10 +204,12 @@ void Backbone::backward(const Tensor& dout, const Tensor& dh, const Tensor& dc) 
     b.backward(io(l), silu_c_, gx_, gy_, d_silu_, scratch_);
   }
 
-  float* pdh = dh.f32();
-  const float* px = live_x && xs_[0].defined() ? gx_.f32() : nullptr;
-  const float* py = live_y && ys_[0].defined() ? gy_.f32() : nullptr;
-  for (int64_t i = 0, n = dh.numel(); i < n; ++i) pdh[i] = (px ? px[i] : 0.0f) + (py ? py[i] : 0.0f);
+  // Ops, not host loops: dh may live on the GPU.
+  const bool ux = live_x && xs_[0].defined(), uy = live_y && ys_[0].defined();
+  Tensor out = dh;  // a handle on dh's storage
+  if (ux && uy) add(gx_, gy_, out);
+  else if (ux || uy) out.copy_from(ux ? gx_ : gy_);
+  else out.zero();
   if (cfg_.conditioned()) activation_backward(Activation::SiLU, d_silu_, c_, dc);
 }
 

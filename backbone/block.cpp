@@ -4,6 +4,7 @@
 
 #include "core/philox.h"
 #include "kernels/drop_path.h"
+#include "kernels/elementwise.h"
 #include "kernels/layernorm.h"
 
 namespace vt {
@@ -181,9 +182,7 @@ void Block::backward(const BlockIO& io, const Tensor& silu_c, Tensor& gx, const 
   for (int k = 1; k >= 0; --k) sub_backward(k, io, gx, gy, s);
   if (cfg_.conditioned()) {
     ada_.backward(s.dmod, silu_c, s.d_silu);
-    float* acc = d_silu_acc.f32();
-    const float* d = s.d_silu.f32();
-    for (int64_t i = 0, n = s.d_silu.numel(); i < n; ++i) acc[i] += d[i];
+    axpy(1.0f, s.d_silu, d_silu_acc);  // an op, not a host loop: the tensors may live on the GPU
   }
 }
 

@@ -1,6 +1,8 @@
 #include "core/allocator.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <new>
@@ -34,10 +36,37 @@ size_t round_cuda_size(size_t bytes) {
   return (bytes + (2u << 20) - 1) / (2u << 20) * (2u << 20);
 }
 
+// A block's identity in the cache: its device, the stream it was allocated
+// on (it is only ever reused there) and its rounded size.
+struct BlockKey {
+  int device;
+  CudaStreamHandle stream;
+  size_t size;
+  bool operator<(const BlockKey& o) const {
+    if (device != o.device) return device < o.device;
+    if (stream != o.stream) return std::less<CudaStreamHandle>()(stream, o.stream);
+    return size < o.size;
+  }
+};
+
+struct LiveBlock {
+  BlockKey key;
+  std::vector<CudaStreamHandle> other_streams;  // from cuda_record_stream
+};
+
+// A freed block whose other streams may still use it: reusable once every
+// event has completed.
+struct PendingBlock {
+  void* ptr;
+  BlockKey key;
+  std::vector<cudaEvent_t> events;
+};
+
 struct CudaCache {
   std::mutex mu;
-  std::multimap<std::pair<int, size_t>, void*> free_blocks;  // (device, size) -> ptr
-  std::map<void*, std::pair<int, size_t>> live;
+  std::multimap<BlockKey, void*> free_blocks;
+  std::map<void*, LiveBlock> live;
+  std::vector<PendingBlock> pending;
   size_t in_use = 0, cached = 0;
 };
 
@@ -46,18 +75,65 @@ CudaCache& cache() {
   return *c;
 }
 
+// Moves pending blocks whose events have all completed to the free lists
+// (c.mu held). cudaEventQuery never blocks.
+void collect_pending(CudaCache& c) {
+  for (size_t i = 0; i < c.pending.size();) {
+    PendingBlock& b = c.pending[i];
+    bool done = true;
+    for (cudaEvent_t e : b.events) {
+      cudaError_t q = cudaEventQuery(e);
+      if (q == cudaErrorNotReady) {
+        cudaGetLastError();
+        done = false;
+        break;
+      }
+    }
+    if (!done) {
+      ++i;
+      continue;
+    }
+    for (cudaEvent_t e : b.events) cudaEventDestroy(e);
+    c.free_blocks.insert({b.key, b.ptr});
+    c.pending[i] = std::move(c.pending.back());
+    c.pending.pop_back();
+  }
+}
+
+// Returns every free block to the driver (c.mu held); with `wait`, pending
+// blocks are first waited for.
+void release_cached(CudaCache& c, bool wait) {
+  if (wait) {
+    for (PendingBlock& b : c.pending) {
+      for (cudaEvent_t e : b.events) {
+        cudaEventSynchronize(e);
+        cudaEventDestroy(e);
+      }
+      c.free_blocks.insert({b.key, b.ptr});
+    }
+    c.pending.clear();
+  }
+  for (auto& kv : c.free_blocks) {
+    cudaFree(kv.second);
+    c.cached -= kv.first.size;
+  }
+  c.free_blocks.clear();
+}
+
 }  // namespace
 
-void* cuda_alloc(size_t bytes, int device) {
+void* cuda_alloc(size_t bytes, int device, CudaStreamHandle stream) {
   size_t size = round_cuda_size(bytes == 0 ? 1 : bytes);
+  const BlockKey key{device, stream, size};
   CudaCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  auto it = c.free_blocks.lower_bound({device, size});
-  if (it != c.free_blocks.end() && it->first.first == device && it->first.second == size) {
+  if (!c.pending.empty()) collect_pending(c);
+  auto it = c.free_blocks.find(key);
+  if (it != c.free_blocks.end()) {
     void* p = it->second;
     c.free_blocks.erase(it);
     c.cached -= size;
-    c.live[p] = {device, size};
+    c.live[p] = {key, {}};
     c.in_use += size;
     return p;
   }
@@ -68,10 +144,8 @@ void* cuda_alloc(size_t bytes, int device) {
   cudaError_t err = cudaMalloc(&p, size);
   if (err != cudaSuccess) {
     // Give the cache back and try once more before failing.
-    for (auto& kv : c.free_blocks) cudaFree(kv.second);
-    c.free_blocks.clear();
-    c.cached = 0;
     cudaGetLastError();
+    release_cached(c, true);
     err = cudaMalloc(&p, size);
   }
   cudaSetDevice(prev);
@@ -81,9 +155,18 @@ void* cuda_alloc(size_t bytes, int device) {
                              std::to_string(device) + " with " + std::to_string(c.in_use) +
                              " bytes in use (" + cudaGetErrorString(err) + ")");
   }
-  c.live[p] = {device, size};
+  c.live[p] = {key, {}};
   c.in_use += size;
   return p;
+}
+
+void cuda_record_stream(void* p, CudaStreamHandle stream) {
+  CudaCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  auto it = c.live.find(p);
+  if (it == c.live.end() || stream == it->second.key.stream) return;
+  auto& others = it->second.other_streams;
+  if (std::find(others.begin(), others.end(), stream) == others.end()) others.push_back(stream);
 }
 
 void cuda_free(void* p, int /*device*/) {
@@ -92,18 +175,38 @@ void cuda_free(void* p, int /*device*/) {
   std::lock_guard<std::mutex> lock(c.mu);
   auto it = c.live.find(p);
   if (it == c.live.end()) return;
-  c.free_blocks.insert({it->second, p});
-  c.cached += it->second.second;
-  c.in_use -= it->second.second;
+  const LiveBlock& b = it->second;
+  c.cached += b.key.size;
+  c.in_use -= b.key.size;
+  if (b.other_streams.empty()) {
+    c.free_blocks.insert({b.key, p});
+  } else {
+    PendingBlock pb{p, b.key, {}};
+    int prev = 0;
+    cudaGetDevice(&prev);
+    cudaSetDevice(b.key.device);
+    for (CudaStreamHandle s : b.other_streams) {
+      cudaEvent_t e = nullptr;
+      if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess ||
+          cudaEventRecord(e, static_cast<cudaStream_t>(s)) != cudaSuccess) {
+        cudaGetLastError();
+        if (e) cudaEventDestroy(e);
+        // Without an event the only safe choice is to wait for that stream.
+        cudaStreamSynchronize(static_cast<cudaStream_t>(s));
+        continue;
+      }
+      pb.events.push_back(e);
+    }
+    cudaSetDevice(prev);
+    c.pending.push_back(std::move(pb));
+  }
   c.live.erase(it);
 }
 
 void cuda_empty_cache() {
   CudaCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  for (auto& kv : c.free_blocks) cudaFree(kv.second);
-  c.free_blocks.clear();
-  c.cached = 0;
+  release_cached(c, true);
 }
 
 size_t cuda_bytes_in_use() { return cache().in_use; }
@@ -121,8 +224,9 @@ bool cuda_available() { return cuda_device_count() > 0; }
 
 #else
 
-void* cuda_alloc(size_t, int) { throw std::runtime_error("this build has no CUDA support (configure with -DVT_CUDA=ON)"); }
+void* cuda_alloc(size_t, int, CudaStreamHandle) { throw std::runtime_error("this build has no CUDA support (configure with -DVT_CUDA=ON)"); }
 void cuda_free(void*, int) {}
+void cuda_record_stream(void*, CudaStreamHandle) {}
 void cuda_empty_cache() {}
 size_t cuda_bytes_in_use() { return 0; }
 size_t cuda_bytes_cached() { return 0; }

@@ -14,15 +14,35 @@ namespace vt {
 void* cpu_alloc(size_t bytes);  // throws std::bad_alloc
 void cpu_free(void* p);
 
+// A cudaStream_t passed as an opaque handle (so this header needs no CUDA
+// headers); nullptr is the legacy default stream.
+using CudaStreamHandle = void*;
+
 // Both throw std::runtime_error in builds without VT_CUDA or when the device
 // is out of memory (the message gives the size asked and the bytes cached).
-void* cuda_alloc(size_t bytes, int device);
+//
+// Streams (the same contract as PyTorch's CUDACachingAllocator): a block
+// belongs to the stream it was allocated on. cuda_free returns it to that
+// stream's cache at once, without synchronising: kernels queued on the same
+// stream before the free still run before any later user of the block, so
+// the block is handed out again only to allocations on that same stream.
+// A block that was also used on other streams must be declared with
+// cuda_record_stream before it is freed; its free then records an event on
+// each of those streams, and the block becomes reusable (on its own stream)
+// only once all those events have completed (polled, never waited for, by
+// later cuda_alloc calls). The cache is shared by all host threads (a mutex).
+void* cuda_alloc(size_t bytes, int device, CudaStreamHandle stream = nullptr);
 void cuda_free(void* p, int device);
-// Releases every cached (unused) CUDA block back to the driver.
+// Declares that the live block p is used by work queued on `stream` (other
+// than its allocation stream); no-op for the allocation stream itself and
+// for pointers this allocator did not hand out.
+void cuda_record_stream(void* p, CudaStreamHandle stream);
+// Releases every cached (unused) CUDA block back to the driver (waiting for
+// the events of blocks freed across streams).
 void cuda_empty_cache();
 // Bytes currently handed out / held in the cache, per all devices.
 size_t cuda_bytes_in_use();
-size_t cuda_bytes_cached();
+size_t cuda_bytes_cached();  // includes blocks waiting for their events
 
 // Whether a CUDA device is visible (false in builds without VT_CUDA).
 bool cuda_available();

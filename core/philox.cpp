@@ -1,19 +1,12 @@
 #include "core/philox.h"
 
+#include "core/philox_block.h"
+
 #include <cmath>
 
 namespace vt {
 
 namespace {
-constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
-
-inline void mulhilo(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
-  uint64_t p = static_cast<uint64_t>(a) * b;
-  hi = static_cast<uint32_t>(p >> 32);
-  lo = static_cast<uint32_t>(p);
-}
-
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -23,17 +16,8 @@ uint64_t splitmix64(uint64_t x) {
 }  // namespace
 
 PhiloxCounter philox4x32_10(PhiloxCounter c, PhiloxKey k) {
-  for (int r = 0; r < 10; ++r) {
-    if (r > 0) {
-      k[0] += kW0;
-      k[1] += kW1;
-    }
-    uint32_t hi0, lo0, hi1, lo1;
-    mulhilo(kM0, c[0], hi0, lo0);
-    mulhilo(kM1, c[2], hi1, lo1);
-    c = {hi1 ^ c[1] ^ k[0], lo1, hi0 ^ c[3] ^ k[1], lo0};
-  }
-  return c;
+  const PhiloxWords r = philox4x32_10_words(PhiloxWords{{c[0], c[1], c[2], c[3]}}, k[0], k[1]);
+  return {r.w[0], r.w[1], r.w[2], r.w[3]};
 }
 
 uint64_t philox_stream(uint64_t a, uint64_t b, uint64_t c) {
@@ -63,7 +47,10 @@ uint64_t Philox::next_u64() {
 
 float Philox::uniform() { return static_cast<float>(next_u32() >> 8) * (1.0f / 16777216.0f); }
 
-double Philox::uniform_double() { return static_cast<double>(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
+double Philox::uniform_double() {
+  const uint32_t hi = next_u32();
+  return philox_uniform_double(hi, next_u32());
+}
 
 double Philox::normal() {
   double u1 = uniform_double();

@@ -4,6 +4,8 @@
 // vtrain keys every random draw by (seed, stream, counter): `stream` names a
 // purpose and its index (e.g. a sample index and the epoch, or a step and a
 // layer), so draws do not depend on thread count, device or resume point.
+// The block function itself lives in core/philox_block.h, callable from CUDA
+// kernels too, so device draws equal host draws bit for bit.
 #pragma once
 #include <array>
 #include <cstdint>

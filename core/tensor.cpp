@@ -194,6 +194,27 @@ Tensor Tensor::transpose(int d0, int d1) const {
 }
 
 // Element-wise strided copy between two CPU views of the same dtype.
+// Element-by-element copy between two host views of `shape` (strides in
+// elements, es bytes per element).
+static void strided_copy_bytes(char* dbase, const Shape& dst_strides, const char* sbase, const Shape& src_strides,
+                               const Shape& shape, size_t es) {
+  const int64_t n = shape_numel(shape);
+  const int nd = static_cast<int>(shape.size());
+  std::vector<int64_t> idx(nd, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t so = 0, doff = 0;
+    for (int k = 0; k < nd; ++k) {
+      so += idx[k] * src_strides[k];
+      doff += idx[k] * dst_strides[k];
+    }
+    std::memcpy(dbase + doff * static_cast<int64_t>(es), sbase + so * static_cast<int64_t>(es), es);
+    for (int k = nd - 1; k >= 0; --k) {
+      if (++idx[k] < shape[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
 static void cpu_strided_copy(const Tensor& dst, const Tensor& src) {
   const size_t es = dtype_size(src.dtype());
   const int64_t n = src.numel();
@@ -202,23 +223,68 @@ static void cpu_strided_copy(const Tensor& dst, const Tensor& src) {
     std::memcpy(dst.raw(), src.raw(), static_cast<size_t>(n) * es);
     return;
   }
-  const int nd = src.dim();
-  std::vector<int64_t> idx(nd, 0);
-  char* dbase = static_cast<char*>(dst.raw());
-  const char* sbase = static_cast<const char*>(src.raw());
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t so = 0, doff = 0;
-    for (int k = 0; k < nd; ++k) {
-      so += idx[k] * src.strides()[k];
-      doff += idx[k] * dst.strides()[k];
-    }
-    std::memcpy(dbase + doff * static_cast<int64_t>(es), sbase + so * static_cast<int64_t>(es), es);
-    for (int k = nd - 1; k >= 0; --k) {
-      if (++idx[k] < src.shape()[k]) break;
-      idx[k] = 0;
-    }
+  strided_copy_bytes(static_cast<char*>(dst.raw()), dst.strides(), static_cast<const char*>(src.raw()), src.strides(),
+                     src.shape(), es);
+}
+
+#ifdef VT_CUDA
+namespace {
+
+void cuda_copy(void* d, const void* s, size_t n, cudaMemcpyKind kind) {
+  cudaError_t e = cudaMemcpy(d, s, n, kind);
+  if (e != cudaSuccess) throw std::runtime_error(std::string("cudaMemcpy failed: ") + cudaGetErrorString(e));
+}
+
+// Elements from element 0 of a view to its last element, inclusive (strides
+// of views are never negative).
+int64_t span_elements(const Tensor& t) {
+  if (t.numel() == 0) return 0;
+  int64_t last = 0;
+  for (int k = 0; k < t.dim(); ++k) last += (t.shape()[k] - 1) * t.strides()[k];
+  return last + 1;
+}
+
+// copy_from where a CUDA side is non-contiguous, staged through host memory:
+// the view's storage span is copied whole and gathered/scattered on the
+// host. No kernel is involved, so this core layer stays free of the op
+// library; it synchronises the device and is meant for small, rare copies
+// (the class token of vit.cpp, slices in tests), not for a training step's
+// hot path. The source is never recursed on (copy_from -> contiguous ->
+// clone -> copy_from used to loop forever for a strided CUDA source).
+void staged_strided_copy(const Tensor& dst, const Tensor& src) {
+  const size_t es = dtype_size(src.dtype());
+  const int64_t n = src.numel();
+  if (n == 0) return;
+  const Shape& shape = src.shape();
+  const Shape packed = contiguous_strides(shape);
+  // 1. The source's elements, packed in row-major order on the host.
+  std::vector<char> host(static_cast<size_t>(n) * es);
+  if (src.device().is_cpu()) {
+    strided_copy_bytes(host.data(), packed, static_cast<const char*>(src.raw()), src.strides(), shape, es);
+  } else if (src.is_contiguous()) {
+    cuda_copy(host.data(), src.raw(), host.size(), cudaMemcpyDeviceToHost);
+  } else {
+    std::vector<char> span(static_cast<size_t>(span_elements(src)) * es);
+    cuda_copy(span.data(), src.raw(), span.size(), cudaMemcpyDeviceToHost);
+    strided_copy_bytes(host.data(), packed, span.data(), src.strides(), shape, es);
+  }
+  // 2. Into the destination view.
+  if (dst.device().is_cpu()) {
+    strided_copy_bytes(static_cast<char*>(dst.raw()), dst.strides(), host.data(), packed, shape, es);
+  } else if (dst.is_contiguous()) {
+    cuda_copy(dst.raw(), host.data(), host.size(), cudaMemcpyHostToDevice);
+  } else {
+    // Read-modify-write of the span: the elements between the view's ones
+    // are written back with the values they had.
+    std::vector<char> span(static_cast<size_t>(span_elements(dst)) * es);
+    cuda_copy(span.data(), dst.raw(), span.size(), cudaMemcpyDeviceToHost);
+    strided_copy_bytes(span.data(), dst.strides(), host.data(), packed, shape, es);
+    cuda_copy(dst.raw(), span.data(), span.size(), cudaMemcpyHostToDevice);
   }
 }
+
+}  // namespace
+#endif
 
 void Tensor::copy_from(const Tensor& src) {
   if (src.shape_ != shape_)
@@ -235,12 +301,8 @@ void Tensor::copy_from(const Tensor& src) {
   }
 #ifdef VT_CUDA
   if (!is_contiguous() || !src.is_contiguous()) {
-    Tensor a = src.contiguous();
-    if (is_contiguous()) { copy_from(a); return; }
-    Tensor tmp = Tensor::empty(shape_, dtype_, device_);
-    tmp.copy_from(a);
-    if (device_.is_cpu()) { cpu_strided_copy(*this, tmp); return; }
-    throw std::invalid_argument("copy_from: non-contiguous CUDA destination " + str());
+    staged_strided_copy(*this, src);
+    return;
   }
   cudaMemcpyKind kind = src.device_.is_cpu() ? cudaMemcpyHostToDevice
                         : device_.is_cpu()   ? cudaMemcpyDeviceToHost

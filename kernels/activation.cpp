@@ -50,14 +50,14 @@ const char* activation_name(Activation a) {
 
 void activation_forward(Activation kind, const Tensor& x, const Tensor& y) {
   const char* op = "activation_forward";
-  opcheck::dtype(op, "x", x, DType::F32);
+  const DType dt = opcheck::io_dtype(op, "x", x);
   opcheck::contiguous(op, "x", x);
-  opcheck::f32_like(op, "y", y, x.shape());
+  opcheck::like(op, "y", y, x.shape(), dt);
   opcheck::same_device(op, x.device(), {{"y", &y}});
   const int64_t n = x.numel();
   if (on_cuda(op, x)) {
 #ifdef VT_CUDA
-    cuda::activation_forward(cuda_kind(kind), x.raw(), y.raw(), n, DType::F32);
+    cuda::activation_forward(cuda_kind(kind), x.raw(), y.raw(), n, dt);
 #endif
     return;
   }
@@ -70,15 +70,15 @@ void activation_forward(Activation kind, const Tensor& x, const Tensor& y) {
 
 void activation_backward(Activation kind, const Tensor& dy, const Tensor& x, const Tensor& dx) {
   const char* op = "activation_backward";
-  opcheck::dtype(op, "x", x, DType::F32);
+  const DType dt = opcheck::io_dtype(op, "x", x);
   opcheck::contiguous(op, "x", x);
-  opcheck::f32_like(op, "dy", dy, x.shape());
-  opcheck::f32_like(op, "dx", dx, x.shape());
+  opcheck::like(op, "dy", dy, x.shape(), dt);
+  opcheck::like(op, "dx", dx, x.shape(), dt);
   opcheck::same_device(op, x.device(), {{"dy", &dy}, {"dx", &dx}});
   const int64_t n = x.numel();
   if (on_cuda(op, x)) {
 #ifdef VT_CUDA
-    cuda::activation_backward(cuda_kind(kind), dy.raw(), x.raw(), dx.raw(), n, DType::F32);
+    cuda::activation_backward(cuda_kind(kind), dy.raw(), x.raw(), dx.raw(), n, dt);
 #endif
     return;
   }

@@ -6,8 +6,9 @@
 // CPU evaluates exp/erf/tanh with vectorisable approximations (Cephes expf,
 // Abramowitz & Stegun 7.1.26 erf): outputs are within ~2e-7 absolute of the
 // exact functions (tests compare against double libm), 4-10x faster than libm.
-// Any shape; tensors contiguous F32 with identical shapes. Outputs may alias
-// inputs (y == x, dx == dy). CPU: OpenMP over chunks. CUDA (fp32 tensors):
+// Any shape; tensors contiguous with identical shapes and one dtype: F32, or
+// BF16 on CUDA (fp32 arithmetic). Outputs may alias inputs (y == x,
+// dx == dy). CPU: OpenMP over chunks. CUDA:
 // kernels/cuda/activation.h with CUDA's accurate erff/tanhf/expf.
 #pragma once
 #include <string>

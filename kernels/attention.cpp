@@ -14,7 +14,7 @@ struct AttnDims {
 };
 
 AttnDims check_qkv(const char* op, const Tensor& qkv, int64_t num_heads) {
-  opcheck::dtype(op, "qkv", qkv, DType::F32);
+  opcheck::io_dtype(op, "qkv", qkv);
   opcheck::contiguous(op, "qkv", qkv);
   if (qkv.dim() != 3 || qkv.size(2) % 3 != 0)
     opcheck::fail(op, opcheck::desc("qkv", qkv) + " must be [B, T, 3*D]");
@@ -30,8 +30,8 @@ AttnDims check_qkv(const char* op, const Tensor& qkv, int64_t num_heads) {
 void attention_forward(const Tensor& qkv, int64_t num_heads, const Tensor& out, const Tensor& probs) {
   const char* op = "attention_forward";
   const AttnDims d = check_qkv(op, qkv, num_heads);
-  opcheck::f32_like(op, "out", out, {d.B, d.T, d.H * d.Dh});
-  if (probs.defined()) opcheck::f32_like(op, "probs", probs, {d.B, d.H, d.T, d.T});
+  opcheck::like(op, "out", out, {d.B, d.T, d.H * d.Dh}, qkv.dtype());
+  if (probs.defined()) opcheck::like(op, "probs", probs, {d.B, d.H, d.T, d.T}, qkv.dtype());
   opcheck::same_device(op, qkv.device(), {{"out", &out}, {"probs", &probs}});
 #ifndef VT_CUDA
   if (!qkv.device().is_cpu()) opcheck::no_cuda(op);
@@ -40,7 +40,7 @@ void attention_forward(const Tensor& qkv, int64_t num_heads, const Tensor& out, 
 #ifdef VT_CUDA
   if (qkv.device().is_cuda())
     return cuda::attention_forward(qkv.raw(), out.raw(), probs.defined() ? probs.raw() : nullptr, d.B, d.T, d.H,
-                                   d.Dh, DType::F32);
+                                   d.Dh, qkv.dtype());
 #endif
   cpu::attention_forward(qkv.f32(), out.f32(), probs.defined() ? probs.f32() : nullptr, d.B, d.T, d.H, d.Dh);
 }
@@ -49,9 +49,9 @@ void attention_backward(const Tensor& qkv, const Tensor& probs, const Tensor& do
                         const Tensor& dqkv) {
   const char* op = "attention_backward";
   const AttnDims d = check_qkv(op, qkv, num_heads);
-  opcheck::f32_like(op, "probs", probs, {d.B, d.H, d.T, d.T});
-  opcheck::f32_like(op, "dout", dout, {d.B, d.T, d.H * d.Dh});
-  opcheck::f32_like(op, "dqkv", dqkv, qkv.shape());
+  opcheck::like(op, "probs", probs, {d.B, d.H, d.T, d.T}, qkv.dtype());
+  opcheck::like(op, "dout", dout, {d.B, d.T, d.H * d.Dh}, qkv.dtype());
+  opcheck::like(op, "dqkv", dqkv, qkv.shape(), qkv.dtype());
   opcheck::same_device(op, qkv.device(), {{"probs", &probs}, {"dout", &dout}, {"dqkv", &dqkv}});
 #ifndef VT_CUDA
   if (!qkv.device().is_cpu()) opcheck::no_cuda(op);
@@ -59,7 +59,7 @@ void attention_backward(const Tensor& qkv, const Tensor& probs, const Tensor& do
   if (d.B * d.T == 0) return;
 #ifdef VT_CUDA
   if (qkv.device().is_cuda())
-    return cuda::attention_backward(qkv.raw(), probs.raw(), dout.raw(), dqkv.raw(), d.B, d.T, d.H, d.Dh, DType::F32);
+    return cuda::attention_backward(qkv.raw(), probs.raw(), dout.raw(), dqkv.raw(), d.B, d.T, d.H, d.Dh, qkv.dtype());
 #endif
   cpu::attention_backward(qkv.f32(), probs.f32(), dout.f32(), dqkv.f32(), d.B, d.T, d.H, d.Dh);
 }

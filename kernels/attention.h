@@ -9,13 +9,14 @@
 //        row maximum subtracted before exp. Saved by the forward for the
 //        backward: attention_saved_bytes() bytes per call (F32).
 //
-// All tensors F32 and contiguous. Forward writes `out` and `probs` (pass an
+// All tensors contiguous and of one dtype: F32, or BF16 on CUDA (probs then
+// saved in bf16; fp32 softmax statistics). Forward writes `out` and `probs` (pass an
 // undefined Tensor() as probs for inference: a per-thread [T, T] scratch is
 // used instead). Backward OVERWRITES dqkv (it is an activation gradient).
 // GEMMs per (batch, head) run through oneDNN's sgemm on CPU, OpenMP over
 // (batch, head). Errors: std::invalid_argument naming the op and the shapes
-// (D not divisible by num_heads, mismatched shapes, non-F32, non-contiguous).
-// CUDA (fp32 tensors): kernels/cuda/attention.h, cuBLAS strided-batched GEMMs
+// (D not divisible by num_heads, mismatched shapes or dtypes, non-contiguous).
+// CUDA: kernels/cuda/attention.h, cuBLAS strided-batched GEMMs
 // over the heads and a warp-per-row softmax.
 #pragma once
 #include <cstdint>

@@ -9,7 +9,12 @@
 //   soft: grad_scale * (p * sum_c t_c - t) / B  (= p - t when rows of t sum to 1)
 // dlogits may alias logits (computed row by row after the row's loss).
 //
-// CPU: OpenMP over rows; the loss is summed in double. CUDA: not yet (throws).
+// CPU: OpenMP over rows; the loss is summed in double. CUDA:
+// kernels/cuda/cross_entropy.h, one block per row, row losses in double and
+// summed on the device in a fixed order (equal to the CPU's up to summation
+// order). All tensors on one device. Labels out of [0, K) are an error
+// naming them, except CUDA labels given to the *_to_stats ops (checking
+// them would wait for the GPU): there they make the loss NaN.
 // Errors: std::invalid_argument naming the op and the tensor (shape, dtype,
 // label out of [0, K), smoothing outside [0, 1]).
 #pragma once
@@ -34,5 +39,13 @@ CrossEntropyResult cross_entropy_forward_backward(const Tensor& logits, const Te
 CrossEntropyResult soft_cross_entropy_forward_backward(const Tensor& logits, const Tensor& targets,
                                                        const Tensor& dlogits, float grad_scale = 1.0f,
                                                        const Tensor& pred = Tensor());
+
+// The same two ops with the result written to stats (F32 [2] on the logits'
+// device: mean loss, number correct) instead of returned, so on CUDA the
+// host does not wait for the GPU; the training step reads stats when it logs.
+void cross_entropy_to_stats(const Tensor& logits, const Tensor& labels, float label_smoothing, const Tensor& dlogits,
+                            const Tensor& stats, float grad_scale = 1.0f, const Tensor& pred = Tensor());
+void soft_cross_entropy_to_stats(const Tensor& logits, const Tensor& targets, const Tensor& dlogits,
+                                 const Tensor& stats, float grad_scale = 1.0f, const Tensor& pred = Tensor());
 
 }  // namespace vt

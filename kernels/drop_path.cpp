@@ -3,23 +3,33 @@
 #include <string>
 #include <vector>
 
-#include "core/philox.h"
+#include "core/philox_block.h"
 #include "kernels/cpu/drop_path.h"
 #include "kernels/op_checks.h"
+#ifdef VT_CUDA
+#include "kernels/cuda/drop_path.h"
+#endif
 
 namespace vt {
 namespace {
 
-void check_scaled(const char* op, const char* nx, const Tensor& x, const Tensor& scales, const char* no,
+// Checks the operands; returns true when they are on CUDA (in a CUDA build).
+bool check_scaled(const char* op, const char* nx, const Tensor& x, const Tensor& scales, const char* no,
                   const Tensor& out) {
-  opcheck::dtype(op, nx, x, DType::F32);
+  const DType dt = opcheck::io_dtype(op, nx, x);
   opcheck::contiguous(op, nx, x);
   if (x.dim() < 1) opcheck::fail(op, opcheck::desc(nx, x) + " must be [B, ...]");
   opcheck::f32_like(op, "scales", scales, {x.size(0)});
-  opcheck::f32_like(op, no, out, x.shape());
+  opcheck::like(op, no, out, x.shape(), dt);
   opcheck::same_device(op, x.device(), {{"scales", &scales}, {no, &out}});
-  if (!x.device().is_cpu()) opcheck::no_cuda(op);
+  if (x.device().is_cpu()) return false;
+#ifndef VT_CUDA
+  opcheck::no_cuda(op);
+#endif
+  return true;
 }
+
+int64_t per_sample(const Tensor& x) { return x.size(0) ? x.numel() / x.size(0) : 0; }
 
 }  // namespace
 
@@ -32,12 +42,22 @@ void drop_path_scales(float rate, uint64_t seed, uint64_t stream, const Tensor& 
   const int64_t B = scales.size(0);
   const double keep = 1.0 - static_cast<double>(rate);
   const float kept_scale = static_cast<float>(1.0 / keep);
+  if (scales.device().is_cuda() && scales.is_contiguous()) {
+#ifdef VT_CUDA
+    // Drawn on the device from the same Philox keys (core/philox_block.h).
+    cuda::drop_path_scales(scales.f32(), B, keep, kept_scale, seed, stream, sample_offset);
+    return;
+#else
+    opcheck::no_cuda(op);
+#endif
+  }
   std::vector<float> host(static_cast<size_t>(B), 1.0f);
   if (rate > 0.0f)
     for (int64_t b = 0; b < B; ++b) {
       // One Philox block per sample: the draw depends only on the global index.
-      Philox rng(seed, stream, static_cast<uint64_t>(sample_offset + b));
-      host[static_cast<size_t>(b)] = rng.uniform_double() < keep ? kept_scale : 0.0f;
+      // (the first uniform_double of Philox(seed, stream, sample_offset + b))
+      const double u = philox_first_uniform_double(seed, stream, static_cast<uint64_t>(sample_offset + b));
+      host[static_cast<size_t>(b)] = u < keep ? kept_scale : 0.0f;
     }
   // copy_from handles a CUDA or strided destination; dst shares scales' storage.
   Tensor dst = scales;
@@ -46,21 +66,32 @@ void drop_path_scales(float rate, uint64_t seed, uint64_t stream, const Tensor& 
 
 void drop_path_forward(const Tensor& x, const Tensor& scales, const Tensor& out) {
   const char* op = "drop_path_forward";
-  check_scaled(op, "x", x, scales, "out", out);
-  cpu::drop_path_forward(x.f32(), scales.f32(), out.f32(), x.size(0), x.size(0) ? x.numel() / x.size(0) : 0);
+  if (check_scaled(op, "x", x, scales, "out", out)) {
+#ifdef VT_CUDA
+    return cuda::drop_path_forward(x.raw(), scales.f32(), out.raw(), x.size(0), per_sample(x), x.dtype());
+#endif
+  }
+  cpu::drop_path_forward(x.f32(), scales.f32(), out.f32(), x.size(0), per_sample(x));
 }
 
 void drop_path_backward(const Tensor& dout, const Tensor& scales, const Tensor& dx) {
   const char* op = "drop_path_backward";
-  check_scaled(op, "dout", dout, scales, "dx", dx);
-  cpu::drop_path_forward(dout.f32(), scales.f32(), dx.f32(), dout.size(0),
-                         dout.size(0) ? dout.numel() / dout.size(0) : 0);
+  if (check_scaled(op, "dout", dout, scales, "dx", dx)) {
+#ifdef VT_CUDA
+    return cuda::drop_path_forward(dout.raw(), scales.f32(), dx.raw(), dout.size(0), per_sample(dout), dout.dtype());
+#endif
+  }
+  cpu::drop_path_forward(dout.f32(), scales.f32(), dx.f32(), dout.size(0), per_sample(dout));
 }
 
 void drop_path_add(const Tensor& x, const Tensor& scales, const Tensor& residual) {
   const char* op = "drop_path_add";
-  check_scaled(op, "x", x, scales, "residual", residual);
-  cpu::drop_path_add(x.f32(), scales.f32(), residual.f32(), x.size(0), x.size(0) ? x.numel() / x.size(0) : 0);
+  if (check_scaled(op, "x", x, scales, "residual", residual)) {
+#ifdef VT_CUDA
+    return cuda::drop_path_add(x.raw(), scales.f32(), residual.raw(), x.size(0), per_sample(x), x.dtype());
+#endif
+  }
+  cpu::drop_path_add(x.f32(), scales.f32(), residual.f32(), x.size(0), per_sample(x));
 }
 
 }  // namespace vt

@@ -8,6 +8,11 @@
 // (seed, stream, global sample index): identical across thread counts,
 // devices and resumes, and data-parallel ranks pass their global offset.
 // Callers build stream from purpose tags, e.g. philox_stream(step, layer, sublayer).
+// On CUDA the mask is drawn by a kernel from the same keys
+// (core/philox_block.h, kernels/cuda/drop_path.h): identical masks.
+//
+// Dtypes: scales F32 always; x/out/residual/dout/dx F32, or BF16 (all the
+// same) on CUDA. Errors: std::invalid_argument naming the op and tensor.
 #pragma once
 #include <cstdint>
 
@@ -20,7 +25,7 @@ namespace vt {
 void drop_path_scales(float rate, uint64_t seed, uint64_t stream, const Tensor& scales,
                       int64_t sample_offset = 0);
 
-// out[b, ...] = x[b, ...] * scales[b]; x, out [B, ...] F32 contiguous, same
+// out[b, ...] = x[b, ...] * scales[b]; x, out [B, ...] contiguous, same
 // shape (out may be x). Backward is the same map: dx = dout * scales
 // (overwritten), so drop_path_backward is drop_path_forward applied to dout.
 void drop_path_forward(const Tensor& x, const Tensor& scales, const Tensor& out);

@@ -10,13 +10,14 @@ namespace vt {
 
 namespace {
 
-// Checks a set of same-shape contiguous F32 tensors on one device; returns
-// true when that device is CUDA (a CUDA tensor throws in a build without CUDA).
+// Checks a set of same-shape contiguous tensors of one dtype (F32, or BF16
+// on CUDA) on one device; returns true when that device is CUDA (a CUDA
+// tensor throws in a build without CUDA).
 bool check_all(const char* op, std::initializer_list<std::pair<const char*, const Tensor*>> ts) {
   const auto& first = *ts.begin();
-  opcheck::dtype(op, first.first, *first.second, DType::F32);
+  const DType dt = opcheck::io_dtype(op, first.first, *first.second);
   for (const auto& p : ts) {
-    opcheck::f32_like(op, p.first, *p.second, first.second->shape());
+    opcheck::like(op, p.first, *p.second, first.second->shape(), dt);
     if (p.second->device() != first.second->device())
       opcheck::fail(op, opcheck::desc(p.first, *p.second) + " is not on the device of " +
                             opcheck::desc(first.first, *first.second));
@@ -42,38 +43,38 @@ bool check_all(const char* op, std::initializer_list<std::pair<const char*, cons
 
 void add(const Tensor& a, const Tensor& b, const Tensor& out) {
   if (check_all("add", {{"a", &a}, {"b", &b}, {"out", &out}}))
-    VT_ON_CUDA(cuda::axpby(1.0f, a.raw(), 1.0f, b.raw(), out.raw(), a.numel(), DType::F32));
+    VT_ON_CUDA(cuda::axpby(1.0f, a.raw(), 1.0f, b.raw(), out.raw(), a.numel(), a.dtype()));
   cpu::add(a.f32(), b.f32(), out.f32(), a.numel());
 }
 
 void axpby(float alpha, const Tensor& a, float beta, const Tensor& b, const Tensor& out) {
   if (check_all("axpby", {{"a", &a}, {"b", &b}, {"out", &out}}))
-    VT_ON_CUDA(cuda::axpby(alpha, a.raw(), beta, b.raw(), out.raw(), a.numel(), DType::F32));
+    VT_ON_CUDA(cuda::axpby(alpha, a.raw(), beta, b.raw(), out.raw(), a.numel(), a.dtype()));
   cpu::axpby(alpha, a.f32(), beta, b.f32(), out.f32(), a.numel());
 }
 
 void axpy(float alpha, const Tensor& x, const Tensor& y) {
   if (check_all("axpy", {{"x", &x}, {"y", &y}}))
-    VT_ON_CUDA(cuda::axpy(alpha, x.raw(), y.raw(), x.numel(), DType::F32));
+    VT_ON_CUDA(cuda::axpy(alpha, x.raw(), y.raw(), x.numel(), x.dtype()));
   cpu::axpy(alpha, x.f32(), y.f32(), x.numel());
 }
 
 void scale(const Tensor& x, float alpha, const Tensor& out) {
   if (check_all("scale", {{"x", &x}, {"out", &out}}))
-    VT_ON_CUDA(cuda::scale(x.raw(), alpha, out.raw(), x.numel(), DType::F32));
+    VT_ON_CUDA(cuda::scale(x.raw(), alpha, out.raw(), x.numel(), x.dtype()));
   cpu::scale(x.f32(), alpha, out.f32(), x.numel());
 }
 
 void mul(const Tensor& a, const Tensor& b, const Tensor& out) {
   if (check_all("mul", {{"a", &a}, {"b", &b}, {"out", &out}}))
-    VT_ON_CUDA(cuda::mul(a.raw(), b.raw(), out.raw(), a.numel(), DType::F32));
+    VT_ON_CUDA(cuda::mul(a.raw(), b.raw(), out.raw(), a.numel(), a.dtype()));
   cpu::mul(a.f32(), b.f32(), out.f32(), a.numel());
 }
 
 double sum(const Tensor& x) {
   if (check_all("sum", {{"x", &x}})) {
 #ifdef VT_CUDA
-    return cuda::sum(x.raw(), x.numel(), false, DType::F32);
+    return cuda::sum(x.raw(), x.numel(), false, x.dtype());
 #endif
   }
   return cpu::sum(x.f32(), x.numel());

@@ -1,8 +1,9 @@
 // Small elementwise helpers for module code (residual adds, scaled adds,
-// gradient scaling). Tensors are contiguous F32 with identical shapes unless
-// stated; an output may alias any input. For fill/copy/zero use
+// gradient scaling). Tensors are contiguous with identical shapes and one
+// dtype: F32, or BF16 on CUDA (fp32 arithmetic, one rounding per output);
+// an output may alias any input. For fill/copy/zero use
 // Tensor::fill, Tensor::copy_from and Tensor::zero (they handle both devices).
-// CPU: OpenMP over chunks. CUDA (fp32 tensors): kernels/cuda/elementwise.h
+// CPU: OpenMP over chunks. CUDA: kernels/cuda/elementwise.h
 // (sum synchronises the stream to return its value).
 // Errors: std::invalid_argument naming the op and the tensors' shapes.
 #pragma once

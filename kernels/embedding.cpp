@@ -5,6 +5,9 @@
 
 #include "kernels/cpu/embedding.h"
 #include "kernels/op_checks.h"
+#ifdef VT_CUDA
+#include "kernels/cuda/embedding.h"
+#endif
 
 namespace vt {
 namespace {
@@ -13,8 +16,13 @@ void check_ids(const char* op, const Tensor& ids, int64_t V) {
   opcheck::dtype(op, "ids", ids, DType::I32);
   opcheck::contiguous(op, "ids", ids);
   if (ids.dim() != 1) opcheck::fail(op, opcheck::desc("ids", ids) + " must be [B]");
+#ifndef VT_CUDA
   if (!ids.device().is_cpu()) opcheck::no_cuda(op);
-  const int32_t* p = ids.i32();
+#endif
+  // CUDA ids are copied back to be checked (B integers; a bad label must be
+  // an error naming it, not an out-of-bounds read on the device).
+  const Tensor host = ids.device().is_cpu() ? ids : ids.to(Device::cpu());
+  const int32_t* p = host.i32();
   for (int64_t b = 0; b < ids.numel(); ++b)
     if (p[b] < 0 || p[b] >= V)
       throw std::out_of_range(std::string(op) + ": ids[" + std::to_string(b) + "] = " + std::to_string(p[b]) +
@@ -35,6 +43,10 @@ void embedding_forward(const Tensor& table, const Tensor& ids, const Tensor& out
   opcheck::same_device(op, table.device(), {{"ids", &ids}, {"out", &out}});
   check_ids(op, ids, table.size(0));
   opcheck::f32_like(op, "out", out, {ids.size(0), table.size(1)});
+#ifdef VT_CUDA
+  if (table.device().is_cuda())
+    return cuda::embedding_forward(table.f32(), ids.i32(), out.f32(), ids.size(0), table.size(1));
+#endif
   cpu::embedding_forward(table.f32(), ids.i32(), out.f32(), ids.size(0), table.size(1));
 }
 
@@ -44,6 +56,10 @@ void embedding_backward(const Tensor& dout, const Tensor& ids, const Tensor& dta
   opcheck::same_device(op, dtable.device(), {{"ids", &ids}, {"dout", &dout}});
   check_ids(op, ids, dtable.size(0));
   opcheck::f32_like(op, "dout", dout, {ids.size(0), dtable.size(1)});
+#ifdef VT_CUDA
+  if (dtable.device().is_cuda())
+    return cuda::embedding_backward(dout.f32(), ids.i32(), dtable.f32(), ids.size(0), dtable.size(1));
+#endif
   cpu::embedding_backward(dout.f32(), ids.i32(), dtable.f32(), ids.size(0), dtable.size(1));
 }
 
@@ -58,7 +74,13 @@ void timestep_embedding(const Tensor& t, const Tensor& out, double max_period) {
     opcheck::fail(op, opcheck::desc("out", out) + " must be [B, dim >= 2] for " + opcheck::desc("t", t));
   if (!(max_period > 1.0)) opcheck::fail(op, "max_period " + std::to_string(max_period) + " must exceed 1");
   opcheck::same_device(op, t.device(), {{"out", &out}});
-  if (!t.device().is_cpu()) opcheck::no_cuda(op);
+  if (!t.device().is_cpu()) {
+#ifdef VT_CUDA
+    return cuda::timestep_embedding(t.f32(), out.f32(), t.size(0), out.size(1), max_period);
+#else
+    opcheck::no_cuda(op);
+#endif
+  }
   cpu::timestep_embedding(t.f32(), out.f32(), t.size(0), out.size(1), max_period);
 }
 

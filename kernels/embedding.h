@@ -1,7 +1,10 @@
 // Embedding lookup (DiT LabelEmbedder's embedding_table), sinusoidal
 // timestep embedding (DiT TimestepEmbedder.timestep_embedding) and the frozen
 // 2D sin-cos position embedding table (DiT/MAE get_2d_sincos_pos_embed).
-// All float tensors F32 contiguous; ids I32.
+// All float tensors F32 contiguous; ids I32. CPU: kernels/cpu/embedding.h;
+// CUDA: kernels/cuda/embedding.h (the same sums in the same order; CUDA ids
+// are copied back to be range-checked); the 2D sin-cos table is computed on
+// the host and uploaded (a frozen buffer, built once).
 #pragma once
 #include <cstdint>
 

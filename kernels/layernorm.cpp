@@ -11,7 +11,7 @@ namespace vt {
 namespace {
 
 int64_t last_dim(const char* op, const Tensor& x) {
-  opcheck::dtype(op, "x", x, DType::F32);
+  opcheck::io_dtype(op, "x", x);
   opcheck::contiguous(op, "x", x);
   if (x.dim() < 1) opcheck::fail(op, opcheck::desc("x", x) + " must have at least one dimension");
   return x.size(-1);
@@ -26,11 +26,11 @@ void backward_impl(const char* op, const Tensor& dy, const Tensor& x, const Tens
                    const Tensor& dbias) {
   const int64_t d = last_dim(op, x);
   const int64_t rows = opcheck::rows_of(x);
-  opcheck::f32_like(op, "dy", dy, x.shape());
+  opcheck::like(op, "dy", dy, x.shape(), x.dtype());
   check_optional(op, "weight", weight, {d});
   opcheck::f32_like(op, "mean", mean, {rows});
   opcheck::f32_like(op, "rstd", rstd, {rows});
-  check_optional(op, "dx", dx, x.shape());
+  if (dx.defined()) opcheck::like(op, "dx", dx, x.shape(), x.dtype());
   check_optional(op, "dweight", dweight, {d});
   check_optional(op, "dbias", dbias, {d});
   if (dweight.defined() && !weight.defined())
@@ -43,7 +43,7 @@ void backward_impl(const char* op, const Tensor& dy, const Tensor& x, const Tens
   if (!x.device().is_cpu()) {
 #ifdef VT_CUDA
     cuda::layernorm_backward(dy.raw(), x.raw(), ptr(weight), mean.f32(), rstd.f32(), rows, d,
-                             dx.defined() ? dx.raw() : nullptr, accumulate, ptr(dweight), ptr(dbias), DType::F32);
+                             dx.defined() ? dx.raw() : nullptr, accumulate, ptr(dweight), ptr(dbias), x.dtype());
     return;
 #else
     opcheck::no_cuda(op);
@@ -62,7 +62,7 @@ void layernorm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias
   const int64_t rows = opcheck::rows_of(x);
   check_optional(op, "weight", weight, {d});
   check_optional(op, "bias", bias, {d});
-  opcheck::f32_like(op, "y", y, x.shape());
+  opcheck::like(op, "y", y, x.shape(), x.dtype());
   check_optional(op, "mean", mean, {rows});
   check_optional(op, "rstd", rstd, {rows});
   if (!(eps >= 0.0f)) opcheck::fail(op, "eps must be >= 0, got " + std::to_string(eps));
@@ -71,7 +71,7 @@ void layernorm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias
   auto ptr = [](const Tensor& t) { return t.defined() ? t.f32() : nullptr; };
   if (!x.device().is_cpu()) {
 #ifdef VT_CUDA
-    cuda::layernorm_forward(x.raw(), ptr(weight), ptr(bias), eps, rows, d, y.raw(), ptr(mean), ptr(rstd), DType::F32);
+    cuda::layernorm_forward(x.raw(), ptr(weight), ptr(bias), eps, rows, d, y.raw(), ptr(mean), ptr(rstd), x.dtype());
     return;
 #else
     opcheck::no_cuda(op);

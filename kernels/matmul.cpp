@@ -15,11 +15,13 @@ namespace {
 // A tensor read as a row-major matrix [rows, cols] with row stride ld.
 struct MatrixView {
   int64_t rows = 0, cols = 0, ld = 0;
-  float* data = nullptr;
+  void* data = nullptr;
+  DType dtype = DType::F32;
+  float* f32() const { return static_cast<float*>(data); }  // CPU operands are F32 (io_dtype)
 };
 
 MatrixView as_matrix(const char* op, const char* name, const Tensor& t) {
-  opcheck::dtype(op, name, t, DType::F32);
+  const DType dt = opcheck::io_dtype(op, name, t);
   if (t.dim() < 1) opcheck::fail(op, opcheck::desc(name, t) + " must have at least one dimension");
   const int nd = t.dim();
   const Shape& sh = t.shape();
@@ -48,7 +50,8 @@ MatrixView as_matrix(const char* op, const char* name, const Tensor& t) {
   }
   if (ld < v.cols) ld = v.cols;  // single row: any ld >= cols is valid
   v.ld = ld;
-  v.data = t.f32();
+  v.data = t.raw();
+  v.dtype = dt;
   return v;
 }
 
@@ -74,16 +77,20 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
     opcheck::fail(op, opcheck::desc("a", a) + (trans_a ? "^T" : "") + " x " + opcheck::desc("b", b) +
                           (trans_b ? "^T" : "") + " -> " + opcheck::desc("c", c) + ": inner or outer dimensions differ");
   if (bias.defined()) opcheck::f32_like(op, "bias", bias, {n});
+  // a and b share a dtype; c is F32 or that dtype (bf16 GEMMs may write fp32,
+  // as the weight gradients do).
+  if (B.dtype != A.dtype) opcheck::fail(op, opcheck::desc("a", a) + " and " + opcheck::desc("b", b) + " differ in dtype");
+  if (C.dtype != A.dtype && C.dtype != DType::F32)
+    opcheck::fail(op, opcheck::desc("c", c) + " must be F32 or the dtype of a and b");
   if (on_cuda(op, a)) {
 #ifdef VT_CUDA
-    cuda::gemm(trans_a, trans_b, m, n, k, alpha, A.data, A.ld, B.data, B.ld, beta, C.data, C.ld, DType::F32,
-               DType::F32);
-    if (bias.defined()) cuda::add_bias_rows(C.data, m, n, C.ld, bias.f32(), DType::F32);
+    cuda::gemm(trans_a, trans_b, m, n, k, alpha, A.data, A.ld, B.data, B.ld, beta, C.data, C.ld, A.dtype, C.dtype);
+    if (bias.defined()) cuda::add_bias_rows(C.data, m, n, C.ld, bias.f32(), C.dtype);
 #endif
     return;
   }
-  cpu::gemm(trans_a, trans_b, m, n, k, alpha, A.data, A.ld, B.data, B.ld, beta, C.data, C.ld);
-  if (bias.defined()) cpu::add_bias_rows(C.data, m, n, C.ld, bias.f32());
+  cpu::gemm(trans_a, trans_b, m, n, k, alpha, A.f32(), A.ld, B.f32(), B.ld, beta, C.f32(), C.ld);
+  if (bias.defined()) cpu::add_bias_rows(C.f32(), m, n, C.ld, bias.f32());
 }
 
 void matmul_strided_batched(const Tensor& a, const Tensor& b, const Tensor& c, const BatchedGemm& g) {
@@ -168,11 +175,11 @@ void bias_backward(const Tensor& dy, const Tensor& dbias) {
   opcheck::same_device(op, dy.device(), {{"dbias", &dbias}});
   if (on_cuda(op, dy)) {
 #ifdef VT_CUDA
-    cuda::bias_backward(D.data, D.rows, D.cols, D.ld, dbias.f32(), DType::F32);
+    cuda::bias_backward(D.data, D.rows, D.cols, D.ld, dbias.f32(), D.dtype);
 #endif
     return;
   }
-  cpu::bias_backward(D.data, D.rows, D.cols, D.ld, dbias.f32());
+  cpu::bias_backward(D.f32(), D.rows, D.cols, D.ld, dbias.f32());
 }
 
 }  // namespace vt

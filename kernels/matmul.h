@@ -10,11 +10,14 @@
 // kernels at run time; Debian's OpenBLAS misdetects some virtual CPUs, see
 // issue 2). Multithreaded inside; the batched variant runs batches in
 // parallel when there are at least as many batches as threads.
-// CUDA (fp32 tensors): cuBLAS, fp32 accumulation without TF32
-// (kernels/cuda/matmul.h; bf16 operands through the raw vt::cuda API).
+// CUDA: cuBLAS, fp32 accumulation without TF32 (kernels/cuda/matmul.h).
+// Dtypes: F32 everywhere on the CPU. On CUDA `matmul`/`linear_*`/
+// `bias_backward` also take BF16 operands: a and b (x, weight, dy) share one
+// dtype, c is F32 or that dtype (bf16 x bf16 -> fp32 weight gradients); bias
+// and dbias are always F32. matmul_strided_batched is F32 only.
 //
 // Errors: std::invalid_argument naming the op, the tensor and its shape, for
-// undefined/non-F32 operands, mismatched inner dimensions, devices that
+// undefined operands or unsupported dtypes, mismatched inner dimensions, devices that
 // differ, or a strided-batched layout that would read outside a tensor.
 #pragma once
 #include <cstdint>

@@ -1,7 +1,10 @@
 // adaLN conditioning ops of DiT (models.py modulate, gate_msa/gate_mlp):
 //   modulate: out[b,t,:] = x[b,t,:] * (1 + scale[b,:]) + shift[b,:]
 //   gate:     out[b,t,:] = gate[b,:] * x[b,t,:]
-// x, out, dout, dx [B, T, D] F32 contiguous (out may be x). shift, scale,
+// x, out, dout, dx [B, T, D] contiguous (out may be x), F32, or BF16 on CUDA
+// (one dtype per call; the residual of gate_residual_add is F32 always: the
+// residual streams stay fp32). CPU: kernels/cpu/modulate.h; CUDA:
+// kernels/cuda/modulate.h (token sums in the same order). shift, scale,
 // gate and their gradients are [B, D] F32 with unit stride along D but ANY
 // row stride, so they can be column slices of the adaLN output [B, 6D]
 // (e.g. c.slice(1, 0, D)) and its gradient buffer.

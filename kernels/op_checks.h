@@ -52,6 +52,25 @@ inline void f32_like(const char* op, const char* name, const Tensor& t, const Sh
   contiguous(op, name, t);
 }
 
+// The activation dtype of an op whose CUDA kernels read and write F32 or
+// BF16 (with fp32 arithmetic): F32 on every device, BF16 on CUDA only (the
+// CPU kernels are fp32). Anything else fails naming the op, the tensor and
+// its dtype. Returns t's dtype.
+inline DType io_dtype(const char* op, const char* name, const Tensor& t) {
+  defined(op, name, t);
+  if (t.dtype() == DType::F32) return DType::F32;
+  if (t.dtype() == DType::BF16 && t.device().is_cuda()) return DType::BF16;
+  fail(op, desc(name, t) + ": dtype " + dtype_name(t.dtype()) + " is not supported " +
+               (t.dtype() == DType::BF16 ? "on the CPU (F32 only; BF16 on CUDA)" : "(F32, or BF16 on CUDA)"));
+}
+
+// Contiguous tensor of the given shape and dtype.
+inline void like(const char* op, const char* name, const Tensor& t, const Shape& want, DType dt) {
+  shape(op, name, t, want);
+  dtype(op, name, t, dt);
+  contiguous(op, name, t);
+}
+
 // All defined tensors live on `dev`.
 inline void same_device(const char* op, Device dev, std::initializer_list<std::pair<const char*, const Tensor*>> ts) {
   for (const auto& p : ts)

@@ -35,7 +35,7 @@ bool on_cuda(const char* op, const Tensor& t) {
 }  // namespace
 
 void adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                const AdamWParams& hp, int64_t step, const Tensor& decay_mask) {
+                const AdamWParams& hp, int64_t step, const Tensor& decay_mask, const Tensor& param_bf16) {
   const char* op = "adamw_step";
   opcheck::defined(op, "param", param);
   const int64_t n = param.numel();
@@ -44,20 +44,26 @@ void adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, 
   check_flat(op, "exp_avg", exp_avg, n);
   check_flat(op, "exp_avg_sq", exp_avg_sq, n);
   if (decay_mask.defined()) check_flat(op, "decay_mask", decay_mask, n, DType::U8);
+  if (param_bf16.defined()) check_flat(op, "param_bf16", param_bf16, n, DType::BF16);
   if (step < 1) opcheck::fail(op, "step must be >= 1 (bias correction uses t = 1, 2, ...), got " + std::to_string(step));
   if (!(hp.beta1 >= 0.0 && hp.beta1 < 1.0) || !(hp.beta2 >= 0.0 && hp.beta2 < 1.0))
     opcheck::fail(op, "betas must be in [0, 1), got " + std::to_string(hp.beta1) + ", " + std::to_string(hp.beta2));
   opcheck::same_device(op, param.device(), {{"grad", &grad}, {"exp_avg", &exp_avg}, {"exp_avg_sq", &exp_avg_sq},
-                                            {"decay_mask", &decay_mask}});
+                                            {"decay_mask", &decay_mask}, {"param_bf16", &param_bf16}});
   if (on_cuda(op, param)) {
 #ifdef VT_CUDA
     cuda::adamw(param.f32(), grad.f32(), exp_avg.f32(), exp_avg_sq.f32(), n, hp.lr, hp.beta1, hp.beta2, hp.eps,
-                hp.weight_decay, step, decay_mask.defined() ? decay_mask.u8() : nullptr);
+                hp.weight_decay, step, decay_mask.defined() ? decay_mask.u8() : nullptr,
+                param_bf16.defined() ? static_cast<__nv_bfloat16*>(param_bf16.raw()) : nullptr);
 #endif
     return;
   }
   cpu::adamw(param.f32(), grad.f32(), exp_avg.f32(), exp_avg_sq.f32(), n, hp.lr, hp.beta1, hp.beta2, hp.eps,
              hp.weight_decay, step, decay_mask.defined() ? decay_mask.u8() : nullptr);
+  if (param_bf16.defined()) {  // the CPU twin of the fused copy (the handle shares param_bf16's storage)
+    Tensor dst = param_bf16;
+    dst.copy_from(param.to(DType::BF16).view(dst.shape()));
+  }
 }
 
 Tensor decay_mask_from_segments(int64_t numel, const std::vector<DecaySegment>& segments) {
@@ -106,6 +112,22 @@ double clip_grad_norm(const Tensor& grad, double max_norm) {
     }
   }
   return norm;
+}
+
+void clip_grad_norm_on_device(const Tensor& grad, double max_norm, const Tensor& norm_out) {
+  const char* op = "clip_grad_norm_on_device";
+  if (!(max_norm > 0.0)) opcheck::fail(op, "max_norm must be > 0, got " + std::to_string(max_norm));
+  opcheck::defined(op, "grad", grad);
+  check_flat(op, "grad", grad, grad.numel());
+  check_flat(op, "norm_out", norm_out, 1);
+  opcheck::same_device(op, grad.device(), {{"norm_out", &norm_out}});
+  if (on_cuda(op, grad)) {
+#ifdef VT_CUDA
+    cuda::clip_grad_norm(grad.f32(), grad.numel(), max_norm, norm_out.f32());
+#endif
+    return;
+  }
+  norm_out.f32()[0] = static_cast<float>(clip_grad_norm(grad, max_norm));
 }
 
 void ema_update(const Tensor& ema, const Tensor& param, float decay) {

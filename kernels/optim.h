@@ -19,7 +19,8 @@
 //   ema = decay * ema + (1 - decay) * p.
 //
 // CPU: OpenMP over chunks. CUDA (fp32 buffers): kernels/cuda/optim.h, the
-// same fp32 update formula; the norm syncs the stream. Errors:
+// same fp32 update formula; grad_norm/clip_grad_norm sync the stream to
+// return the norm, clip_grad_norm_on_device does not. Errors:
 // std::invalid_argument naming the op and the tensor (dtype, contiguity,
 // element count, device) or the bad hyperparameter (t < 1).
 #pragma once
@@ -43,8 +44,12 @@ struct AdamWParams {
 // One AdamW step on param/grad/exp_avg/exp_avg_sq (all F32 with equal element
 // counts, contiguous); step is t (>= 1) used for the bias corrections.
 // decay_mask: U8 with the same element count, or undefined.
+// param_bf16: BF16 with the same element count, or undefined; when given it
+// receives the updated weights rounded to bf16 (nearest even), the copy the
+// bf16 GEMMs read (on CUDA written by the update kernel itself).
 void adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                const AdamWParams& hp, int64_t step, const Tensor& decay_mask = Tensor());
+                const AdamWParams& hp, int64_t step, const Tensor& decay_mask = Tensor(),
+                const Tensor& param_bf16 = Tensor());
 
 struct DecaySegment {
   int64_t offset = 0;  // first element in the flat buffer
@@ -64,6 +69,13 @@ double grad_norm(const Tensor& grad);
 // gradients untouched (the caller decides to skip the step), unlike PyTorch,
 // which would multiply them all by NaN.
 double clip_grad_norm(const Tensor& grad, double max_norm);
+// clip_grad_norm with the norm written to norm_out (F32 [1], on grad's
+// device) instead of returned: on CUDA nothing waits for the GPU (the
+// coefficient is formed and applied on the device), so the training step
+// reads the norm only when it logs. The same arithmetic (double norm and
+// coefficient, fp32 scaling); the two devices' sums of squares differ only
+// in summation order.
+void clip_grad_norm_on_device(const Tensor& grad, double max_norm, const Tensor& norm_out);
 
 // ema = decay * ema + (1 - decay) * param (same element counts, F32).
 void ema_update(const Tensor& ema, const Tensor& param, float decay);

@@ -1,5 +1,10 @@
 // Patch embedding helpers (conv-as-GEMM), class-token concat/split and
-// position-embedding add. All tensors F32, contiguous unless stated.
+// position-embedding add. Tensors contiguous. Dtypes: activations (image,
+// patches, tokens, x, out and their gradients) F32, or BF16 on CUDA (one
+// dtype per call); cls, pos, dcls, dpos F32 always.
+// CPU: kernels/cpu/patch.h (OpenMP). CUDA: kernels/cuda/patch.h, the same
+// maps; the parameter gradients sum the batch in the same order (bitwise
+// equal to the CPU in fp32).
 //
 // patchify (timm PatchEmbed / DiT x_embedder, a Conv2d with kernel = stride
 // = p): image [B, C, H, W] -> patches [B, N, C*p*p], N = (H/p)*(W/p), tokens

@@ -67,8 +67,8 @@ void attention_forward(const void* qkv, void* out, void* probs, int64_t B, int64
   if (B == 0 || T == 0 || H == 0 || Dh == 0) return;
   const int64_t D = H * Dh, ld3 = 3 * D, tt = T * T, es = static_cast<int64_t>(dtype_size(io));
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
-  Workspace scores(static_cast<size_t>(H * tt) * sizeof(float));
-  Workspace pscratch(probs ? 0 : static_cast<size_t>(H * tt * es));
+  Workspace scores(static_cast<size_t>(H * tt) * sizeof(float), stream);
+  Workspace pscratch(probs ? 0 : static_cast<size_t>(H * tt * es), stream);
   const char* base = static_cast<const char*>(qkv);
   for (int64_t b = 0; b < B; ++b) {
     const char* q = base + b * T * ld3 * es;
@@ -95,8 +95,8 @@ void attention_backward(const void* qkv, const void* probs, const void* dout, vo
   if (B == 0 || T == 0 || H == 0 || Dh == 0) return;
   const int64_t D = H * Dh, ld3 = 3 * D, tt = T * T, es = static_cast<int64_t>(dtype_size(io));
   const float scale = 1.0f / std::sqrt(static_cast<float>(Dh));
-  Workspace dp(static_cast<size_t>(H * tt) * sizeof(float));
-  Workspace ds(static_cast<size_t>(H * tt * es));
+  Workspace dp(static_cast<size_t>(H * tt) * sizeof(float), stream);
+  Workspace ds(static_cast<size_t>(H * tt * es), stream);
   for (int64_t b = 0; b < B; ++b) {
     const char* q = static_cast<const char*>(qkv) + b * T * ld3 * es;
     const char* k = q + D * es;

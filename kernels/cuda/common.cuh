@@ -7,11 +7,11 @@
 //  - block_sum: a block-wide sum of N floats (warp shuffles, then one shared
 //    slot per warp), returned to every thread.
 //  - Workspace: scratch device memory from vt's caching allocator (core/
-//    allocator.h). It is returned to the cache when the host function exits,
-//    while kernels using it may still be queued: this is safe because the
-//    cache hands a block out again only to later host calls, whose kernels
-//    are ordered after ours on the same stream. Callers that mix streams must
-//    synchronise between them (as for any tensor freed across streams).
+//    allocator.h), allocated on the stream its kernels run on. It is
+//    returned to the cache when the host function exits, while kernels using
+//    it may still be queued: this is safe because the cache hands a block
+//    out again only to later allocations on that same stream, whose kernels
+//    are ordered after ours (core/allocator.h, "Streams").
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -105,10 +105,10 @@ inline int64_t row_chunks(int64_t rows) { return rows == 0 ? 0 : (rows + kRowsPe
 
 class Workspace {
  public:
-  explicit Workspace(size_t bytes) : bytes_(bytes) {
+  explicit Workspace(size_t bytes, cudaStream_t stream = 0) : bytes_(bytes) {
     if (bytes_ == 0) return;
     check(cudaGetDevice(&device_), "cudaGetDevice");
-    ptr_ = cuda_alloc(bytes_, device_);
+    ptr_ = cuda_alloc(bytes_, device_, stream);
   }
   ~Workspace() {
     if (ptr_) cuda_free(ptr_, device_);
@@ -123,6 +123,11 @@ class Workspace {
   int device_ = 0;
   void* ptr_ = nullptr;
 };
+
+// Grid-stride loop over i in [0, n) (pairs with grid_1d).
+#define VT_GRID_STRIDE(i, n)                                                                \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 inline unsigned grid_1d(int64_t n, int threads) {
   const int64_t blocks = (n + threads - 1) / threads;

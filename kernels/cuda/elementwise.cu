@@ -10,10 +10,6 @@ namespace {
 
 using namespace detail;
 
-#define VT_GRID_STRIDE(i, n)                                                          \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
 template <typename T>
 __global__ void axpby_kernel(float alpha, const T* a, float beta, const T* b, T* out, int64_t n) {
   VT_GRID_STRIDE(i, n) st(out, i, alpha * ld(a, i) + beta * ld(b, i));
@@ -103,21 +99,31 @@ void mul(const void* a, const void* b, void* out, int64_t n, DType io, cudaStrea
   check_launch(op);
 }
 
-double sum(const void* x, int64_t n, bool squares, DType io, cudaStream_t stream) {
-  const char* op = "cuda::sum";
-  if (n == 0) return 0.0;
+void sum_to_device(const void* x, int64_t n, bool squares, DType io, double* out, cudaStream_t stream) {
+  const char* op = "cuda::sum_to_device";
+  if (n == 0) {
+    check(cudaMemsetAsync(out, 0, sizeof(double), stream), op);
+    return;
+  }
   int64_t blocks = (n + kSumThreads - 1) / kSumThreads;
   if (blocks > kSumMaxBlocks) blocks = kSumMaxBlocks;
-  Workspace ws(static_cast<size_t>(blocks + 1) * sizeof(double));
+  Workspace ws(static_cast<size_t>(blocks) * sizeof(double), stream);
   double* partial = ws.f64();
   VT_CUDA_DISPATCH_IO(op, io, T,
                       sum_partials_kernel<T><<<static_cast<unsigned>(blocks), kSumThreads, 0, stream>>>(
                           static_cast<const T*>(x), n, squares, partial));
   check_launch(op);
-  sum_final_kernel<<<1, kSumThreads, 0, stream>>>(partial, blocks, partial + blocks);
+  sum_final_kernel<<<1, kSumThreads, 0, stream>>>(partial, blocks, out);
   check_launch(op);
+}
+
+double sum(const void* x, int64_t n, bool squares, DType io, cudaStream_t stream) {
+  const char* op = "cuda::sum";
+  if (n == 0) return 0.0;
+  Workspace ws(sizeof(double), stream);
+  sum_to_device(x, n, squares, io, ws.f64(), stream);
   double result = 0.0;
-  check(cudaMemcpyAsync(&result, partial + blocks, sizeof(double), cudaMemcpyDeviceToHost, stream), op);
+  check(cudaMemcpyAsync(&result, ws.f64(), sizeof(double), cudaMemcpyDeviceToHost, stream), op);
   check(cudaStreamSynchronize(stream), op);
   return result;
 }

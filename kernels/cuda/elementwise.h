@@ -23,6 +23,9 @@ void scale(const void* x, float alpha, void* out, int64_t n, DType io, cudaStrea
 void mul(const void* a, const void* b, void* out, int64_t n, DType io, cudaStream_t stream = 0);
 // sum of all elements (squares = false) or of their squares (squares = true).
 double sum(const void* x, int64_t n, bool squares, DType io, cudaStream_t stream = 0);
+// The same sum written to the device double *out, without synchronising
+// (the same reduction order, so the same bits as sum()).
+void sum_to_device(const void* x, int64_t n, bool squares, DType io, double* out, cudaStream_t stream = 0);
 
 }  // namespace cuda
 }  // namespace vt

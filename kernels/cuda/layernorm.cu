@@ -129,7 +129,7 @@ void layernorm_backward(const void* dy, const void* x, const float* weight, cons
   if (dweight || dbias) {
     const int64_t chunks = row_chunks(rows);
     if (chunks > 65535) throw std::invalid_argument(std::string(op) + ": too many rows " + std::to_string(rows));
-    Workspace ws(static_cast<size_t>(chunks * 2 * d) * sizeof(float));
+    Workspace ws(static_cast<size_t>(chunks * 2 * d) * sizeof(float), stream);
     const dim3 grid(static_cast<unsigned>((d + kColThreads - 1) / kColThreads), static_cast<unsigned>(chunks));
     VT_CUDA_DISPATCH_IO(op, io, T,
                         ln_param_partials_kernel<T><<<grid, kColThreads, 0, stream>>>(

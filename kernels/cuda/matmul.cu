@@ -128,7 +128,7 @@ void bias_backward(const void* dy, int64_t rows, int64_t n, int64_t ldy, float* 
   if (rows == 0 || n == 0) return;
   const int64_t chunks = row_chunks(rows);
   if (chunks > 65535) throw std::invalid_argument(std::string(op) + ": too many rows " + std::to_string(rows));
-  Workspace ws(static_cast<size_t>(chunks * n) * sizeof(float));
+  Workspace ws(static_cast<size_t>(chunks * n) * sizeof(float), stream);
   const dim3 grid(static_cast<unsigned>((n + kColThreads - 1) / kColThreads), static_cast<unsigned>(chunks));
   VT_CUDA_DISPATCH_IO(op, io, T,
                       bias_partials_kernel<T><<<grid, kColThreads, 0, stream>>>(static_cast<const T*>(dy), rows, n,

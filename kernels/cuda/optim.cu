@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/elementwise.h"
 
 namespace vt {
 namespace cuda {
@@ -16,7 +17,8 @@ struct AdamWConsts {
 };
 
 __global__ void adamw_kernel(float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
-                             float* __restrict__ v, int64_t n, AdamWConsts c, const uint8_t* __restrict__ mask) {
+                             float* __restrict__ v, int64_t n, AdamWConsts c, const uint8_t* __restrict__ mask,
+                             __nv_bfloat16* __restrict__ p_bf16) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float gi = g[i];
@@ -26,8 +28,25 @@ __global__ void adamw_kernel(float* __restrict__ p, const float* __restrict__ g,
     const float vi = c.b2 * v[i] + c.one_m_b2 * gi * gi;
     m[i] = mi;
     v[i] = vi;
-    p[i] = pi - c.step_size * mi / (sqrtf(vi) * c.inv_sqrt_bc2 + c.eps);
+    pi = pi - c.step_size * mi / (sqrtf(vi) * c.inv_sqrt_bc2 + c.eps);
+    p[i] = pi;
+    if (p_bf16) p_bf16[i] = __float2bfloat16_rn(pi);
   }
+}
+
+// Every thread reads the device sum of squares and forms the coefficient
+// itself: no host round trip. The norm goes to norm_out[0] (fp32).
+__global__ void clip_kernel(float* __restrict__ g, int64_t n, const double* __restrict__ sumsq, double max_norm,
+                            float* __restrict__ norm_out) {
+  const double norm = sqrt(*sumsq);
+  if (blockIdx.x == 0 && threadIdx.x == 0) norm_out[0] = static_cast<float>(norm);
+  if (!isfinite(norm)) return;  // the caller skips the step; gradients stay as they are
+  const double coef = max_norm / (norm + 1e-6);
+  if (!(coef < 1.0)) return;
+  const float f = static_cast<float>(coef);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    g[i] = g[i] * f;
 }
 
 __global__ void ema_kernel(float* __restrict__ ema, const float* __restrict__ p, int64_t n, float decay, float w) {
@@ -39,7 +58,8 @@ __global__ void ema_kernel(float* __restrict__ ema, const float* __restrict__ p,
 }  // namespace
 
 void adamw(float* p, const float* g, float* m, float* v, int64_t n, double lr, double beta1, double beta2,
-           double eps, double weight_decay, int64_t step, const uint8_t* decay_mask, cudaStream_t stream) {
+           double eps, double weight_decay, int64_t step, const uint8_t* decay_mask, __nv_bfloat16* p_bf16,
+           cudaStream_t stream) {
   const char* op = "cuda::adamw";
   if (step < 1) throw std::invalid_argument(std::string(op) + ": step must be >= 1, got " + std::to_string(step));
   if (n == 0) return;
@@ -56,7 +76,15 @@ void adamw(float* p, const float* g, float* m, float* v, int64_t n, double lr, d
   c.eps = static_cast<float>(eps);
   c.one_m_b1 = static_cast<float>(1.0 - beta1);
   c.one_m_b2 = static_cast<float>(1.0 - beta2);
-  adamw_kernel<<<grid_1d(n, 256), 256, 0, stream>>>(p, g, m, v, n, c, decay_mask);
+  adamw_kernel<<<grid_1d(n, 256), 256, 0, stream>>>(p, g, m, v, n, c, decay_mask, p_bf16);
+  check_launch(op);
+}
+
+void clip_grad_norm(float* g, int64_t n, double max_norm, float* norm_out, cudaStream_t stream) {
+  const char* op = "cuda::clip_grad_norm";
+  Workspace sumsq(sizeof(double), stream);
+  sum_to_device(g, n, true, DType::F32, sumsq.f64(), stream);
+  clip_kernel<<<grid_1d(n, 256), 256, 0, stream>>>(g, n, sumsq.f64(), max_norm, norm_out);
   check_launch(op);
 }
 

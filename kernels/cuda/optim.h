@@ -6,6 +6,7 @@
 // reduction (fixed per-block partials, then one block) and returns to the
 // host (it synchronises `stream`).
 #pragma once
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -14,8 +15,19 @@ namespace vt {
 namespace cuda {
 
 // decay_mask: U8 [n] device pointer (nonzero = decay) or nullptr (decay everywhere).
+// p_bf16: bf16 [n] device buffer or nullptr; when given, the kernel also
+// writes the updated weights rounded to bf16 (round to nearest even), the
+// copy bf16 GEMMs read. (Typed, so a stream passed in its place does not
+// convert silently.)
 void adamw(float* p, const float* g, float* m, float* v, int64_t n, double lr, double beta1, double beta2,
-           double eps, double weight_decay, int64_t step, const uint8_t* decay_mask, cudaStream_t stream = 0);
+           double eps, double weight_decay, int64_t step, const uint8_t* decay_mask,
+           __nv_bfloat16* p_bf16 = nullptr, cudaStream_t stream = 0);
+
+// clip_grad_norm_ without a host synchronisation: the norm (fp32) goes to
+// the device scalar norm_out[0]; the coefficient max_norm / (norm + 1e-6) is
+// formed in double on the device and, when < 1 and the norm is finite,
+// multiplies g. The sum of squares is the deterministic one of sum().
+void clip_grad_norm(float* g, int64_t n, double max_norm, float* norm_out, cudaStream_t stream = 0);
 
 double sum_of_squares(const float* x, int64_t n, cudaStream_t stream = 0);
 

@@ -34,3 +34,28 @@ cudaError_t cudaGetDeviceCount(int* n) { *n = 1; return cudaSuccess; }
 const char* cudaGetErrorString(cudaError_t) { return "emu"; }
 cudaError_t cudaGetLastError() { return cudaSuccess; }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+// Streams are distinct dummy handles; work runs at launch, so every stream is
+// always idle. Events complete at once unless a test holds them back
+// (vt_emu_hold_events) to observe what waits for them.
+namespace vt_emu {
+bool hold_events = false;
+}
+void vt_emu_hold_events(bool hold) { vt_emu::hold_events = hold; }
+cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  static uintptr_t next = 0x1000;
+  *s = reinterpret_cast<cudaStream_t>(next += 0x10);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
+  *e = reinterpret_cast<cudaEvent_t>(new char(0));
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) { return vt_emu::hold_events ? cudaErrorNotReady : cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete reinterpret_cast<char*>(e);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t) { std::memset(d, v, n); return cudaSuccess; }

@@ -1,0 +1,61 @@
+// The Philox 4x32-10 block function (Salmon et al., SC'11; Random123) as
+// header-only code callable from host and CUDA device code, so a kernel
+// draws exactly the numbers vt::Philox (core/philox.h) draws on the host for
+// the same (seed, stream, block). vt::Philox is built on these functions.
+//   key     = (seed lo, seed hi)
+//   counter = (block lo, block hi, stream lo, stream hi)
+// Plain structs, no std::array: device code cannot call std::array members
+// without nvcc's relaxed-constexpr mode.
+#pragma once
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define VT_HOST_DEVICE __host__ __device__
+#else
+#define VT_HOST_DEVICE
+#endif
+
+namespace vt {
+
+struct PhiloxWords {
+  uint32_t w[4];
+};
+
+// One 10-round Philox4x32 block over counter c and key (k0, k1).
+VT_HOST_DEVICE inline PhiloxWords philox4x32_10_words(PhiloxWords c, uint32_t k0, uint32_t k1) {
+  const uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  const uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  for (int r = 0; r < 10; ++r) {
+    if (r > 0) {
+      k0 += kW0;
+      k1 += kW1;
+    }
+    const uint64_t p0 = static_cast<uint64_t>(kM0) * c.w[0];
+    const uint64_t p1 = static_cast<uint64_t>(kM1) * c.w[2];
+    const uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
+    const uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
+    c = PhiloxWords{{hi1 ^ c.w[1] ^ k0, lo1, hi0 ^ c.w[3] ^ k1, lo0}};
+  }
+  return c;
+}
+
+// Block `block` of the generator vt::Philox(seed, stream).
+VT_HOST_DEVICE inline PhiloxWords philox_block(uint64_t seed, uint64_t stream, uint64_t block) {
+  PhiloxWords c{{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), static_cast<uint32_t>(stream),
+                 static_cast<uint32_t>(stream >> 32)}};
+  return philox4x32_10_words(c, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+}
+
+// Philox::uniform_double() from words (hi, lo): 53 random bits in [0, 1).
+VT_HOST_DEVICE inline double philox_uniform_double(uint32_t hi, uint32_t lo) {
+  const uint64_t u = (static_cast<uint64_t>(hi) << 32) | lo;
+  return static_cast<double>(u >> 11) * (1.0 / 9007199254740992.0);
+}
+
+// The first uniform_double() of vt::Philox(seed, stream, first_block = block).
+VT_HOST_DEVICE inline double philox_first_uniform_double(uint64_t seed, uint64_t stream, uint64_t block) {
+  const PhiloxWords b = philox_block(seed, stream, block);
+  return philox_uniform_double(b.w[0], b.w[1]);
+}
+
+}  // namespace vt

@@ -1,0 +1,63 @@
+// Drop-path on CUDA against the CPU op: the device-drawn mask equals the
+// host-drawn one bit for bit (same Philox keys), and the scaled/fused-add
+// maps match the CPU twin (F32 exactly up to fp32 contraction, BF16 within
+// one output rounding).
+#include <gtest/gtest.h>
+
+#include "core/philox.h"
+#include "cuda_test_util.h"
+#include "kernels/drop_path.h"
+
+namespace vt {
+namespace {
+
+using namespace cudatest;
+
+TEST(CudaDropPath, DeviceMaskEqualsHostMask) {
+  VT_SKIP_WITHOUT_GPU();
+  const int64_t B = 300;  // more than one 128-thread block
+  for (float rate : {0.0f, 0.1f, 0.5f, 0.9f}) {
+    const uint64_t stream = philox_stream(17, 3, 1);
+    Tensor host = Tensor::empty({B});
+    drop_path_scales(rate, 1234, stream, host, 40);
+    Tensor dev = Tensor::full({B}, -7.0f, Device::cuda(0));
+    drop_path_scales(rate, 1234, stream, dev, 40);
+    const std::vector<float> want = host.to_vector(), got = dev.to_vector();
+    EXPECT_EQ(got, want) << "rate " << rate;
+    // The host op itself is vt::Philox's first draw per sample (an independent formula).
+    for (int64_t b = 0; b < B; ++b) {
+      Philox rng(1234, stream, static_cast<uint64_t>(40 + b));
+      const double keep = 1.0 - static_cast<double>(rate);
+      const float expect = rate == 0.0f ? 1.0f : (rng.uniform_double() < keep ? static_cast<float>(1.0 / keep) : 0.0f);
+      ASSERT_EQ(want[static_cast<size_t>(b)], expect) << "rate " << rate << " sample " << b;
+    }
+  }
+}
+
+TEST(CudaDropPath, ForwardBackwardAndAddMatchCpu) {
+  VT_SKIP_WITHOUT_GPU();
+  const int64_t B = 6, T = 5, D = 12;
+  Tensor scales = Tensor::empty({B});
+  drop_path_scales(0.5f, 99, 7, scales);
+  for (DType dt : {DType::F32, DType::BF16}) {
+    const std::vector<float> xv = representable(randn(B * T * D, 1), dt), rv = representable(randn(B * T * D, 2), dt);
+    Tensor x = Tensor::from_vector(xv, {B, T, D}), r = Tensor::from_vector(rv, {B, T, D});
+    Tensor out = Tensor::empty(x.shape());
+    drop_path_forward(x, scales, out);
+    Tensor r_cpu = r.clone();
+    drop_path_add(x, scales, r_cpu);
+    auto to_dev = [&](const Tensor& t) { return t.to(dt).to(Device::cuda(0)); };
+    Tensor gx = to_dev(x), gs = scales.to(Device::cuda(0)), gout = to_dev(Tensor::zeros(x.shape()));
+    drop_path_forward(gx, gs, gout);
+    expect_close(gout.to_vector(), out.to_vector(), out_tol(dt), "forward");
+    Tensor gdx = to_dev(Tensor::zeros(x.shape()));
+    drop_path_backward(gx, gs, gdx);
+    expect_close(gdx.to_vector(), out.to_vector(), out_tol(dt), "backward");
+    Tensor gr = to_dev(r);
+    drop_path_add(gx, gs, gr);
+    expect_close(gr.to_vector(), r_cpu.to_vector(), out_tol(dt), "add");
+  }
+}
+
+}  // namespace
+}  // namespace vt
