@@ -16,6 +16,10 @@ cmp_<scheme>_lr<lr>_d<depth>w<dim>. Writes into OUT:
   stream_rms.png  the paper's Fig. 2: RMS of the x (solid) and y (dashed)
                 streams after each block, at the last metrics line that has
                 them (log.stream_rms), per scheme, one panel per lr
+  norm_scales.png  mean |weight| of each block LayerNorm at the last
+                evaluation (log.norm_scales), one line per norm of the block
+                (e.g. SiameseNorm's post_norm1 vs pre_norm1: the streams'
+                relative contribution), one panel per run
   prune.png     top-1 vs blocks removed from the end, per scheme, one panel
                 per lr, from OUT/<run>.prune ("k top1" lines, written by
                 compare_norms.sh PRUNE_LAST=k); only when such files exist
@@ -46,10 +50,11 @@ def stream_profile(m):
 
 
 def read_metrics(path):
-    """(train [(step, loss)], val [(step, top1)], last stream profile {x, y} or None)."""
-    train, val, rms = [], [], None
+    """(train [(step, loss)], val [(step, top1)], last stream profile {x, y} or None,
+    last evaluation's norm scales {state-dict name: mean |weight|})."""
+    train, val, rms, scales = [], [], None, {}
     if not os.path.exists(path):
-        return train, val, rms
+        return train, val, rms, scales
     with open(path) as f:
         for line in f:
             try:
@@ -63,7 +68,10 @@ def read_metrics(path):
                     rms = prof
             elif m.get("split") == "val" and "top1" in m:
                 val.append((m["step"], m["top1"]))
-    return train, val, rms
+                got = {k[len("norm_scale/"):]: v for k, v in m.items() if k.startswith("norm_scale/")}
+                if got:
+                    scales = got
+    return train, val, rms, scales
 
 
 def read_prune(path):
@@ -94,7 +102,7 @@ def collect(out):
         if status == "diverged" and len(lines) > 1:
             s = re.search(r"at step (\d+)", lines[1])
             div_step = s.group(1) if s else "?"
-        train, val, rms = read_metrics(os.path.join(out, run, "metrics.jsonl"))
+        train, val, rms, scales = read_metrics(os.path.join(out, run, "metrics.jsonl"))
         finite = [v for _, v in val if math.isfinite(v)]
         if status == "finished" and val and val[-1][1] <= CHANCE_TOP1 + 1.0:
             status = "collapsed"
@@ -103,7 +111,7 @@ def collect(out):
             "status": status, "steps": train[-1][0] if train else 0,
             "final_top1": f"{val[-1][1]:.2f}" if val else "",
             "best_top1": f"{max(finite):.2f}" if finite else "",
-            "diverged_step": div_step, "train": train, "val": val, "rms": rms,
+            "diverged_step": div_step, "train": train, "val": val, "rms": rms, "scales": scales,
             "prune": read_prune(os.path.join(out, run + ".prune")),
         })
     return rows
@@ -174,6 +182,40 @@ def plot(out, rows):
     plot_per_lr(plt, out, rows, lrs, "stream_rms.png", plot_stream_rms)
     if any(r["prune"] for r in rows):
         plot_per_lr(plt, out, rows, lrs, "prune.png", plot_prune)
+    if any(r["scales"] for r in rows):
+        plot_norm_scales(plt, out, [r for r in rows if r["scales"]])
+
+
+BLOCK_NORM = re.compile(r"^blocks\.(\d+)\.(.+)$")
+
+
+def plot_norm_scales(plt, out, runs):
+    runs = sorted(runs, key=lambda r: (float(r["lr"]), r["scheme"]))
+    cols = min(5, len(runs))
+    rows_n = (len(runs) + cols - 1) // cols
+    fig, axes = plt.subplots(rows_n, cols, figsize=(3.2 * cols, 2.6 * rows_n), squeeze=False)
+    for ax in axes.flat[len(runs):]:
+        ax.axis("off")
+    for ax, r in zip(axes.flat, runs):
+        per_norm = {}
+        for name, v in r["scales"].items():
+            m = BLOCK_NORM.match(name)
+            if m and v is not None:
+                per_norm.setdefault(m.group(2), []).append((int(m.group(1)), v))
+        for norm, pts in sorted(per_norm.items()):
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", linewidth=1, label=norm)
+        ax.set_title(f"{r['scheme']}, lr {r['lr']}", fontsize=8)
+        ax.set_xlabel("block", fontsize=7)
+        ax.set_ylabel("mean |LN weight|", fontsize=7)
+        ax.tick_params(labelsize=6)
+        ax.ticklabel_format(axis="y", useOffset=False)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        if per_norm:
+            ax.legend(fontsize=5)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "norm_scales.png"), dpi=90)
+    plt.close(fig)
 
 
 def plot_per_lr(plt, out, rows, lrs, name, draw):
@@ -230,7 +272,8 @@ def main():
         sys.exit(f"plot_compare.py: no finished runs (*.result) in '{out}'")
     write_tables(out, rows)
     plot(out, rows)
-    extra = ", prune.png" if any(r["prune"] for r in rows) else ""
+    extra = (", norm_scales.png" if any(r["scales"] for r in rows) else "") + \
+        (", prune.png" if any(r["prune"] for r in rows) else "")
     print(f"{len(rows)} runs -> {out}/results.md, results.csv, loss.png, top1.png, stream_rms.png{extra}")
 
 
