@@ -67,6 +67,7 @@ DiT::DiT(const DiTConfig& cfg) : cfg_(cfg) {
   bc.scheme = cfg_.scheme;
   bc.normalized_input = cfg_.normalized_input;
   bc.depth_scaling = cfg_.depth_scaling;
+  bc.mixln_alpha = cfg_.mixln_alpha;
   bc.dim = D;
   bc.depth = cfg_.depth;
   bc.heads = cfg_.heads;

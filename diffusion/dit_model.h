@@ -48,6 +48,7 @@ struct DiTConfig {
   NormScheme scheme = NormScheme::Siamese;
   bool normalized_input = true;
   bool depth_scaling = true;
+  double mixln_alpha = 0.25;  // mixln: fraction of leading Post-Norm blocks
 
   int64_t out_channels() const { return learn_sigma ? 2 * in_channels : in_channels; }
   int64_t grid() const { return input_size / patch; }
@@ -72,6 +73,10 @@ class DiT {
   const DiTConfig& config() const { return cfg_; }
   ParamStore& params() { return store_; }
   const ParamStore& params() const { return store_; }
+  // The trunk, for the mechanism measurements (Backbone::stream_rms,
+  // norm_scales, set_active_depth).
+  Backbone& backbone() { return *backbone_; }
+  const Backbone& backbone() const { return *backbone_; }
 
   // DiT's initialize_weights through the store's initialisers, then the
   // frozen position table.

@@ -30,8 +30,9 @@ const ConfigSchema& dittrain_schema() {
         .optional("model.mlp_ratio", T::Float, "4.0", "MLP hidden / D")
         .optional("model.num_classes", T::Int, "1000", "classes; the null class id is num_classes")
         .optional("model.class_dropout", T::Float, "0.1", "label -> null class probability in training")
-        .optional("model.norm.scheme", T::String, "siamese", "pre | post | siamese")
+        .optional("model.norm.scheme", T::String, "siamese", "pre | post | siamese | mixln | deepnorm | residual | hybrid")
         .optional("model.norm.normalized_input", T::Bool, "true", "siamese: keep norm_k on x + prenorm(y)")
+        .optional("model.norm.mixln_alpha", T::Float, "0.25", "mixln: fraction of leading Post-Norm blocks, in [0, 1]")
         .optional("model.norm.depth_scaling", T::Bool, "true", "siamese: c_l = sqrt(2(l+1)) (else 1)")
         .optional("diffusion.num_timesteps", T::Int, "1000", "T of the linear schedule")
         .optional("diffusion.t0_term", T::String, "nll",
@@ -56,6 +57,8 @@ const ConfigSchema& dittrain_schema() {
         .optional("log.every_steps", T::Int, "100", "metrics.jsonl line (means since the last one) every N steps (0: off)")
         .optional("log.every_s", T::Float, "30", "plain progress line every N seconds (non-terminal)")
         .optional("log.tensorboard", T::Bool, "true", "TensorBoard event files in <run>/tb/")
+        .optional("log.stream_rms", T::Bool, "false", "per-block RMS of the x/y streams (stream_rms/x/<l>, stream_rms/y/<l>) on each metrics line")
+        .optional("log.norm_scales", T::Bool, "false", "mean |weight| of each affine LayerNorm (norm_scale/<name>) on each metrics line")
         .optional("ckpt.every_steps", T::Int, "50000", "checkpoint every N steps (0: off; the end always)")
         .optional("ckpt.keep_last", T::Int, "0", "complete checkpoints kept (0: all, as DiT)")
         .optional("sample.every", T::Int, "10000", "steps between EMA sample grids (0: off)")
@@ -115,6 +118,7 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   m.num_classes = c.get<int64_t>("model.num_classes");
   m.class_dropout = real_in(c, "model.class_dropout", 0, 1, false, /*open_hi=*/true);
   m.learn_sigma = true;
+  m.mixln_alpha = real_in(c, "model.norm.mixln_alpha", 0, 1);
   try {
     m.scheme = norm_scheme_from_name(c.get<std::string>("model.norm.scheme"));
     if (c.has("model.preset")) m = dit_preset(c.get<std::string>("model.preset"), m);
@@ -155,6 +159,8 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   t.log_every_steps = int_in(c, "log.every_steps", 0, INT64_MAX);
   t.log_every_s = real_in(c, "log.every_s", 0, std::numeric_limits<double>::infinity());
   t.tensorboard = c.get<bool>("log.tensorboard");
+  t.log_stream_rms = c.get<bool>("log.stream_rms");
+  t.log_norm_scales = c.get<bool>("log.norm_scales");
   t.ckpt_every_steps = int_in(c, "ckpt.every_steps", 0, INT64_MAX);  // 0: only at the end
   t.keep_last = static_cast<int>(int_in(c, "ckpt.keep_last", 0));
   t.sample_every = int_in(c, "sample.every", 0, INT64_MAX);

@@ -49,6 +49,8 @@ struct DitTrainConfig {
   int64_t log_every_steps = 100, ckpt_every_steps = 50000, sample_every = 10000;
   double log_every_s = 30;
   bool tensorboard = true;
+  bool log_stream_rms = false;   // stream_rms/{x,y}/<l> on each metrics line
+  bool log_norm_scales = false;  // norm_scale/<name> on each metrics line
   int keep_last = 0;  // 0: keep every checkpoint
   SampleOptions grid;  // periodic grids
   int grid_images = 16;

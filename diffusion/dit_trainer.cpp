@@ -26,6 +26,7 @@
 #include "train/run_dir.h"
 #include "train/run_state.h"
 #include "train/loop.h"
+#include "train/mechanism_scalars.h"
 
 namespace vt {
 namespace fs = std::filesystem;
@@ -223,7 +224,17 @@ std::vector<std::pair<std::string, double>> DitTrainer::log_scalars(int64_t s) {
   sc.emplace_back("img_per_s", ips);
   sc.emplace_back("epoch", static_cast<double>(epoch_));
   sc.emplace_back("nonfinite_skipped", static_cast<double>(nonfinite_.skipped_total()));
+  append_mechanism_scalars(sc);
   return sc;
+}
+
+// log.stream_rms / log.norm_scales: the backbone still holds this step's
+// forward (nothing runs the model between the step and its metrics line).
+void DitTrainer::append_mechanism_scalars(std::vector<std::pair<std::string, double>>& sc) const {
+  if (cfg_.log_stream_rms)
+    for (auto& kv : stream_rms_scalars(model_->backbone())) sc.push_back(std::move(kv));
+  if (cfg_.log_norm_scales)
+    for (auto& kv : norm_scale_scalars(model_->backbone())) sc.push_back(std::move(kv));
 }
 
 void DitTrainer::after_step(int64_t s) {

@@ -80,6 +80,7 @@ class DitTrainer : private StepTask {
   Output forward_backward(int64_t step) override;
   void after_update(int64_t step, const Output& out, const UpdateResult& u) override;
   std::vector<std::pair<std::string, double>> log_scalars(int64_t step) override;
+  void append_mechanism_scalars(std::vector<std::pair<std::string, double>>& scalars) const;
   void after_step(int64_t step) override;
   void save(const std::string&) override { save_checkpoint(); }
 

@@ -23,7 +23,8 @@ Top1Request parse_top1_args(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     const size_t eq = a.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw std::invalid_argument("argument '" + a + "' is not key=value (ckpt=DIR, split=NAME, ema=true|false, key.path=value)");
+      throw std::invalid_argument("argument '" + a +
+                                  "' is not key=value (ckpt=DIR, split=NAME, ema=true|false, prune_last=K, key.path=value)");
     const std::string k = a.substr(0, eq), v = a.substr(eq + 1);
     if (k == "ckpt") {
       r.ckpt = v, have_ckpt = true;
@@ -34,6 +35,17 @@ Top1Request parse_top1_args(const std::vector<std::string>& args) {
       if (v == "true" || v == "1") r.ema = true;
       else if (v == "false" || v == "0") r.ema = false;
       else throw std::invalid_argument("ema must be true or false, got '" + v + "'");
+    } else if (k == "prune_last") {
+      size_t used = 0;
+      long long n = -1;
+      try {
+        n = std::stoll(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (v.empty() || used != v.size() || n < 0)
+        throw std::invalid_argument("prune_last must be a block count >= 0, got '" + v + "'");
+      r.prune_last = n;
     } else {
       r.overrides.push_back(a);
     }
@@ -82,7 +94,15 @@ Top1Report run_top1(const Top1Request& req, const std::vector<std::string>& conf
     throw std::runtime_error("split folder '" + dir + "' has " + std::to_string(ds->num_classes()) +
                              " classes but the checkpoint's head has " + std::to_string(o.vit.num_classes));
 
+  const int64_t depth = o.vit.backbone.depth;
+  if (req.prune_last > depth)
+    throw std::invalid_argument("prune_last=" + std::to_string(req.prune_last) + ": must be in [0, " +
+                                std::to_string(depth) + "] (the model's depth, from " + fc.path + ")");
+  lc.model->backbone().set_active_depth(depth - req.prune_last);
+
   Top1Report rep;
+  rep.blocks_run = depth - req.prune_last;
+  rep.depth = depth;
   rep.result = evaluate_classifier(*lc.model, ds, eval_options(o), progress);
   rep.config_path = fc.path;
   rep.weights_file = lc.weights_file;

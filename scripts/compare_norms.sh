@@ -8,6 +8,7 @@
 #   scripts/compare_norms.sh                  # the full grid, in the foreground
 #   nohup scripts/compare_norms.sh > runs/compare_norms.log 2>&1 &   # in the background
 #   SCHEMES="pre siamese" LRS="1e-3" STEPS=20 OUT=runs/cmp_smoke scripts/compare_norms.sh   # a smoke test
+#   PRUNE_LAST=6 scripts/compare_norms.sh     # also the layer-pruning curves of the finished runs
 #
 # Resumable: a finished run leaves OUT/<run>.result (its exit status and, for a
 # diverged run, the step and loss); a rerun skips runs that have one, and an
@@ -16,7 +17,8 @@
 # last good checkpoint and names the step) and the grid goes on.
 #
 # Every run evaluates the 10 000 test images once per epoch and at its end
-# (no EMA: too few steps for it to mean anything). Measured on a 2-core CPU
+# (no EMA: too few steps for it to mean anything) and logs the per-block RMS
+# of the x and y streams (log.stream_rms: the paper's Fig. 2). Measured on a 2-core CPU
 # shared with other jobs (load average ~10): depth 12 x width 96 trained at
 # 40-70 img/s and one evaluation took 1-2.5 min, so a 400-step run takes
 # about 10 minutes there; set STEPS to fit the time you have.
@@ -29,6 +31,11 @@
 #   STEPS    optimizer steps per run [400];  EPOCHS  schedule length [1]
 #   BATCH    [64];  CLIP  max grad norm, empty = no clipping []
 #   OUT      [runs/compare_norms];  VTRAIN  [build/vtrain];  PYTHON [python3]
+#   PRUNE_LAST  k: after training, evaluate every finished run with its last
+#            0..k blocks removed (veval top1 prune_last=...; the paper's
+#            layer-pruning study) into OUT/<run>.prune, resumable [empty: off]
+#   PRUNE_IMAGES  test images per pruning evaluation, evenly spaced [2000]
+#   VEVAL    [build/veval]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,9 +44,15 @@ LRS=${LRS:-"5e-4 3e-3"}
 DEPTH=${DEPTH:-12} DIM=${DIM:-96} HEADS=${HEADS:-3} MLP_RATIO=${MLP_RATIO:-2}
 STEPS=${STEPS:-400} EPOCHS=${EPOCHS:-1} BATCH=${BATCH:-64} CLIP=${CLIP:-}
 OUT=${OUT:-runs/compare_norms} VTRAIN=${VTRAIN:-build/vtrain} PYTHON=${PYTHON:-python3}
+PRUNE_LAST=${PRUNE_LAST:-} PRUNE_IMAGES=${PRUNE_IMAGES:-2000} VEVAL=${VEVAL:-build/veval}
 BASE=configs/cifar10_vit_tiny_siamese.yaml
 
 [[ -x $VTRAIN ]] || { echo "compare_norms: $VTRAIN not found; build first (scripts/setup.sh)" >&2; exit 2; }
+if [[ -n $PRUNE_LAST ]]; then
+  [[ $PRUNE_LAST =~ ^[0-9]+$ && $PRUNE_LAST -le $DEPTH ]] ||
+    { echo "compare_norms: PRUNE_LAST='$PRUNE_LAST' must be a block count in [0, DEPTH=$DEPTH]" >&2; exit 2; }
+  [[ -x $VEVAL ]] || { echo "compare_norms: $VEVAL not found; build first (scripts/setup.sh)" >&2; exit 2; }
+fi
 mkdir -p "$OUT"
 
 # label -> model.norm.* overrides
@@ -69,7 +82,8 @@ for lr in $LRS; do
     "$VTRAIN" "$BASE" name="$run" out_dir="$OUT" resume=auto $ov \
       model.depth="$DEPTH" model.dim="$DIM" model.heads="$HEADS" model.mlp_ratio="$MLP_RATIO" \
       train.lr="$lr" train.epochs="$EPOCHS" train.max_steps="$STEPS" train.batch_size="$BATCH" "$clip" \
-      train.warmup_epochs=0.05 train.ema=false log.every_steps=10 eval.every_epochs=1 ckpt.every_steps=100 \
+      train.warmup_epochs=0.05 train.ema=false log.every_steps=10 log.stream_rms=true log.norm_scales=true \
+      eval.every_epochs=1 ckpt.every_steps=100 \
       > "$OUT/$run.log" 2>&1
     rc=$?
     set -e
@@ -87,5 +101,31 @@ for lr in $LRS; do
     mv "$tmp" "$result"  # atomic: a result file is always complete
   done
 done
+
+# Layer pruning: top-1 of each finished (not diverged) run's newest checkpoint
+# with its last k = 0..PRUNE_LAST blocks removed; OUT/<run>.prune holds one
+# "k top1" line per k and is written whole (a rerun skips it).
+if [[ -n $PRUNE_LAST ]]; then
+  for result in "$OUT"/cmp_*.result; do
+    [[ -f $result ]] || continue
+    [[ $(head -n1 "$result") == finished ]] || continue
+    run=$(basename "$result" .result)
+    prune="$OUT/$run.prune"
+    [[ -f $prune ]] && { echo "skip pruning $run (done)"; continue; }
+    echo "$(date -u +%H:%M:%S) prune $run k=0..$PRUNE_LAST"
+    : > "$prune.tmp"
+    ok=1
+    for ((k = 0; k <= PRUNE_LAST; k++)); do
+      if ! line=$("$VEVAL" top1 "$OUT/$run/config.yaml" ckpt="$OUT/$run" prune_last="$k" \
+                  eval.max_images="$PRUNE_IMAGES" 2>> "$OUT/$run.prune.log" | grep '^top1:'); then
+        echo "compare_norms: pruning $run k=$k failed, see $OUT/$run.prune.log" >&2
+        ok=0
+        break
+      fi
+      echo "$k $(sed -E 's/^top1: ([0-9.]+)%.*/\1/' <<< "$line")" >> "$prune.tmp"
+    done
+    if [[ $ok -eq 1 ]]; then mv "$prune.tmp" "$prune"; else rm -f "$prune.tmp"; fi
+  done
+fi
 
 "$PYTHON" tools/plot_compare.py "$OUT"

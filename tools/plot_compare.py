@@ -13,6 +13,16 @@ cmp_<scheme>_lr<lr>_d<depth>w<dim>. Writes into OUT:
   results.md    the same as a Markdown table
   loss.png      training loss per scheme, one panel per learning rate
   top1.png      test top-1 per scheme (final, as bars, one group per lr)
+  stream_rms.png  the paper's Fig. 2: RMS of the x (solid) and y (dashed)
+                streams after each block, at the last metrics line that has
+                them (log.stream_rms), per scheme, one panel per lr
+  norm_scales.png  mean |weight| of each block LayerNorm at the last
+                evaluation (log.norm_scales), one line per norm of the block
+                (e.g. SiameseNorm's post_norm1 vs pre_norm1: the streams'
+                relative contribution), one panel per run
+  prune.png     top-1 vs blocks removed from the end, per scheme, one panel
+                per lr, from OUT/<run>.prune ("k top1" lines, written by
+                compare_norms.sh PRUNE_LAST=k); only when such files exist
 
 Usage: tools/plot_compare.py OUT
 """
@@ -27,10 +37,24 @@ CHANCE_TOP1 = 10.0  # CIFAR-10
 RUN = re.compile(r"^cmp_(?P<scheme>.+)_lr(?P<lr>[^_]+)_d(?P<depth>\d+)w(?P<dim>\d+)$")
 
 
+def stream_profile(m):
+    """{"x": [(block, rms)], "y": [...]} of a metrics line's stream_rms/<s>/<l> keys."""
+    prof = {"x": [], "y": []}
+    for k, v in m.items():
+        parts = k.split("/")
+        if len(parts) == 3 and parts[0] == "stream_rms" and parts[1] in prof and v is not None:
+            prof[parts[1]].append((int(parts[2]), v))
+    for s in prof.values():
+        s.sort()
+    return prof
+
+
 def read_metrics(path):
-    train, val = [], []
+    """(train [(step, loss)], val [(step, top1)], last stream profile {x, y} or None,
+    last evaluation's norm scales {state-dict name: mean |weight|})."""
+    train, val, rms, scales = [], [], None, {}
     if not os.path.exists(path):
-        return train, val
+        return train, val, rms, scales
     with open(path) as f:
         for line in f:
             try:
@@ -39,9 +63,27 @@ def read_metrics(path):
                 continue  # a line cut by an interrupted run
             if m.get("split") == "train" and "loss" in m:
                 train.append((m["step"], m["loss"]))
+                prof = stream_profile(m)
+                if prof["x"] or prof["y"]:
+                    rms = prof
             elif m.get("split") == "val" and "top1" in m:
                 val.append((m["step"], m["top1"]))
-    return train, val
+                got = {k[len("norm_scale/"):]: v for k, v in m.items() if k.startswith("norm_scale/")}
+                if got:
+                    scales = got
+    return train, val, rms, scales
+
+
+def read_prune(path):
+    """[(blocks removed, top1)] from a compare_norms.sh .prune file, [] if none."""
+    if not os.path.exists(path):
+        return []
+    pts = []
+    with open(path) as f:
+        for line in f:
+            k, top1 = line.split()
+            pts.append((int(k), float(top1)))
+    return pts
 
 
 def collect(out):
@@ -60,7 +102,7 @@ def collect(out):
         if status == "diverged" and len(lines) > 1:
             s = re.search(r"at step (\d+)", lines[1])
             div_step = s.group(1) if s else "?"
-        train, val = read_metrics(os.path.join(out, run, "metrics.jsonl"))
+        train, val, rms, scales = read_metrics(os.path.join(out, run, "metrics.jsonl"))
         finite = [v for _, v in val if math.isfinite(v)]
         if status == "finished" and val and val[-1][1] <= CHANCE_TOP1 + 1.0:
             status = "collapsed"
@@ -69,7 +111,8 @@ def collect(out):
             "status": status, "steps": train[-1][0] if train else 0,
             "final_top1": f"{val[-1][1]:.2f}" if val else "",
             "best_top1": f"{max(finite):.2f}" if finite else "",
-            "diverged_step": div_step, "train": train, "val": val,
+            "diverged_step": div_step, "train": train, "val": val, "rms": rms, "scales": scales,
+            "prune": read_prune(os.path.join(out, run + ".prune")),
         })
     return rows
 
@@ -136,6 +179,87 @@ def plot(out, rows):
     fig.savefig(os.path.join(out, "top1.png"), dpi=90)
     plt.close(fig)
 
+    plot_per_lr(plt, out, rows, lrs, "stream_rms.png", plot_stream_rms)
+    if any(r["prune"] for r in rows):
+        plot_per_lr(plt, out, rows, lrs, "prune.png", plot_prune)
+    if any(r["scales"] for r in rows):
+        plot_norm_scales(plt, out, [r for r in rows if r["scales"]])
+
+
+BLOCK_NORM = re.compile(r"^blocks\.(\d+)\.(.+)$")
+
+
+def plot_norm_scales(plt, out, runs):
+    runs = sorted(runs, key=lambda r: (float(r["lr"]), r["scheme"]))
+    cols = min(5, len(runs))
+    rows_n = (len(runs) + cols - 1) // cols
+    fig, axes = plt.subplots(rows_n, cols, figsize=(3.2 * cols, 2.6 * rows_n), squeeze=False)
+    for ax in axes.flat[len(runs):]:
+        ax.axis("off")
+    for ax, r in zip(axes.flat, runs):
+        per_norm = {}
+        for name, v in r["scales"].items():
+            m = BLOCK_NORM.match(name)
+            if m and v is not None:
+                per_norm.setdefault(m.group(2), []).append((int(m.group(1)), v))
+        for norm, pts in sorted(per_norm.items()):
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", linewidth=1, label=norm)
+        ax.set_title(f"{r['scheme']}, lr {r['lr']}", fontsize=8)
+        ax.set_xlabel("block", fontsize=7)
+        ax.set_ylabel("mean |LN weight|", fontsize=7)
+        ax.tick_params(labelsize=6)
+        ax.ticklabel_format(axis="y", useOffset=False)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        if per_norm:
+            ax.legend(fontsize=5)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "norm_scales.png"), dpi=90)
+    plt.close(fig)
+
+
+def plot_per_lr(plt, out, rows, lrs, name, draw):
+    """One panel per learning rate, drawn by draw(ax, runs of that lr, lr)."""
+    fig, axes = plt.subplots(1, len(lrs), figsize=(6 * len(lrs), 4), squeeze=False)
+    for ax, lr in zip(axes[0], lrs):
+        draw(ax, sorted((r for r in rows if r["lr"] == lr), key=lambda r: r["scheme"]), lr)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, name), dpi=90)
+    plt.close(fig)
+
+
+def plot_stream_rms(ax, runs, lr):
+    # The paper's Fig. 2: Pre-Norm's stream grows with depth, SiameseNorm's x
+    # stays bounded (its y grows like Pre-Norm's).
+    for i, r in enumerate(runs):
+        if not r["rms"]:
+            continue
+        color = f"C{i % 10}"
+        for stream, style in (("x", "-"), ("y", "--")):
+            pts = [(l, v) for l, v in r["rms"][stream] if math.isfinite(v) and v > 0]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color, linewidth=1,
+                        marker=".", label=f"{r['scheme']} {stream}")
+    ax.set_yscale("log")
+    ax.set_title(f"stream RMS after each block (last logged step), peak lr {lr}")
+    ax.set_xlabel("block")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_ylabel("RMS (x solid, y dashed)")
+
+
+def plot_prune(ax, runs, lr):
+    for r in runs:
+        if r["prune"]:
+            ax.plot([p[0] for p in r["prune"]], [p[1] for p in r["prune"]], marker="o", linewidth=1,
+                    label=r["scheme"])
+    ax.axhline(CHANCE_TOP1, color="gray", linewidth=0.5, linestyle=":")
+    ax.set_title(f"layer pruning, peak lr {lr}")
+    ax.set_xlabel("blocks removed from the end")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_ylabel("test top-1 (%)")
+
 
 def main():
     if len(sys.argv) != 2:
@@ -148,7 +272,9 @@ def main():
         sys.exit(f"plot_compare.py: no finished runs (*.result) in '{out}'")
     write_tables(out, rows)
     plot(out, rows)
-    print(f"{len(rows)} runs -> {out}/results.md, results.csv, loss.png, top1.png")
+    extra = (", norm_scales.png" if any(r["scales"] for r in rows) else "") + \
+        (", prune.png" if any(r["prune"] for r in rows) else "")
+    print(f"{len(rows)} runs -> {out}/results.md, results.csv, loss.png, top1.png, stream_rms.png{extra}")
 
 
 if __name__ == "__main__":

@@ -27,8 +27,9 @@ const ConfigSchema& vtrain_schema() {
         .optional("model.qkv_bias", T::Bool, "true", "bias on the qkv projection")
         .optional("model.num_classes", T::Int, "0", "classes (0: number of class folders)")
         .optional("model.drop_path", T::Float, "0.1", "stochastic depth, linear over blocks from 0")
-        .optional("model.norm.scheme", T::String, "siamese", "pre | post | siamese")
+        .optional("model.norm.scheme", T::String, "siamese", "pre | post | siamese | mixln | deepnorm | residual | hybrid")
         .optional("model.norm.normalized_input", T::Bool, "true", "siamese: keep input_norm_k")
+        .optional("model.norm.mixln_alpha", T::Float, "0.25", "mixln: fraction of leading Post-Norm blocks, in [0, 1]")
         .optional("model.norm.depth_scaling", T::Bool, "true", "siamese: c_l = sqrt(2(l+1)) (else 1)")
         .required("data.root", T::String, "folder with <train_split>/ and <val_split>/ class folders")
         .optional("data.train_split", T::String, "train", "training sub-folder")
@@ -80,7 +81,9 @@ const ConfigSchema& vtrain_schema() {
         .optional("resume", T::String, "auto", "auto (newest complete checkpoint of the run) | never (alias: none) | DIR")
         .optional("log.every_steps", T::Int, "50", "metrics.jsonl line every N steps (0: off)")
         .optional("log.every_s", T::Float, "30", "plain progress line every N seconds (non-terminal)")
-        .optional("log.tensorboard", T::Bool, "true", "TensorBoard event files in <run>/tb/");
+        .optional("log.tensorboard", T::Bool, "true", "TensorBoard event files in <run>/tb/")
+        .optional("log.stream_rms", T::Bool, "false", "per-block RMS of the x/y streams (stream_rms/x/<l>, stream_rms/y/<l>) on each metrics line")
+        .optional("log.norm_scales", T::Bool, "false", "mean |weight| of each affine LayerNorm (norm_scale/<name>) at each evaluation");
     return s;
   }();
   return schema;
@@ -106,7 +109,7 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   try {
     scheme = norm_scheme_from_name(c.get<std::string>("model.norm.scheme"));
   } catch (const std::invalid_argument& e) {
-    bad_value(c, "model.norm.scheme", "expected pre | post | siamese, got '" + c.get<std::string>("model.norm.scheme") + "'");
+    bad_value(c, "model.norm.scheme", "expected pre | post | siamese | mixln | deepnorm | residual | hybrid, got '" + c.get<std::string>("model.norm.scheme") + "'");
   }
   o.preset = c.get<std::string>("model.preset");
   o.drop_path = static_cast<float>(real_in(c, "model.drop_path", 0, 1));
@@ -138,6 +141,7 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   o.vit.backbone.qkv_bias = c.get<bool>("model.qkv_bias");
   o.vit.backbone.normalized_input = c.get<bool>("model.norm.normalized_input");
   o.vit.backbone.depth_scaling = c.get<bool>("model.norm.depth_scaling");
+  o.vit.backbone.mixln_alpha = real_in(c, "model.norm.mixln_alpha", 0, 1);
   o.vit.backbone.drop_path = drop_path_linspace(o.drop_path, o.vit.backbone.depth);
   // Whatever the model would still reject is a config error too (exit 2),
   // not a runtime failure after the data has been opened.
@@ -231,6 +235,8 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   o.log_every_steps = int_in(c, "log.every_steps", 0, std::numeric_limits<int64_t>::max());
   o.log_every_s = real_in(c, "log.every_s", 0, kInf);
   o.tensorboard = c.get<bool>("log.tensorboard");
+  o.log_stream_rms = c.get<bool>("log.stream_rms");
+  o.log_norm_scales = c.get<bool>("log.norm_scales");
   return o;
 }
 

@@ -65,6 +65,8 @@ struct TrainOptions {
   int64_t log_every_steps = 50;
   double log_every_s = 30;
   bool tensorboard = true;
+  bool log_stream_rms = false;   // stream_rms/{x,y}/<l> on each metrics line
+  bool log_norm_scales = false;  // norm_scale/<name> at each evaluation
 
   bool mixing() const { return mixup_prob > 0 && (mixup_alpha > 0 || cutmix_alpha > 0); }
 };

@@ -22,6 +22,7 @@
 #include "train/run_dir.h"
 #include "train/run_state.h"
 #include "train/loop.h"
+#include "train/mechanism_scalars.h"
 #include "vision/evaluate.h"
 #include "vision/vit.h"
 
@@ -82,8 +83,6 @@ struct Trainer::Impl {
   double best_top1 = -1;
   int64_t best_step = -1;
   std::vector<double> losses;
-
-  int64_t train_order_size(uint64_t ep) const { return static_cast<int64_t>(make_order(ep).size()); }
 
   EpochOrder make_order(uint64_t ep) const {
     if (o.repeated_aug > 1) return ra_order(train_ds->size(), o.seed, ep, 0, 1, o.repeated_aug);
@@ -149,11 +148,22 @@ struct Trainer::Impl {
     std::vector<std::pair<std::string, double>> m{
         {"epoch", static_cast<double>(epoch)}, {"top1", e.top1}, {"top5", e.top5}, {"loss", e.loss}};
     if (o.on_corrupt == "skip") m.emplace_back("corrupt_skipped", static_cast<double>(e.skipped));
+    if (o.log_norm_scales) append(m, norm_scale_scalars(model->backbone()));
     run->write_metrics(step, m, {{"split", label}}, label);
     return e;
   }
 
   TrainSummary loop();
+
+  // log.stream_rms: the train metrics line also carries the per-block stream
+  // RMS of this step's forward (the backbone keeps its activations until the
+  // next forward, and nothing runs the model between the step and the line).
+  using Scalars = std::vector<std::pair<std::string, double>>;
+  Scalars with_mechanism_scalars(Scalars sc) const {
+    if (o.log_stream_rms) append(sc, stream_rms_scalars(model->backbone()));
+    return sc;
+  }
+  static void append(Scalars& to, const Scalars& more) { to.insert(to.end(), more.begin(), more.end()); }
 
   struct StepWork {  // per-run buffers and constants of the step
     MixupParams mix;
@@ -223,11 +233,11 @@ struct Trainer::Impl {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double ips =
           secs > 0 ? static_cast<double>((I.batch_in_epoch - first_batch) * I.o.batch_size) / secs : 0.0;
-      return {{"epoch", I.epoch + static_cast<double>(I.batch_in_epoch) / steps_per_epoch},
-              {"loss", sum.last_loss},
-              {"lr", last_lr},
-              {"grad_norm", grad_norm},
-              {"img_per_s", ips}};
+      return I.with_mechanism_scalars({{"epoch", I.epoch + static_cast<double>(I.batch_in_epoch) / steps_per_epoch},
+                                       {"loss", sum.last_loss},
+                                       {"lr", last_lr},
+                                       {"grad_norm", grad_norm},
+                                       {"img_per_s", ips}});
     }
     void save(const std::string& why) override {
       I.save(why);

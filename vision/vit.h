@@ -61,6 +61,10 @@ class VisionTransformer {
   const VitConfig& config() const { return cfg_; }
   ParamStore& params() { return store_; }
   const ParamStore& params() const { return store_; }
+  // The trunk, for the mechanism measurements (Backbone::stream_rms,
+  // norm_scales, set_active_depth).
+  Backbone& backbone() { return *backbone_; }
+  const Backbone& backbone() const { return *backbone_; }
 
   // DeiT initialisation (see above), keyed by seed.
   void init(uint64_t seed);

@@ -3,7 +3,7 @@
 //             [--inception WEIGHTS | --features CKPT [--config CONFIG] [--ema true]]
 //             [--sqrtm eig|schur] [--json FILE]
 //   veval stats --images PATH --out ref.npz [--batch N] [--inception WEIGHTS | --features CKPT ...]
-//   veval top1 CONFIG.yaml ckpt=DIR [split=val] [ema=true] [key.path=value ...]
+//   veval top1 CONFIG.yaml ckpt=DIR [split=val] [ema=true] [prune_last=K] [key.path=value ...]
 // PATH: image folder (recursive), ADM .npz (arr_0 uint8 NHWC) or statistics
 // .npz (mu, sigma); see eval/fid_inputs.h. FID semantics: docs/recipes.md §9;
 // --features: eval/features_embedding.h; top1: eval/top1.h.
@@ -42,7 +42,7 @@ const char* kUsage =
     "            [--sqrtm eig|schur] [--json FILE]\n"
     "  veval fid --samples PATH --ref PATH --features CKPT [--config CONFIG] [--ema true] ...\n"
     "  veval stats --images PATH --out ref.npz [--batch N] [--inception WEIGHTS | --features CKPT ...]\n"
-    "  veval top1 CONFIG.yaml ckpt=DIR [split=val|train|FOLDER] [ema=true] [key.path=value ...]\n"
+    "  veval top1 CONFIG.yaml ckpt=DIR [split=val|train|FOLDER] [ema=true] [prune_last=K] [key.path=value ...]\n"
     "PATH: a folder of images (recursive), an .npz with arr_0 (uint8 [N, H, W, 3]) or an .npz\n"
     "with mu and sigma (statistics, used directly).\n"
     "--features CKPT: embed with a vtrain classifier's pre-logit features (final normed class\n"
@@ -53,7 +53,8 @@ const char* kUsage =
     "  same checkpoint.\n"
     "top1: top-1/top-5/loss of a vtrain checkpoint with the DeiT eval transform, every image\n"
     "  counted once. CONFIG as for vtrain (a path, or a name in the installed or source configs/); split=val means\n"
-    "  data.val_split; other key=value words override the config (e.g. eval.batch_size=500).\n";
+    "  data.val_split; prune_last=K drops the last K blocks (the final norms and head stay: the\n"
+    "  paper's layer-pruning study); other key=value words override the config (e.g. eval.batch_size=500).\n";
 
 struct Args {
   std::map<std::string, std::string> opts;
@@ -256,6 +257,8 @@ int cmd_top1(int argc, char** argv) {
   std::printf("checkpoint: %s%s\nsplit: %s (%lld classes)\nconfig: %s\n", rep.weights_file.c_str(),
               req.ema ? " (EMA)" : "", rep.split_dir.c_str(), static_cast<long long>(rep.num_classes),
               rep.config_path.c_str());
+  std::printf("blocks: %lld of %lld run (prune_last=%lld)\n", static_cast<long long>(rep.blocks_run),
+              static_cast<long long>(rep.depth), static_cast<long long>(req.prune_last));
   std::fprintf(stderr, "%.1f s, %.1f images/s\n", sec, sec > 0 ? static_cast<double>(e.images) / sec : 0.0);
   return 0;
 }

@@ -16,6 +16,7 @@
 #include "core/philox.h"
 #include "core/safetensors.h"
 #include "test_fs.h"
+#include "diffusion/dit_model.h"
 #include "diffusion/dit_sample_args.h"
 #include "diffusion/dit_trainer.h"
 #include "diffusion/sampler.h"
@@ -67,7 +68,8 @@ TEST(DitSetup, ObviouslyInvalidValuesAreConfigErrorsNamingTheKey) {
         "sample.steps=0", "sample.steps=1001", "sample.eta=-1", "sample.cfg_scale=.nan", "sample.seed=-1",
         "sample.guided_channels=4", "sample.guided_channels=0", "sample.sampler=euler", "data.workers=-1",
         "data.latent_scale=0", "data.on_corrupt=ignore", "seed=-2", "name=a/b", "name=",
-        "diffusion.num_timesteps=1"}) {
+        "diffusion.num_timesteps=1", "model.norm.mixln_alpha=1.01", "model.norm.mixln_alpha=-1",
+        "model.norm.scheme=spannorm"}) {
     const std::string key = ov.substr(0, ov.find('='));
     const std::string msg = error_of_config(y, {ov});
     EXPECT_NE(msg.find(key), std::string::npos) << ov << " gave '" << msg << "'";
@@ -80,6 +82,18 @@ TEST(DitSetup, ObviouslyInvalidValuesAreConfigErrorsNamingTheKey) {
   EXPECT_EQ(d.timestep_map().back(), 99);
   EXPECT_NE(error_of_config(y, {"diffusion.num_timesteps=100", "sample.steps=101"}).find("sample.steps"),
             std::string::npos);
+}
+
+// model.norm.mixln_alpha travels config -> DiTConfig -> the DiT's backbone.
+TEST(DitSetup, MixLnAlphaReachesTheBackbone) {
+  const std::string y = yaml_for("/tmp/unused", "/tmp/unused");
+  const DitTrainConfig t = cfg_from(y, {"model.depth=4", "model.norm.scheme=mixln", "model.norm.mixln_alpha=0.5"});
+  EXPECT_EQ(t.model.mixln_alpha, 0.5);
+  DiT model(t.model);
+  EXPECT_EQ(model.backbone().config().mixln_alpha, 0.5);
+  for (int64_t l = 0; l < 4; ++l)  // floor(0.5 * 4) = 2 leading Post blocks
+    EXPECT_EQ(model.backbone().config().block_scheme(l), l < 2 ? NormScheme::Post : NormScheme::Pre) << l;
+  EXPECT_EQ(cfg_from(y).model.mixln_alpha, 0.25);
 }
 
 TEST(DitSetup, ResumeWordsNeverAndItsAliasNone) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
 #include "core/config.h"
@@ -34,17 +35,77 @@ void write_latent_shard(const std::string& dir, bool nan = false) {
 }
 
 DitTrainConfig tiny(const std::string& out_dir, const std::string& name, const std::string& data,
-                    const std::string& extra = "") {
+                    const std::string& extra = "", const std::vector<std::string>& overrides = {}) {
   const std::string yaml = "name: " + name + "\nout_dir: " + out_dir + "\nseed: 9\nresume: auto\n" +
                            "model: {input_size: 8, in_channels: 4, patch: 2, hidden: 16, depth: 2, heads: 2, "
                            "num_classes: 3}\n"
                            "data: {kind: latents, root: " + data + ", workers: 2}\n"
                            "train: {batch_size: 4, steps: 7, lr: 1.0e-3, ema_decay: 0.9}\n"
                            "log: {every_steps: 1}\nckpt: {every_steps: 100}\nsample: {every: 0}\n" + extra;
-  return dit_train_config(Config::parse(yaml, dittrain_schema()));
+  return dit_train_config(Config::parse(yaml, dittrain_schema(), overrides));
 }
 
 std::vector<float> flat(const Tensor& t) { return t.contiguous().to_vector(); }
+
+// metrics.jsonl lines of a run with split "train".
+std::vector<nlohmann::json> train_lines(const std::string& run_dir) {
+  std::ifstream f(run_dir + "/metrics.jsonl");
+  std::vector<nlohmann::json> r;
+  for (std::string line; std::getline(f, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j.value("split", "") == "train") r.push_back(std::move(j));
+  }
+  return r;
+}
+
+size_t count_prefix(const nlohmann::json& line, const std::string& prefix) {
+  size_t n = 0;
+  for (auto it = line.begin(); it != line.end(); ++it) n += it.key().rfind(prefix, 0) == 0;
+  return n;
+}
+
+// log.stream_rms / log.norm_scales on dittrain's metrics lines. At step 1
+// adaLN-Zero makes every Pre-Norm block the identity (gates are zero), so
+// the stream's RMS is the same after each block (at step 2 too: the zero final
+// layer passed no gradient to the blocks in step 1); the norm scales are
+// recomputed from the step-2 checkpoint (the line follows that update).
+TEST(DitTrainer, MechanismScalarsOnTheMetricsLine) {
+  vt_test::TmpDir tmp;
+  write_latent_shard(tmp.file("lat"));
+  const auto run = [&](const std::string& name, const std::string& scheme) {
+    DitTrainer t(tiny(tmp.path(), name, tmp.file("lat"), "", {"train.steps=2", "log.tensorboard=false", "log.stream_rms=true",
+                                                           "log.norm_scales=true", "model.norm.scheme=" + scheme}));
+    t.train();
+  };
+  run("pre", "pre");
+  const auto lines = train_lines(tmp.file("pre"));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(count_prefix(lines[0], "stream_rms/x/"), 0u);
+  ASSERT_EQ(count_prefix(lines[0], "stream_rms/y/"), 2u);
+  const double y0 = lines[0].at("stream_rms/y/0").get<double>(), y1 = lines[0].at("stream_rms/y/1").get<double>();
+  EXPECT_TRUE(std::isfinite(y0) && y0 > 0) << y0;
+  EXPECT_NEAR(y1, y0, 1e-9 * y0);
+
+  run("siam", "siamese");
+  const auto sl = train_lines(tmp.file("siam"));
+  ASSERT_EQ(sl.size(), 2u);
+  EXPECT_EQ(count_prefix(sl[1], "stream_rms/x/"), 2u);
+  EXPECT_EQ(count_prefix(sl[1], "stream_rms/y/"), 2u);
+  const auto ck = load_checkpoint(tmp.file("siam/step_2"));
+  size_t norms = 0;
+  for (const auto& [name, t] : ck.model) {
+    if (name.find("norm") == std::string::npos || name.size() < 7 || name.compare(name.size() - 7, 7, ".weight") != 0)
+      continue;
+    ++norms;
+    double a = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) a += std::fabs(static_cast<double>(t.f32()[i]));
+    const std::string key = "norm_scale/" + name.substr(0, name.size() - 7);
+    ASSERT_TRUE(sl[1].contains(key)) << key;
+    EXPECT_NEAR(sl[1].at(key).get<double>(), a / static_cast<double>(t.numel()), 1e-6) << key;
+  }
+  EXPECT_GT(norms, 0u);
+  EXPECT_EQ(count_prefix(sl[1], "norm_scale/"), norms);
+}
 
 TEST(DitTrainer, ResumeReproducesTheUninterruptedRun) {
   vt_test::TmpDir tmp;

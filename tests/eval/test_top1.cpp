@@ -78,10 +78,12 @@ class Top1Test : public ::testing::Test {
 
   // The reference: each test image alone through the eval transform and the
   // model; softmax cross-entropy and ranks in double.
-  static Counts reference(const std::string& weights) {
+  // active_depth < 0: all blocks.
+  static Counts reference(const std::string& weights, int64_t active_depth = -1) {
     const TrainOptions o = options();
     VisionTransformer m(o.vit);
     m.params().load(load_safetensors(weights), true);
+    if (active_depth >= 0) m.backbone().set_active_depth(active_depth);
     ImageFolderDataset ds(data() + "/test", deit_eval_pipeline(o));
     Counts c;
     Tensor x = Tensor::empty({1, 3, 32, 32}), logits = Tensor::empty({1, kHead});
@@ -220,6 +222,36 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 }  // namespace
+
+// prune_last=k evaluates blocks [0, depth - k) then the final merge and head,
+// as a per-image forward of the model with set_active_depth(depth - k).
+TEST_F(Top1Test, PruneLastDropsTheLastBlocks) {
+  const int64_t depth = options().vit.backbone.depth;  // 2
+  const Top1Report full = run_top1(request(run() + "/step_5"), {"configs"});
+  const Top1Report zero = run_top1(request(run() + "/step_5", {"prune_last=0"}), {"configs"});
+  EXPECT_EQ(zero.result.correct1, full.result.correct1);
+  EXPECT_EQ(zero.result.correct5, full.result.correct5);
+  EXPECT_EQ(zero.result.loss_sum, full.result.loss_sum);
+  EXPECT_EQ(zero.blocks_run, depth);
+  EXPECT_EQ(zero.depth, depth);
+  std::vector<double> losses;
+  for (int64_t k = 0; k <= depth; ++k) {
+    const Counts want = reference(run() + "/step_5/model.safetensors", depth - k);
+    const Top1Report r = run_top1(request(run() + "/step_5", {"prune_last=" + std::to_string(k)}), {"configs"});
+    EXPECT_EQ(r.blocks_run, depth - k);
+    EXPECT_EQ(r.result.images, want.images) << k;
+    EXPECT_EQ(r.result.correct1, want.c1) << k;
+    EXPECT_EQ(r.result.correct5, want.c5) << k;
+    EXPECT_NEAR(r.result.loss_sum, want.loss_sum, 1e-4) << k;
+    losses.push_back(r.result.loss_sum);
+  }
+  EXPECT_NE(losses.front(), losses.back());  // pruning changed the model
+  const std::string over = error_of([&] { run_top1(request(run() + "/step_5", {"prune_last=3"}), {"configs"}); });
+  EXPECT_NE(over.find("prune_last=3"), std::string::npos) << over;
+  EXPECT_NE(over.find("[0, 2]"), std::string::npos) << over;
+  for (const char* bad : {"prune_last=-1", "prune_last=x", "prune_last=", "prune_last=1.5"})
+    EXPECT_NE(error_of([&] { parse_top1_args({config(), "ckpt=x", bad}); }).find("prune_last"), std::string::npos) << bad;
+}
 
 TEST_F(Top1Test, ErrorsNameTheThing) {
   auto top1 = [&](const std::string& ckpt, std::vector<std::string> extra = {}) {

@@ -4,11 +4,14 @@
 // max_steps / max_images mean no limit).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/config_paths.h"
+#include "core/tensor.h"
 #include "vision/train_config.h"
+#include "vision/vit.h"
 
 namespace vt {
 namespace {
@@ -84,6 +87,10 @@ TEST(TrainConfigChecks, OutOfRangeValuesNameTheirKey) {
       {"model.num_classes=-2", "model.num_classes"},
       {"device=cuda", "device"},
       {"device=tpu", "device"},
+      {"model.norm.mixln_alpha=1.5", "model.norm.mixln_alpha"},
+      {"model.norm.mixln_alpha=-0.25", "model.norm.mixln_alpha"},
+      {"model.norm.mixln_alpha=.nan", "model.norm.mixln_alpha"},
+      {"model.norm.scheme=spannorm", "model.norm.scheme"},
   };
   for (const auto& [ov, key] : cases) {
     const std::string m = config_error({ov});
@@ -120,6 +127,34 @@ TEST(TrainConfigChecks, BoundaryValuesAreAccepted) {
   const TrainOptions d = options({});
   EXPECT_FALSE(d.max_steps.has_value());
   EXPECT_FALSE(d.eval_max_images.has_value());
+}
+
+// model.norm.mixln_alpha reaches the model: after a forward, Mix-LN's Post
+// blocks report an x stream and its Pre blocks a y stream
+// (Backbone::stream_rms), so counting them counts the Post blocks.
+TEST(TrainConfigChecks, MixLnAlphaSetsThePostBlocksOfTheModel) {
+  for (const auto& [alpha, post] : std::vector<std::pair<std::string, int>>{{"0", 0}, {"0.5", 2}, {"0.74", 2}, {"1", 4}}) {
+    TrainOptions o = options({"model.norm.scheme=mixln", "model.depth=4", "model.norm.mixln_alpha=" + alpha});
+    o.vit.num_classes = 3;
+    VisionTransformer vit(o.vit);
+    vit.init(1);
+    Tensor images = Tensor::empty({2, 3, 32, 32}, DType::F32);
+    float* p = images.data<float>();
+    for (int64_t i = 0; i < images.numel(); ++i) p[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+    Tensor logits = Tensor::empty({2, 3}, DType::F32);
+    vit.forward(images, logits);
+    const Backbone::StreamRms rms = vit.backbone().stream_rms();
+    ASSERT_EQ(rms.x.size(), 4u);
+    int x_blocks = 0;
+    for (size_t l = 0; l < 4; ++l) {
+      const bool has_x = !std::isnan(rms.x[l]), has_y = !std::isnan(rms.y[l]);
+      EXPECT_NE(has_x, has_y) << "alpha " << alpha << " block " << l;
+      EXPECT_EQ(has_x, static_cast<int>(l) < post) << "alpha " << alpha << " block " << l;  // Post blocks lead
+      x_blocks += has_x;
+    }
+    EXPECT_EQ(x_blocks, post) << "alpha " << alpha;
+  }
+  EXPECT_DOUBLE_EQ(options({}).vit.backbone.mixln_alpha, 0.25);  // Mix-LN's default
 }
 
 TEST(TrainConfigChecks, ResumeNoneIsNever) {

@@ -125,6 +125,85 @@ TEST_F(TrainerTest, EverySchemeTrains) {
   }
 }
 
+// The metrics.jsonl lines with split == `split`, in order.
+std::vector<nlohmann::json> metrics_lines(const std::string& run_dir, const std::string& split) {
+  std::ifstream f(run_dir + "/metrics.jsonl");
+  std::vector<nlohmann::json> r;
+  for (std::string line; std::getline(f, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j.value("split", "") == split) r.push_back(std::move(j));
+  }
+  return r;
+}
+
+// Keys of `line` starting with `prefix`.
+std::vector<std::string> keys_with(const nlohmann::json& line, const std::string& prefix) {
+  std::vector<std::string> r;
+  for (auto it = line.begin(); it != line.end(); ++it)
+    if (it.key().rfind(prefix, 0) == 0) r.push_back(it.key());
+  return r;
+}
+
+// log.stream_rms: at step 1 the Post-Norm model still has its init norms
+// (weight 1, bias 0), so each block's x stream is a LayerNorm output whose
+// RMS is sqrt(var / (var + eps)) = 1 to ~1e-6: a closed form the logged
+// values must match. SiameseNorm carries both streams in every block.
+TEST_F(TrainerTest, StreamRmsIsLoggedPerBlockAndStream) {
+  const std::vector<std::string> ov = {"train.max_steps=2", "log.every_steps=1", "log.stream_rms=true",
+                                       "model.drop_path=0", "log.tensorboard=true"};
+  std::vector<std::string> post = ov;
+  post.push_back("model.norm.scheme=post");
+  run(parse(tiny_yaml(data(), out("rms_post")), post));
+  const auto lines = metrics_lines(out("rms_post") + "/t", "train");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_TRUE(keys_with(lines[0], "stream_rms/y/").empty());
+  ASSERT_EQ(keys_with(lines[0], "stream_rms/x/").size(), 2u);  // depth 2
+  for (int l = 0; l < 2; ++l) EXPECT_NEAR(lines[0].at("stream_rms/x/" + std::to_string(l)).get<double>(), 1.0, 1e-4) << l;
+
+  std::vector<std::string> siam = ov;
+  siam.push_back("model.norm.scheme=siamese");
+  run(parse(tiny_yaml(data(), out("rms_siam")), siam));
+  for (const auto& line : metrics_lines(out("rms_siam") + "/t", "train")) {
+    for (const char* stream : {"x", "y"}) {
+      const auto keys = keys_with(line, std::string("stream_rms/") + stream + "/");
+      ASSERT_EQ(keys.size(), 2u) << stream;
+      for (const auto& k : keys) {
+        const double v = line.at(k).get<double>();
+        EXPECT_TRUE(std::isfinite(v) && v > 0) << k << " = " << v;
+      }
+    }
+  }
+  // Off by default.
+  run(parse(tiny_yaml(data(), out("rms_off")), {"train.max_steps=1", "log.every_steps=1", "log.tensorboard=false"}));
+  EXPECT_TRUE(keys_with(metrics_lines(out("rms_off") + "/t", "train").at(0), "stream_rms/").empty());
+}
+
+// log.norm_scales: each evaluation line carries mean |weight| of every affine
+// LayerNorm of the weights it evaluated, recomputed here from the checkpoint.
+TEST_F(TrainerTest, NormScalesAreLoggedAtEachEvaluation) {
+  run(parse(tiny_yaml(data(), out("ns")), {"train.max_steps=2", "log.norm_scales=true", "log.tensorboard=false"}));
+  const CheckpointData d = load_checkpoint(out("ns") + "/t/step_2");
+  for (const auto& [split, weights] : {std::make_pair("val", &d.model), std::make_pair("val_ema", &d.ema)}) {
+    const auto lines = metrics_lines(out("ns") + "/t", split);
+    ASSERT_FALSE(lines.empty()) << split;
+    const nlohmann::json& line = lines.back();
+    int expected = 0;
+    for (const auto& [name, t] : *weights) {
+      const bool norm_weight = name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0 &&
+                               name.find("norm") != std::string::npos;
+      if (!norm_weight) continue;
+      ++expected;
+      double a = 0;
+      for (int64_t i = 0; i < t.numel(); ++i) a += std::fabs(static_cast<double>(t.f32()[i]));
+      const std::string key = "norm_scale/" + name.substr(0, name.size() - 7);
+      ASSERT_TRUE(line.contains(key)) << split << " " << key;
+      EXPECT_NEAR(line.at(key).get<double>(), a / static_cast<double>(t.numel()), 1e-6) << split << " " << key;
+    }
+    EXPECT_GT(expected, 0);
+    EXPECT_EQ(keys_with(line, "norm_scale/").size(), static_cast<size_t>(expected)) << split;
+  }
+}
+
 TEST_F(TrainerTest, NonFiniteLossNamesStepAndKeepsCheckpoint) {
   // An absurd lr blows the weights up after the first update.
   Config c = parse(tiny_yaml(data(), out("n")), {"train.lr=1e30", "train.warmup_epochs=0", "train.clip_grad="});
