@@ -13,6 +13,7 @@ PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libzip-dev libturbojpeg0-dev libopencv-dev
   libprotobuf-dev protobuf-compiler libeigen3-dev
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()
