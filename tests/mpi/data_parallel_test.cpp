@@ -109,6 +109,18 @@ std::map<int64_t, double> train_losses(const std::string& run) {
   return m;
 }
 
+// step -> (top1, loss) of vtrain's evaluations of the model (split val).
+std::map<int64_t, std::pair<double, double>> val_evals(const std::string& run) {
+  std::map<int64_t, std::pair<double, double>> m;
+  std::ifstream f(run + "/metrics.jsonl");
+  std::string line;
+  while (std::getline(f, line)) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.value("split", "") == "val") m[j["step"].get<int64_t>()] = {j["top1"].get<double>(), j["loss"].get<double>()};
+  }
+  return m;
+}
+
 void expect_same_losses(const std::map<int64_t, double>& ref, const std::map<int64_t, double>& got, int64_t from,
                         int64_t to, const std::string& what) {
   for (int64_t s = from; s <= to; ++s) {
@@ -150,6 +162,14 @@ TEST(DataParallel, TwoAndThreeRanksMatchOneRank) {
     expect_same_params(out + "/np1/step_20", out + "/" + name + "/step_20", name);
     // Only rank 0 writes: one metrics line per step.
     EXPECT_EQ(train_losses(out + "/" + name).size(), 20u);
+    // vtrain's own evaluations (every epoch) over the 21 images split by rank.
+    const auto ev1 = val_evals(out + "/np1"), evn = val_evals(out + "/" + name);
+    ASSERT_EQ(ev1.size(), 4u);
+    ASSERT_EQ(evn.size(), ev1.size());
+    for (const auto& [step, v] : ev1) {
+      EXPECT_EQ(evn.at(step).first, v.first) << name << ": top-1 at step " << step;
+      EXPECT_NEAR(evn.at(step).second, v.second, 1e-5 * std::abs(v.second)) << name << ": val loss at step " << step;
+    }
   }
 }
 
