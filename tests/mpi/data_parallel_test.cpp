@@ -133,14 +133,26 @@ void expect_same_params(const std::string& ref_ckpt, const std::string& ckpt, co
   const auto a = vt::load_safetensors(ref_ckpt + "/model.safetensors");
   const auto b = vt::load_safetensors(ckpt + "/model.safetensors");
   ASSERT_EQ(a.size(), b.size());
-  double worst = 0;
+  // The key bias (middle third of attn.qkv.bias) has a gradient of exactly
+  // zero in exact arithmetic (softmax is shift invariant along a key), so
+  // its computed gradient is round-off, which depends on the summation
+  // order, and AdamW scales it to steps of up to lr. It is held to
+  // steps x lr (measured: ~1e-5; every other parameter ~1e-7).
+  double worst = 0, worst_key_bias = 0;
   for (const auto& [k, t] : a) {
     ASSERT_TRUE(b.count(k)) << k;
     const vt::Tensor& u = b.at(k);
     ASSERT_EQ(t.numel(), u.numel()) << k;
-    for (int64_t i = 0; i < t.numel(); ++i) worst = std::max(worst, std::abs(double(t.f32()[i]) - u.f32()[i]));
+    const bool qkv_bias = k.size() >= 13 && k.compare(k.size() - 13, 13, "attn.qkv.bias") == 0;
+    const int64_t n3 = t.numel() / 3;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double d = std::abs(double(t.f32()[i]) - u.f32()[i]);
+      if (qkv_bias && i >= n3 && i < 2 * n3) worst_key_bias = std::max(worst_key_bias, d);
+      else worst = std::max(worst, d);
+    }
   }
   EXPECT_LT(worst, 1e-5) << what << ": largest parameter difference";
+  EXPECT_LT(worst_key_bias, 20 * 1e-3) << what << ": largest key-bias difference";
 }
 
 }  // namespace
