@@ -28,7 +28,7 @@ ProgressBar::ProgressBar(std::string label, int64_t total, ProgressOptions opt)
     opt_.clock = [] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     };
-  tty_ = opt_.tty >= 0 ? opt_.tty != 0 : ::isatty(::fileno(opt_.out)) != 0;
+  tty_ = opt_.tty >= 0 ? opt_.tty != 0 : opt_.out && ::isatty(::fileno(opt_.out)) != 0;
   start_ = opt_.clock();
 }
 
@@ -60,6 +60,7 @@ std::string ProgressBar::line() const {
 }
 
 void ProgressBar::print(bool final) {
+  if (!opt_.out) return;
   const std::string l = line();
   if (tty_) std::fprintf(opt_.out, "\r%s\x1b[K%s", l.c_str(), final ? "\n" : "");
   else std::fprintf(opt_.out, "%s\n", l.c_str());

@@ -27,7 +27,7 @@ struct ProgressOptions {
   double interval_s = 10;       // non-terminal: seconds between lines
   int64_t interval_steps = 0;   // non-terminal: steps between lines (0: off)
   double redraw_s = 0.1;        // terminal: minimum seconds between redraws
-  std::FILE* out = stderr;
+  std::FILE* out = stderr;       // nullptr: silent (data-parallel ranks other than 0)
   int tty = -1;                 // -1: isatty(out); 0/1 force (tests)
   std::function<double()> clock;  // seconds; default steady_clock (tests inject)
 };

@@ -25,11 +25,13 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
 #include "core/config_paths.h"
+#include "core/dist.h"
 #include "core/omp_policy.h"
 #include "diffusion/dit_sample_args.h"
 #include "diffusion/dit_train_config.h"
@@ -114,13 +116,21 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   vt::reexec_with_passive_omp_wait(argv);
+  std::unique_ptr<vt::DistSession> session;
   try {
+    session = std::make_unique<vt::DistSession>(&argc, &argv);
+    // DiT's per-sample draws (timestep, noise, label dropout) are keyed by
+    // the row of the batch; a sharded batch would change them. Until they
+    // are keyed by global sample position, dittrain runs as one process.
+    if (vt::dist().world() > 1)
+      throw vt::ConfigError("dittrain runs as one process for now (launched as " +
+                            std::to_string(vt::dist().world()) + " MPI processes); vtrain and veval top1 are data parallel");
     return run(argc, argv);
   } catch (const vt::ConfigError& e) {
     std::fprintf(stderr, "dittrain: config error: %s\n", e.what());
-    return 2;
+    return vt::dist_fail(2);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dittrain: error: %s\n", e.what());
-    return 1;
+    return vt::dist_fail(1);
   }
 }

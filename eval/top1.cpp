@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "core/dist.h"
 #include "data_pipeline/dataset.h"
 #include "eval/classifier_checkpoint.h"
 
@@ -103,7 +104,10 @@ Top1Report run_top1(const Top1Request& req, const std::vector<std::string>& conf
   Top1Report rep;
   rep.blocks_run = depth - req.prune_last;
   rep.depth = depth;
-  rep.result = evaluate_classifier(*lc.model, ds, eval_options(o), progress);
+  // Data parallel: each rank evaluates its shard, the counts are summed.
+  EvalOptions eo = eval_options(o);
+  eo.rank = dist().rank(), eo.world = dist().world();
+  rep.result = reduce_eval_result(evaluate_classifier(*lc.model, ds, eo, progress));
   rep.config_path = fc.path;
   rep.weights_file = lc.weights_file;
   rep.split_dir = dir;

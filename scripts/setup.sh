@@ -15,6 +15,7 @@ PACKAGES=(
   libzip-dev libturbojpeg0-dev libopencv-dev
   libprotobuf-dev protobuf-compiler libeigen3-dev
   clang libclang-rt-14-dev llvm
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

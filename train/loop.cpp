@@ -6,7 +6,12 @@ namespace vt {
 
 int64_t TrainLoop::run(StepTask& task, int64_t first, int64_t end) {
   for (int64_t s = first + 1; s <= end; ++s) {
-    const StepTask::Output out = task.forward_backward(s);
+    StepTask::Output out = task.forward_backward(s);
+    if (allreduce_) {
+      Tensor g = params_.grads();
+      allreduce_->mean(g);
+      out.loss = mean_over_ranks(out.loss);
+    }
     const UpdateResult u = apply_update(params_, opt_, guard_, run_, s, out.loss, out.lr, o_.update, out.where);
     task.after_update(s, out, u);
     if (o_.log_every_steps > 0 && (s % o_.log_every_steps == 0 || (o_.log_at_end && s == end)))

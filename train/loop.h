@@ -7,16 +7,20 @@
 // (epoch, batch) and decides what an epoch end means (vtrain: evaluation
 // and epoch checkpoints around TrainLoop::run).
 //
-// Data-parallel training hooks in at one place each: gradients are reduced
-// in apply_update, the logged scalars are averaged over ranks where
-// log_scalars are written, and only rank 0 writes (RunDirectory).
+// Data parallel (core/dist.h): after each forward_backward the loop replaces
+// the gradients by their mean over ranks (train/grad_allreduce.h) and the
+// step's loss by its mean over ranks, before clipping, the non-finite
+// policy and AdamW, so every rank takes the same decision and the same
+// update; only rank 0 writes (RunDirectory).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "backbone/optimizer_state.h"
+#include "train/grad_allreduce.h"
 #include "train/nonfinite.h"
 #include "train/update_step.h"
 
@@ -28,7 +32,7 @@ class StepTask {
  public:
   virtual ~StepTask() = default;
   struct Output {
-    double loss = 0;    // the batch's training loss (what the non-finite policy checks)
+    double loss = 0;    // this rank's batch's mean training loss; the loop makes it the mean over ranks
     double lr = 0;      // learning rate of this step
     std::string where;  // context for messages ("epoch 3, batch 17")
   };
@@ -58,7 +62,7 @@ class TrainLoop {
  public:
   // All referenced objects must outlive the loop.
   TrainLoop(ParamStore& params, OptimizerState& opt, NonFiniteGuard& guard, RunDirectory& run, LoopOptions o)
-      : params_(params), opt_(opt), guard_(guard), run_(run), o_(std::move(o)) {}
+      : params_(params), opt_(opt), guard_(guard), run_(run), o_(std::move(o)), allreduce_(make_gradient_allreduce()) {}
 
   // Runs steps first + 1 .. end; returns end. Throws NonFiniteLoss when the
   // policy stops, and whatever the task throws.
@@ -70,6 +74,7 @@ class TrainLoop {
   NonFiniteGuard& guard_;
   RunDirectory& run_;
   LoopOptions o_;
+  std::unique_ptr<GradientAllReduce> allreduce_;  // null in a single process
 };
 
 }  // namespace vt

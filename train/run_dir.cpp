@@ -1,8 +1,10 @@
 #include "train/run_dir.h"
 
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
+#include "core/dist.h"
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/tensorboard/event_writer.h"
@@ -12,7 +14,7 @@ namespace vt {
 namespace fs = std::filesystem;
 
 RunDirectory::RunDirectory(const std::string& out_dir, const std::string& name, const std::string& resume)
-    : path_((fs::path(out_dir) / name).string()) {
+    : path_((fs::path(out_dir) / name).string()), writer_(dist().is_root()) {
   if (resume == "auto") {
     if (auto latest = latest_checkpoint(path_)) resume_path_ = *latest;
   } else if (resume == "never" || resume == "none") {
@@ -30,6 +32,16 @@ RunDirectory::~RunDirectory() { close(); }
 
 void RunDirectory::open(const Config& resolved, bool tensorboard) {
   if (opened_) return;
+  // Collective: the other ranks wait until rank 0 has created the files
+  // (they append their errors to its log.txt).
+  if (!writer_) {
+    dist().barrier();
+    opened_ = true;
+    return;
+  }
+  struct BarrierAtExit {
+    ~BarrierAtExit() { dist().barrier(); }
+  } barrier_at_exit;  // also when opening fails: the others must not hang here
   fs::create_directories(path_);
   log_to_file((fs::path(path_) / "log.txt").string());
   opened_ = true;
@@ -42,6 +54,7 @@ void RunDirectory::write_metrics(int64_t step, const std::vector<std::pair<std::
                                  const std::vector<std::pair<std::string, std::string>>& tags,
                                  const std::string& tb_prefix) {
   if (!opened_) throw std::logic_error("RunDirectory::write_metrics before open()");
+  if (!writer_) return;
   metrics_->write(step, scalars, tags);
   if (tb_) {
     std::vector<std::pair<std::string, double>> named;
@@ -52,6 +65,7 @@ void RunDirectory::write_metrics(int64_t step, const std::vector<std::pair<std::
 }
 
 std::string RunDirectory::save(int64_t step, const CheckpointData& data, int keep_last, int64_t keep_step) {
+  if (!writer_) return last_ckpt_ = (fs::path(path_) / ("step_" + std::to_string(step))).string();
   last_ckpt_ = save_checkpoint(path_, step, data);
   if (keep_last > 0) prune_checkpoints(path_, keep_last, keep_step);
   else remove_stale_checkpoint_temps(path_);
@@ -59,16 +73,23 @@ std::string RunDirectory::save(int64_t step, const CheckpointData& data, int kee
 }
 
 void RunDirectory::close_with_error(const std::string& message) {
-  if (opened_) log_file_only(spdlog::level::err, message);
+  if (opened_ && writer_) log_file_only(spdlog::level::err, message);
+  // Another rank's failure goes into rank 0's log.txt too (shared file
+  // system; one appended line), as the job is about to be aborted.
+  if (opened_ && !writer_) {
+    std::ofstream f(fs::path(path_) / "log.txt", std::ios::app);
+    if (f) f << "[" << dist().rank() << " of " << dist().world() << "] [error] " << message << "\n";
+  }
   close();
 }
 
 void RunDirectory::close() {
   if (!opened_) return;
+  opened_ = false;
+  if (!writer_) return;
   metrics_.reset();
   tb_.reset();
   log_close_file();
-  opened_ = false;
 }
 
 }  // namespace vt

@@ -10,8 +10,10 @@
 // holds checkpoints; a directory: that checkpoint) and writes nothing, so a
 // setup error leaves no run directory. open() creates the files.
 //
-// Data-parallel training will open the directory, write metrics and
-// checkpoints on rank 0 only: every write of a run goes through here.
+// Data-parallel training (core/dist.h): only rank 0 writes. On the other
+// ranks open/write_metrics/save/close are no-ops (save still returns and
+// remembers the path rank 0 writes); every rank resolves the same resume
+// checkpoint here, before rank 0 writes anything.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -39,7 +41,8 @@ class RunDirectory {
   const std::string& resume_path() const { return resume_path_; }  // "" when starting fresh
 
   // Creates the directory, log.txt, config.yaml (`resolved`), metrics.jsonl
-  // and (tensorboard) tb/. Idempotent.
+  // and (tensorboard) tb/. Idempotent. Collective with several ranks
+  // (every rank calls it; rank 0 writes).
   void open(const Config& resolved, bool tensorboard);
   bool is_open() const { return opened_; }
   // Scalars at `step` to metrics.jsonl (with `tags`, e.g. split) and, under
@@ -52,12 +55,14 @@ class RunDirectory {
   // The newest checkpoint written or resumed from ("" when none).
   const std::string& last_checkpoint() const { return last_ckpt_; }
   // Appends `message` to log.txt only (the console already showed it) and
-  // closes the files: for a run that failed.
+  // closes the files: for a run that failed. On ranks other than 0 the
+  // line (with the rank) is appended to rank 0's log.txt.
   void close_with_error(const std::string& message);
   void close();
 
  private:
   std::string path_, resume_path_, last_ckpt_;
+  bool writer_ = true;  // rank 0
   bool opened_ = false;
   std::unique_ptr<MetricsWriter> metrics_;
   std::unique_ptr<TensorBoardWriter> tb_;

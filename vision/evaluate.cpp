@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/dist.h"
 #include "kernels/cross_entropy.h"
 
 namespace vt {
@@ -116,6 +117,21 @@ EvalResult merge_eval_results(const std::vector<EvalResult>& shards) {
     m.loss_sum += s.loss_sum;
     m.skipped += s.skipped;
   }
+  finish(m);
+  return m;
+}
+
+EvalResult reduce_eval_result(const EvalResult& shard) {
+  // Counts below 2^53 are exact in doubles: one all-reduce for all five.
+  double v[5] = {static_cast<double>(shard.images), static_cast<double>(shard.correct1),
+                 static_cast<double>(shard.correct5), static_cast<double>(shard.skipped), shard.loss_sum};
+  dist().allreduce_sum(v, 5);
+  EvalResult m;
+  m.images = static_cast<int64_t>(v[0]);
+  m.correct1 = static_cast<int64_t>(v[1]);
+  m.correct5 = static_cast<int64_t>(v[2]);
+  m.skipped = static_cast<int64_t>(v[3]);
+  m.loss_sum = v[4];
   finish(m);
   return m;
 }

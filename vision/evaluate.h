@@ -67,4 +67,10 @@ EvalResult evaluate_classifier(VisionTransformer& model, std::shared_ptr<const D
 // Adds the counts of the shards of all ranks and recomputes the figures.
 EvalResult merge_eval_results(const std::vector<EvalResult>& shards);
 
+// Data parallel (core/dist.h): every rank's shard result in, the result of
+// the whole split out on every rank: the counts (images, correct1,
+// correct5, skipped) and loss_sum summed over ranks with one all-reduce,
+// then the figures recomputed. A single process gets its own result back.
+EvalResult reduce_eval_result(const EvalResult& shard);
+
 }  // namespace vt

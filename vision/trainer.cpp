@@ -9,6 +9,7 @@
 #include <limits>
 #include <numeric>
 
+#include "core/dist.h"
 #include "core/log.h"
 #include "core/philox.h"
 #include "core/progress.h"
@@ -84,9 +85,22 @@ struct Trainer::Impl {
   int64_t best_step = -1;
   std::vector<double> losses;
 
-  EpochOrder make_order(uint64_t ep) const {
-    if (o.repeated_aug > 1) return ra_order(train_ds->size(), o.seed, ep, 0, 1, o.repeated_aug);
-    return train_order(train_ds->size(), o.seed, ep, 0, 1, true);
+  // This rank's share of train.batch_size (the global batch).
+  int64_t rank_batch = 0;
+
+  // Data parallel: rank r of world w reads entries r, r + w, ... of the
+  // global order (DistributedSampler; RASampler per rank as DeiT's), so the
+  // ranks' batches b together hold global positions [b * B, (b + 1) * B)
+  // of the one-process order, with the same draw ids (augmentation keys).
+  EpochOrder make_order(uint64_t ep, int rank, int world) const {
+    if (o.repeated_aug > 1) return ra_order(train_ds->size(), o.seed, ep, rank, world, o.repeated_aug);
+    return train_order(train_ds->size(), o.seed, ep, rank, world, true);
+  }
+  EpochOrder make_order(uint64_t ep) const { return make_order(ep, dist().rank(), dist().world()); }
+  // Steps of an epoch: those of one process over the global batch, whatever
+  // the world size (the wrap-around padding of the shards is never read).
+  int64_t steps_per_epoch(uint64_t ep) const {
+    return static_cast<int64_t>(make_order(ep, 0, 1).size()) / o.batch_size;
   }
 
   nlohmann::json state_json() const {
@@ -140,7 +154,9 @@ struct Trainer::Impl {
   }
 
   EvalResult evaluate(const std::string& label) {
-    EvalResult e = evaluate_classifier(*model, val_ds, eval_options(o));
+    EvalOptions eo = eval_options(o);
+    eo.rank = dist().rank(), eo.world = dist().world();
+    EvalResult e = reduce_eval_result(evaluate_classifier(*model, val_ds, eo));
     const int64_t seen = e.images;
     log().info("eval {} epoch {} step {}: top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images{})", label, epoch, step,
                e.top1, e.top5, e.loss, seen,
@@ -175,7 +191,7 @@ struct Trainer::Impl {
   // Returns the loss; the update is TrainLoop's (train/loop.h).
   double forward_backward(Batch& batch, int64_t b, StepWork& w) {
     ParamStore& ps = model->params();
-    const int64_t B = o.batch_size;
+    const int64_t B = rank_batch;
     CrossEntropyResult ce;
     ps.zero_grad();
     if (o.mixing()) {
@@ -295,9 +311,14 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   if (o.vit.num_classes < I.train_ds->num_classes())
     throw ConfigError("model.num_classes = " + std::to_string(o.vit.num_classes) + " but the data has " +
                       std::to_string(I.train_ds->num_classes()) + " classes");
+  const int world = dist().world();
+  if (o.batch_size % world != 0)
+    throw ConfigError("train.batch_size = " + std::to_string(o.batch_size) + " (the global batch) is not divisible by the " +
+                      std::to_string(world) + " processes of this run");
+  I.rank_batch = o.batch_size / world;
   size_t epoch_samples = 0;
   try {
-    epoch_samples = I.make_order(0).size();
+    epoch_samples = I.make_order(0, 0, 1).size();
   } catch (const std::invalid_argument& e) {
     // RASampler keeps n // 256 * 256 samples: small datasets get none.
     if (o.repeated_aug <= 1) throw;
@@ -306,6 +327,10 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
                       " images) would be empty: repeated augmentation keeps n // 256 * 256 samples; "
                       "use data.repeated_aug=1 (plain shuffle) for fewer than 256 images");
   }
+  if (world > 1 && I.make_order(0, world - 1, world).size() < static_cast<size_t>(I.rank_batch))
+    throw ConfigError("train.batch_size = " + std::to_string(o.batch_size) + ": an epoch split over " +
+                      std::to_string(world) + " processes holds fewer than one batch of " +
+                      std::to_string(I.rank_batch) + " per process");
   if (epoch_samples < static_cast<size_t>(o.batch_size))
     throw ConfigError("train.batch_size = " + std::to_string(o.batch_size) + " exceeds the " +
                       std::to_string(epoch_samples) + " samples of an epoch of data.train_split '" + o.train_split +
@@ -345,12 +370,12 @@ TrainSummary Trainer::Impl::loop() {
              I.run->path(), o.preset, norm_scheme_name(o.vit.backbone.scheme), o.vit.backbone.dim, o.vit.backbone.depth,
              o.vit.backbone.heads, o.vit.patch_size, o.vit.img_size, ps.numel(), I.train_ds->size(), I.val_ds->size(),
              I.train_ds->num_classes());
-  log().info("batch {} lr {:.3g} epochs {} | {} threads, {} loader workers{}", o.batch_size, o.lr, o.epochs,
-             omp_get_max_threads(), o.workers,
+  log().info("batch {} ({} processes x {}) lr {:.3g} epochs {} | {} threads, {} loader workers{}", o.batch_size,
+             dist().world(), I.rank_batch, o.lr, o.epochs, omp_get_max_threads(), o.workers,
              I.run->resume_path().empty() ? std::string() : " | resumed from " + I.run->resume_path());
 
   LoaderConfig lc;
-  lc.batch_size = static_cast<int>(o.batch_size);
+  lc.batch_size = static_cast<int>(I.rank_batch);
   lc.workers = o.workers;
   lc.prefetch = o.prefetch;
   lc.drop_last = true;
@@ -371,7 +396,7 @@ TrainSummary Trainer::Impl::loop() {
   lo.update.clip_grad = o.clip_grad;
   if (o.ema) lo.update.ema_decay = static_cast<float>(o.ema_decay);
   TrainLoop loop(ps, *I.opt, I.nonfinite, *I.run, lo);
-  const int64_t B = o.batch_size, K = o.vit.num_classes;
+  const int64_t B = I.rank_batch, K = o.vit.num_classes;
   work.logits = Tensor::empty({B, K}), work.dlogits = Tensor::empty({B, K}), work.targets = Tensor::empty({B, K});
   TrainSummary sum;
   std::pair<EvalResult, EvalResult> last_eval;
@@ -380,7 +405,7 @@ TrainSummary Trainer::Impl::loop() {
 
   while (I.epoch < o.epochs && !stop) {
     EpochOrder order = I.make_order(static_cast<uint64_t>(I.epoch));
-    const int64_t steps_per_epoch = static_cast<int64_t>(order.size()) / B;
+    const int64_t steps_per_epoch = I.steps_per_epoch(static_cast<uint64_t>(I.epoch));
     // Resuming mid-epoch: drop the batches already trained on; augmentation
     // keys travel with the draw ids, Mixup is keyed by the batch index below.
     const size_t skip = static_cast<size_t>(std::min(I.batch_in_epoch, steps_per_epoch) * B);
@@ -388,7 +413,8 @@ TrainSummary Trainer::Impl::loop() {
     order.draw_ids.erase(order.draw_ids.begin(), order.draw_ids.begin() + static_cast<ptrdiff_t>(skip));
     loader.start_epoch(static_cast<uint64_t>(I.epoch), std::move(order));
     ProgressOptions po;
-    po.items_per_step = static_cast<double>(B);
+    po.items_per_step = static_cast<double>(o.batch_size);
+    if (!dist().is_root()) po.out = nullptr;  // rank 0 reports
     po.unit = "img";
     po.interval_s = o.log_every_s;
     ProgressBar bar("epoch " + std::to_string(I.epoch + 1) + "/" + std::to_string(o.epochs), steps_per_epoch - I.batch_in_epoch, po);

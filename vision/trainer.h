@@ -19,6 +19,14 @@
 // NonFiniteLoss naming the step and the last good checkpoint). The steps of
 // an epoch run in train/loop.h's TrainLoop (shared with dittrain); the
 // model's forward/backward is this trainer's StepTask.
+//
+// Data parallel (core/dist.h, `mpirun -np W vtrain CONFIG`): train.batch_size
+// is the global batch, each rank reads batch_size / W of it (ConfigError
+// when W does not divide it) from its DistributedSampler / RASampler shard;
+// the loop averages gradients and loss over ranks; evaluation counts are
+// summed over ranks (vision/evaluate.h); only rank 0 writes. Mixup/CutMix
+// pair samples within a rank's batch (as timm's) and drop-path masks are
+// keyed by batch row, so those two depend on the world size.
 #pragma once
 #include <cstdint>
 #include <memory>

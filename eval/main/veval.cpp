@@ -28,6 +28,7 @@
 #include "core/omp_policy.h"
 #include "eval/features_embedding.h"
 #include "eval/fid_inputs.h"
+#include "core/dist.h"
 #include "eval/top1.h"
 
 #ifndef VT_CONFIGS_DIR
@@ -103,6 +104,7 @@ int64_t parse_batch(const Args& a) {
 }
 
 void progress(int64_t done, int64_t total) {
+  if (!vt::dist().is_root()) return;  // rank 0 reports (its own shard's progress)
   static bool tty = isatty(fileno(stderr));
   if (tty) std::fprintf(stderr, "\r  %lld / %lld images", static_cast<long long>(done), static_cast<long long>(total));
   else if (done == total || done % 1000 < 50) std::fprintf(stderr, "  %lld / %lld images\n", static_cast<long long>(done), static_cast<long long>(total));
@@ -251,6 +253,7 @@ int cmd_top1(int argc, char** argv) {
   const vt::Top1Report rep = vt::run_top1(req, vt::config_search_dirs(VT_CONFIGS_DIR), [](int64_t d, int64_t t) { progress(d, t); });
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const vt::EvalResult& e = rep.result;
+  if (!vt::dist().is_root()) return 0;  // every rank holds the reduced result; rank 0 reports
   std::printf("top1: %.2f%%  top5: %.2f%%  loss: %.4f  (%lld images; %lld top-1 and %lld top-5 correct)\n", e.top1,
               e.top5, e.loss, static_cast<long long>(e.images), static_cast<long long>(e.correct1),
               static_cast<long long>(e.correct5));
@@ -273,7 +276,19 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  // Under mpirun/srun: MPI starts here; top1 splits the images over the
+  // ranks. A failing rank aborts the whole job (vt::dist_fail).
+  std::unique_ptr<vt::DistSession> session;
   try {
+    session = std::make_unique<vt::DistSession>(&argc, &argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "veval: %s\n", e.what());
+    return 2;
+  }
+  try {
+    if (vt::dist().world() > 1 && cmd != "top1")
+      throw std::invalid_argument("runs as one process; only 'veval top1' splits its work over " +
+                                  std::to_string(vt::dist().world()) + " MPI processes");
     if (cmd == "fid") return cmd_fid(argc, argv);
     if (cmd == "stats") return cmd_stats(argc, argv);
     if (cmd == "top1") return cmd_top1(argc, argv);
@@ -281,12 +296,12 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "veval %s: %s\n%s", cmd.c_str(), e.what(), kUsage);
-    return 2;
+    return vt::dist_fail(2);
   } catch (const vt::ConfigError& e) {
     std::fprintf(stderr, "veval %s: config error: %s\n", cmd.c_str(), e.what());
-    return 2;
+    return vt::dist_fail(2);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "veval %s: error: %s\n", cmd.c_str(), e.what());
-    return 1;
+    return vt::dist_fail(1);
   }
 }

@@ -5,17 +5,23 @@
 // codes: 0 done, 1 runtime error (data, checkpoint, non-finite loss),
 // 2 usage or configuration error.
 //
+// Data parallel: `mpirun -np N vtrain CONFIG` or `srun vtrain CONFIG`
+// (core/dist.h); train.batch_size stays the global batch. Any rank's error
+// ends every rank (MPI_Abort) with that exit code.
+//
 // OpenMP wait policy: unless OMP_WAIT_POLICY is set, vtrain re-executes
 // itself once with OMP_WAIT_POLICY=passive (core/omp_policy.h); set
 // OMP_WAIT_POLICY=active to keep spinning on a dedicated machine.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
 #include "core/config_paths.h"
+#include "core/dist.h"
 #include "core/log.h"
 #include "core/omp_policy.h"
 #include "vision/trainer.h"
@@ -36,6 +42,13 @@ int main(int argc, char** argv) {
                  dirs.c_str(), vt::vtrain_schema().help_text().c_str());
     return argc < 2 ? 2 : 0;
   }
+  std::unique_ptr<vt::DistSession> session;
+  try {
+    session = std::make_unique<vt::DistSession>(&argc, &argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vtrain: %s\n", e.what());
+    return 2;
+  }
   std::vector<std::string> overrides(argv + 2, argv + argc);
   for (const std::string& ov : overrides)
     if (ov.find('=') == std::string::npos) {
@@ -49,12 +62,13 @@ int main(int argc, char** argv) {
     cfg = vt::Config::load(path, vt::vtrain_schema(), overrides);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vtrain: config error: %s\n", e.what());
-    return 2;
+    return vt::dist_fail(2);
   }
   try {
     vt::Trainer trainer(cfg, path);
     vt::TrainSummary s = trainer.run();
     const vt::TrainOptions& o = trainer.options();
+    if (!vt::dist().is_root()) return 0;
     std::printf("vtrain: %s done after %lld steps: test top-1 %.2f%% (top-5 %.2f%%)", s.run_dir.c_str(),
                 static_cast<long long>(s.steps), s.final_eval.top1, s.final_eval.top5);
     // The EMA figure only when it was evaluated (eval.ema and train.ema).
@@ -62,10 +76,10 @@ int main(int argc, char** argv) {
     std::printf(", best top-1 %.2f%%\n", s.best_top1);
     return 0;
   } catch (const vt::ConfigError& e) {
-    std::fprintf(stderr, "vtrain: config error: %s\n", e.what());
-    return 2;
+    std::fprintf(stderr, "vtrain: config error%s: %s\n", vt::dist_rank_tag().c_str(), e.what());
+    return vt::dist_fail(2);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "vtrain: error: %s\n", e.what());
-    return 1;
+    std::fprintf(stderr, "vtrain: error%s: %s\n", vt::dist_rank_tag().c_str(), e.what());
+    return vt::dist_fail(1);
   }
 }

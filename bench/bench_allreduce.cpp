@@ -1,0 +1,110 @@
+// Data-parallel cost on this machine (core/dist.h, train/grad_allreduce.h):
+//   mpirun -np W bench_allreduce [preset=cifar] [batch=32] [iters=10]
+// 1. The gradient all-reduce (MPI_Allreduce sum + / world, in place, fp32)
+//    on buffers of 1 M, the preset's parameter count and 22 M values
+//    (DeiT-S): median seconds, algorithm bandwidth (bytes / s) and bus
+//    bandwidth (x 2 (W - 1) / W, nccl-tests' convention), in GB/s.
+// 2. A vtrain CPU step at the same per-rank batch (forward, cross-entropy,
+//    backward, gradient all-reduce, AdamW) with the all-reduce timed apart.
+//    Run it with -np 1 and -np 2 and compare step_s: the overhead of 2 ranks.
+// Prints JSON lines on rank 0. Synthetic images; the data pipeline is not timed.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backbone/optimizer_state.h"
+#include "core/dist.h"
+#include "core/philox.h"
+#include "kernels/cross_entropy.h"
+#include "train/grad_allreduce.h"
+#include "vision/vit.h"
+
+using namespace vt;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  DistSession session(&argc, &argv);
+  const Dist& d = dist();
+  const std::string preset = argc > 1 ? argv[1] : "cifar";
+  const int64_t B = argc > 2 ? std::atoll(argv[2]) : 32;
+  const int iters = argc > 3 ? std::atoi(argv[3]) : 10;
+  VitConfig cfg;
+  if (preset == "cifar") {
+    cfg.img_size = 32, cfg.patch_size = 4;
+    cfg.backbone.dim = 96, cfg.backbone.depth = 5, cfg.backbone.heads = 3, cfg.backbone.mlp_ratio = 2.0;
+    cfg.num_classes = 10;
+  } else {
+    cfg = vit_preset(preset, NormScheme::Siamese, 0.0f, 1000);
+  }
+  VisionTransformer model(cfg);
+  model.init(0);
+  ParamStore& ps = model.params();
+  MpiGradientAllReduce reduce;
+
+  for (int64_t n : {int64_t(1) << 20, ps.numel(), int64_t(22050664)}) {
+    Tensor buf = Tensor::full({n}, 1.0f);
+    std::vector<double> t;
+    for (int it = 0; it <= iters; ++it) {
+      d.barrier();
+      const double t0 = now_s();
+      reduce.mean(buf);
+      if (it > 0) t.push_back(now_s() - t0);
+    }
+    const double s = median(t), bytes = static_cast<double>(n) * 4;
+    const double alg = d.world() > 1 ? bytes / s / 1e9 : 0.0;
+    if (d.is_root())
+      std::printf("{\"bench\": \"allreduce\", \"world\": %d, \"values\": %lld, \"median_s\": %.6f, \"algbw_gb_s\": %.3f, "
+                  "\"busbw_gb_s\": %.3f}\n",
+                  d.world(), static_cast<long long>(n), s, alg, alg * 2.0 * (d.world() - 1) / d.world());
+  }
+
+  const int64_t K = cfg.num_classes;
+  OptimizerState opt(ps, /*with_ema=*/false);
+  Tensor images = Tensor::empty({B, 3, cfg.img_size, cfg.img_size});
+  Philox g(1, static_cast<uint64_t>(d.rank()));
+  for (int64_t i = 0; i < images.numel(); ++i) images.f32()[i] = static_cast<float>(g.normal());
+  Tensor labels = Tensor::empty({B}, DType::I32);
+  for (int64_t i = 0; i < B; ++i) labels.i32()[i] = static_cast<int32_t>(g.next_u64() % static_cast<uint64_t>(K));
+  Tensor logits = Tensor::empty({B, K}), dlogits = Tensor::empty({B, K});
+  AdamWParams hp;
+  hp.lr = 5e-4, hp.weight_decay = 0.05;
+  std::vector<double> steps, reduces;
+  for (int it = 0; it <= iters; ++it) {  // iteration 0 warms up
+    d.barrier();
+    const double t0 = now_s();
+    ps.zero_grad();
+    model.forward(images, logits, true, 0, static_cast<uint64_t>(it));
+    cross_entropy_forward_backward(logits, labels, 0.1f, dlogits);
+    model.backward(dlogits);
+    const double t1 = now_s();
+    Tensor grads = ps.grads();
+    reduce.mean(grads);
+    const double t2 = now_s();
+    opt.adamw_step(hp);
+    if (it > 0) steps.push_back(now_s() - t0), reduces.push_back(t2 - t1);
+  }
+  if (d.is_root())
+    std::printf("{\"bench\": \"dp_step\", \"preset\": \"%s\", \"world\": %d, \"batch_per_rank\": %lld, \"threads\": %d, "
+                "\"params\": %lld, \"step_s\": %.4f, \"allreduce_s\": %.4f}\n",
+                preset.c_str(), d.world(), static_cast<long long>(B), omp_get_max_threads(),
+                static_cast<long long>(ps.numel()), median(steps), median(reduces));
+  return 0;
+}
