@@ -7,17 +7,9 @@
 #endif
 
 namespace vt {
+using opcheck::on_cuda;
 
 namespace {
-
-// True for CUDA tensors in a CUDA build; throws for them otherwise.
-bool on_cuda(const char* op, const Tensor& x) {
-  if (x.device().is_cpu()) return false;
-#ifndef VT_CUDA
-  opcheck::no_cuda(op);
-#endif
-  return true;
-}
 
 #ifdef VT_CUDA
 cuda::ActKind cuda_kind(Activation a) {

@@ -9,6 +9,7 @@
 #endif
 
 namespace vt {
+using opcheck::on_cuda;
 
 namespace {
 
@@ -53,15 +54,6 @@ MatrixView as_matrix(const char* op, const char* name, const Tensor& t) {
   v.data = t.raw();
   v.dtype = dt;
   return v;
-}
-
-// True for CUDA tensors in a CUDA build; throws for them otherwise.
-bool on_cuda(const char* op, const Tensor& ref) {
-  if (ref.device().is_cpu()) return false;
-#ifndef VT_CUDA
-  opcheck::no_cuda(op);
-#endif
-  return true;
 }
 
 }  // namespace

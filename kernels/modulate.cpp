@@ -26,16 +26,6 @@ Btd check_x(const char* op, const char* name, const Tensor& x) {
   return {x.size(0), x.size(1), x.size(2)};
 }
 
-#ifdef VT_CUDA
-#define VT_CUDA_CALL(call) \
-  do {                     \
-    call;                  \
-    return;                \
-  } while (0)
-#else
-#define VT_CUDA_CALL(call) return
-#endif
-
 // [B, D] with unit stride along D and any row stride (a column slice of the
 // adaLN output). Returns the row stride. An undefined optional gives 0.
 int64_t check_vec(const char* op, const char* name, const Tensor& v, const Btd& s, const Device& dev,

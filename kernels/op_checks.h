@@ -93,5 +93,31 @@ inline int64_t rows_of(const Tensor& t) {
 #endif
 }
 
+
+// The device dispatch of an op with a CUDA twin: false for a CPU tensor,
+// true for a CUDA one. In a build without CUDA a CUDA tensor is an error
+// naming the op (no_cuda).
+inline bool on_cuda(const char* op, Device dev) {
+  if (dev.is_cpu()) return false;
+#ifndef VT_CUDA
+  no_cuda(op);
+#endif
+  return true;
+}
+inline bool on_cuda(const char* op, const Tensor& t) { return on_cuda(op, t.device()); }
+
 }  // namespace opcheck
 }  // namespace vt
+
+// VT_CUDA_CALL(cuda::kernel(...)): in a CUDA build, calls the CUDA twin and
+// returns from the dispatching function; without CUDA it only returns (the
+// call is never reached there: on_cuda has already thrown).
+#ifdef VT_CUDA
+#define VT_CUDA_CALL(call) \
+  do {                     \
+    call;                  \
+    return;                \
+  } while (0)
+#else
+#define VT_CUDA_CALL(call) return
+#endif

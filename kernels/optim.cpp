@@ -12,6 +12,7 @@
 #endif
 
 namespace vt {
+using opcheck::on_cuda;
 
 namespace {
 
@@ -21,15 +22,6 @@ void check_flat(const char* op, const char* name, const Tensor& t, int64_t numel
   if (t.numel() != numel)
     opcheck::fail(op, opcheck::desc(name, t) + " has " + std::to_string(t.numel()) + " elements, expected " +
                           std::to_string(numel));
-}
-
-// True for CUDA tensors in a CUDA build; throws for them otherwise.
-bool on_cuda(const char* op, const Tensor& t) {
-  if (t.device().is_cpu()) return false;
-#ifndef VT_CUDA
-  opcheck::no_cuda(op);
-#endif
-  return true;
 }
 
 }  // namespace

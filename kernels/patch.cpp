@@ -9,26 +9,8 @@
 #endif
 
 namespace vt {
+using opcheck::on_cuda;
 namespace {
-
-// True for CUDA tensors in a CUDA build; throws for them otherwise.
-bool on_cuda(const char* op, Device dev) {
-  if (dev.is_cpu()) return false;
-#ifndef VT_CUDA
-  opcheck::no_cuda(op);
-#endif
-  return true;
-}
-
-#ifdef VT_CUDA
-#define VT_CUDA_CALL(call) \
-  do {                     \
-    call;                  \
-    return;                \
-  } while (0)
-#else
-#define VT_CUDA_CALL(call) return
-#endif
 
 // Image [B, C, H, W] with H, W multiples of p.
 void check_image(const char* op, const char* name, const Tensor& img, int64_t p) {
@@ -140,7 +122,7 @@ void pos_embed_add(const Tensor& x, const Tensor& pos, const Tensor& out) {
 
 void pos_embed_add_backward(const Tensor& dout, const Tensor& dpos) {
   const char* op = "pos_embed_add_backward";
-  const DType dt = opcheck::io_dtype(op, "dout", dout);
+  [[maybe_unused]] const DType dt = opcheck::io_dtype(op, "dout", dout);
   opcheck::contiguous(op, "dout", dout);
   if (dout.dim() != 3) opcheck::fail(op, opcheck::desc("dout", dout) + " must be [B, T, D]");
   opcheck::dtype(op, "dpos", dpos, DType::F32);
