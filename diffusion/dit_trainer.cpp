@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <stdexcept>
 
@@ -216,9 +217,12 @@ std::vector<std::pair<std::string, double>> DitTrainer::log_scalars(int64_t s) {
   step_log_ = s;
   // Means over the steps since the last line: one batch's loss is noisy
   // (t is uniform, and the loss scale depends strongly on t).
-  const double n = static_cast<double>(std::max<int64_t>(1, acc_n_));
-  std::vector<std::pair<std::string, double>> sc = {
-      {"loss", acc_loss_ / n}, {"mse", acc_mse_ / n}, {"vb", acc_vb_ / n}, {"grad_norm", acc_gnorm_ / n}};
+  // No applied step since the last line (all skipped as non-finite): NaN,
+  // written as null, rather than a mean of nothing that reads as loss 0.
+  const double n = acc_n_ > 0 ? static_cast<double>(acc_n_) : std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::pair<std::string, double>> sc = {{"loss", acc_loss_ / n}, {"mse", acc_mse_ / n},
+                                                    {"vb", acc_vb_ / n},     {"grad_norm", acc_gnorm_ / n},
+                                                    {"lr", cfg_.lr}};
   acc_loss_ = acc_mse_ = acc_vb_ = acc_gnorm_ = 0;
   acc_n_ = 0;
   sc.emplace_back("img_per_s", ips);

@@ -307,6 +307,18 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
     throw std::runtime_error("data.val_split '" + o.val_split + "' has " + std::to_string(I.val_ds->num_classes()) +
                              " classes but data.train_split '" + o.train_split + "' has " +
                              std::to_string(I.train_ds->num_classes()));
+  // Labels are class-folder positions: evaluation means something only when
+  // both splits have the same class folders (as veval top1 checks).
+  if (I.train_ds->folder().classes() != I.val_ds->folder().classes()) {
+    const auto& tc = I.train_ds->folder().classes();
+    const auto& vc = I.val_ds->folder().classes();
+    size_t i = 0;
+    while (i < tc.size() && i < vc.size() && tc[i] == vc[i]) ++i;
+    throw std::runtime_error("data.val_split '" + o.val_split + "' has other class folders than data.train_split '" +
+                             o.train_split + "' (first difference at class " + std::to_string(i) + ": '" +
+                             (i < vc.size() ? vc[i] : std::string()) + "' vs '" + (i < tc.size() ? tc[i] : std::string()) +
+                             "'): labels would not match");
+  }
   if (o.vit.num_classes == 0) o.vit.num_classes = I.train_ds->num_classes();
   if (o.vit.num_classes < I.train_ds->num_classes())
     throw ConfigError("model.num_classes = " + std::to_string(o.vit.num_classes) + " but the data has " +
@@ -402,6 +414,7 @@ TrainSummary Trainer::Impl::loop() {
   std::pair<EvalResult, EvalResult> last_eval;
   bool evaluated_now = false, saved_now = false;
   bool stop = false;
+  const int64_t first_step = I.step;  // a rerun of a finished run trains nothing
 
   while (I.epoch < o.epochs && !stop) {
     EpochOrder order = I.make_order(static_cast<uint64_t>(I.epoch));
@@ -441,7 +454,9 @@ TrainSummary Trainer::Impl::loop() {
     if (stop) break;
   }
   if (!evaluated_now) last_eval = I.evaluate_all();
-  if (!saved_now) I.save("end");
+  // Re-evaluating a finished run leaves its checkpoint (and the digest in
+  // its state.json, the record of how the weights were trained) alone.
+  if (!saved_now && (I.step != first_step || I.run->last_checkpoint().empty())) I.save("end");
   sum.steps = I.step;
   sum.final_eval = last_eval.first;
   sum.final_eval_ema = last_eval.second;

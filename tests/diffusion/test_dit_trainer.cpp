@@ -175,6 +175,26 @@ TEST(DitTrainer, NonFiniteLossesAreSkippedThenStop) {
   EXPECT_EQ(nonfinite_lines, 4);
 }
 
+TEST(DitTrainer, IntervalsOfSkippedStepsLogNullNotZero) {
+  vt_test::TmpDir tmp;
+  write_latent_shard(tmp.file("nan"), /*nan=*/true);
+  DitTrainer t(tiny(tmp.path(), "n", tmp.file("nan"), "", {"train.max_nonfinite=3"}));
+  EXPECT_THROW(t.train(), NonFiniteLoss);
+  // Steps 1-3 were skipped: their train lines hold null means (no applied
+  // step to average), never a loss of 0.
+  std::ifstream m(tmp.file("n/metrics.jsonl"));
+  int train_lines = 0;
+  for (std::string line; std::getline(m, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.value("split", "") != "train" || j.contains("event")) continue;
+    ++train_lines;
+    EXPECT_TRUE(j.at("loss").is_null()) << line;
+    EXPECT_TRUE(j.at("mse").is_null()) << line;
+    EXPECT_DOUBLE_EQ(j.at("lr").get<double>(), 1e-3) << line;  // tiny()'s train.lr
+  }
+  EXPECT_EQ(train_lines, 3);
+}
+
 TEST(DitTrainer, NonFiniteLossStopsAtOnceByDefault) {
   vt_test::TmpDir tmp;
   write_latent_shard(tmp.file("nan"), /*nan=*/true);

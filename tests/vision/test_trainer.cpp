@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <fstream>
 #include <sstream>
 
@@ -279,6 +280,38 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+TEST_F(TrainerTest, ValSplitWithOtherClassFoldersIsRefused) {
+  // Same number of classes, one folder renamed: labels (folder positions)
+  // would silently mean other classes.
+  fs::rename(data() + "/test/cat", data() + "/test/zcat");
+  const std::string m = error_of([&] { Trainer t(parse(tiny_yaml(data(), out("cls"))), "test.yaml"); });
+  EXPECT_NE(m.find("other class folders"), std::string::npos) << m;
+  EXPECT_NE(m.find("zcat"), std::string::npos) << m;
+  EXPECT_FALSE(fs::exists(out("cls") + "/t"));
+}
+
+TEST_F(TrainerTest, RerunOfAFinishedRunLeavesItsCheckpointAlone) {
+  const std::string o = out("rerun");
+  const Config c = parse(tiny_yaml(data(), o), {"train.max_steps=2", "ckpt.every_steps=0", "eval.max_images=4"});
+  TrainSummary first;
+  run(c, &first);
+  const std::string state = first.last_checkpoint + "/state.json";
+  std::ifstream a(state);
+  const std::string before((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>());
+  const auto mtime = fs::last_write_time(state);
+  // Same run, another learning rate: nothing to train, only re-evaluated.
+  TrainSummary again;
+  const std::vector<double> losses = run(parse(tiny_yaml(data(), o), {"train.max_steps=2", "ckpt.every_steps=0",
+                                                                      "eval.max_images=4", "train.lr=5e-4"}),
+                                         &again);
+  EXPECT_TRUE(losses.empty());
+  EXPECT_EQ(again.steps, 2);
+  std::ifstream b(state);
+  const std::string after((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(fs::last_write_time(state), mtime);
 }
 
 TEST_F(TrainerTest, BadInputFailsBeforeAnyOutput) {
