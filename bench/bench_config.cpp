@@ -1,10 +1,10 @@
 // Config parsing speed with the trainer schemas (core/config.h): the best
 // time of one Config::load of each file (accepted or not) with
 // vtrain_schema() and dittrain_schema(), plus one Config::parse of a short
-// text. One JSON line each. With --digests
-// it instead prints, per file and schema, the digest_hex() of the loaded
-// config (--yaml: and its to_yaml()) or the error message, so that two builds can be compared line by
-// line (checkpoints store the digest; it must not change).
+// text; one JSON line each. With --digests it instead prints, per file and
+// schema, the digest_hex() of the loaded config (--yaml: and its to_yaml())
+// or the error message, so that two builds can be compared line by line
+// (checkpoints store the digest; it must not change).
 //
 //   build/bench/bench_config [--digests | --yaml] configs/*.yaml
 #include <cstdio>
