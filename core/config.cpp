@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -50,6 +52,40 @@ YAML::Node lookup(const YAML::Node& root, const std::string& path) {
   return n;
 }
 
+// lookup() for many paths of one tree: the children of each map on the way
+// are read once (the first entry of a repeated key, as child() finds it)
+// instead of once per path.
+class PathIndex {
+ public:
+  explicit PathIndex(const YAML::Node& root) : root_(root) {}
+  // Whether a map read so far holds a key more than once.
+  bool saw_repeated_key() const { return repeated_; }
+  YAML::Node lookup(const std::string& path) {
+    YAML::Node n = root_;
+    std::string prefix;
+    for (const auto& p : split_path(path)) {
+      const auto& kids = children_of(prefix, n);
+      auto it = kids.find(p);
+      if (it == kids.end()) return YAML::Node(YAML::NodeType::Undefined);
+      n.reset(it->second);
+      prefix = join(prefix, p);
+    }
+    return n;
+  }
+
+ private:
+  const std::map<std::string, YAML::Node>& children_of(const std::string& prefix, const YAML::Node& n) {
+    auto [it, added] = maps_.try_emplace(prefix);
+    if (added && n.IsMap())
+      for (auto c = n.begin(); c != n.end(); ++c)
+        if (!it->second.emplace(c->first.Scalar(), c->second).second) repeated_ = true;
+    return it->second;
+  }
+  YAML::Node root_;
+  bool repeated_ = false;
+  std::map<std::string, std::map<std::string, YAML::Node>> maps_;  // map path -> its children
+};
+
 // Returns a copy of `n` with `value` at parts[i..]; non-map nodes on the way
 // are replaced by maps (the later source wins).
 YAML::Node with_value(const YAML::Node& n, const std::vector<std::string>& parts, size_t i, const YAML::Node& value) {
@@ -76,6 +112,64 @@ YAML::Node merge(const YAML::Node& base, const YAML::Node& top) {
   for (auto it = top.begin(); it != top.end(); ++it)
     out[it->first.Scalar()] = merge(child(base, it->first.Scalar()), it->second);
   return out;
+}
+
+// A fresh node equal to a canonical value (a null, a scalar with its tag, a
+// list of those; anything else is cloned), sharing no node memory with `n`.
+YAML::Node fresh_copy(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return YAML::Node(YAML::NodeType::Null);
+  if (n.IsScalar()) {
+    YAML::Node out(n.Scalar());
+    out.SetTag(n.Tag());
+    return out;
+  }
+  if (n.IsSequence()) {
+    YAML::Node out(YAML::NodeType::Sequence);
+    for (size_t i = 0; i < n.size(); ++i) out.push_back(fresh_copy(n[i]));
+    return out;
+  }
+  return YAML::Clone(n);
+}
+
+// The default of a key, canonical (see ConfigSchema, which checked that it
+// is valid) or null: parsed once per (type, text) and copied afterwards,
+// since a YAML parser per key made up much of a parse.
+YAML::Node default_value(const ConfigKey& k) {
+  static std::mutex mu;
+  static std::map<std::pair<ConfigType, std::string>, YAML::Node> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find({k.type, k.default_yaml});
+  if (it == cache.end()) {
+    YAML::Node d = YAML::Load(k.default_yaml);
+    const std::string where = "default of '" + k.path + "'";
+    it = cache.emplace(std::make_pair(k.type, k.default_yaml), d.IsNull() ? d : canonical(d, k.type, where)).first;
+  }
+  return fresh_copy(it->second);
+}
+
+// The map tree holding each value at its dotted path; the paths are neither
+// equal nor nested (schema keys).
+struct PathTree {
+  YAML::Node value;
+  std::map<std::string, PathTree> children;
+};
+
+YAML::Node tree_node(const PathTree& t) {
+  if (t.children.empty()) return t.value;
+  YAML::Node out(YAML::NodeType::Map);
+  for (const auto& [name, sub] : t.children) out[name] = tree_node(sub);
+  return out;
+}
+
+YAML::Node tree_of(const std::vector<std::pair<std::string, YAML::Node>>& values) {
+  PathTree root;
+  for (const auto& [path, value] : values) {
+    PathTree* t = &root;
+    for (const auto& part : split_path(path)) t = &t->children[part];
+    t->value.reset(value);
+  }
+  if (root.children.empty()) return YAML::Node(YAML::NodeType::Map);
+  return tree_node(root);
 }
 
 std::string dir_of(const std::string& path) {
@@ -225,14 +319,24 @@ void emit(YAML::Emitter& e, const YAML::Node& n) {
     for (size_t i = 0; i < n.size(); ++i) emit(e, n[i]);
     e << YAML::EndSeq;
   } else {
+    // Sorted by key; a repeated key shows the value of its first entry each
+    // time, as a lookup by key (child()) finds it. The order is sorted as
+    // indices: assigning a YAML::Node writes into the node it refers to.
     std::vector<std::string> keys;
-    for (auto it = n.begin(); it != n.end(); ++it) keys.push_back(it->first.Scalar());
-    std::sort(keys.begin(), keys.end());
+    std::vector<YAML::Node> values;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      keys.push_back(it->first.Scalar());
+      values.push_back(it->second);
+    }
+    std::vector<size_t> order(keys.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
     if (keys.empty()) e << YAML::Flow;
     e << YAML::BeginMap;
-    for (const auto& k : keys) {
-      e << YAML::Key << k << YAML::Value;
-      emit(e, child(n, k));
+    for (size_t i = 0, first = 0; i < order.size(); ++i) {
+      if (keys[order[i]] != keys[order[first]]) first = i;
+      e << YAML::Key << keys[order[i]] << YAML::Value;
+      emit(e, values[order[first]]);
     }
     e << YAML::EndMap;
   }
@@ -303,25 +407,43 @@ Config ConfigBuilder::finish(YAML::Node root, Sources src, const ConfigSchema& s
   v.walk(root, "");
   errors.insert(errors.end(), v.errors.begin(), v.errors.end());
 
+  // Each key's checked value, in schema order. They are set into a tree built
+  // once at the end: replacing them one by one (with_value) copied the tree
+  // per key and made yaml-cpp merge ever larger node memories, quadratic in
+  // the number of keys. Schema keys are neither equal nor nested, so setting
+  // one never changes what another reads -- unless a map on the way repeats
+  // a key: a lookup finds its first entry, but a map rebuilt by with_value
+  // keeps the last one (yaml-cpp assignment writes through), so what a key
+  // reads depends on the keys set before it. Such a config is still resolved
+  // key by key, as it always was.
+  PathIndex index(root);
+  for (const auto& k : schema.keys()) index.lookup(k.path);
+  const bool key_by_key = index.saw_repeated_key();
+  std::vector<std::pair<std::string, YAML::Node>> values;
+  values.reserve(schema.keys().size());
+  auto set = [&](const std::string& path, const YAML::Node& value) {
+    if (key_by_key) root.reset(with_value(root, split_path(path), 0, value));
+    else values.emplace_back(path, value);
+  };
   for (const auto& k : schema.keys()) {
-    YAML::Node n = lookup(root, k.path);
+    YAML::Node n = key_by_key ? lookup(root, k.path) : index.lookup(k.path);
     const std::string where = source_of(src, k.path) + ": key '" + k.path + "'";
     if (!n.IsDefined() || n.IsNull()) {
       if (k.required) {
         errors.push_back("missing required key '" + k.path + "' (" + config_type_name(k.type) + ": " + k.help + ")");
         continue;
       }
-      YAML::Node d = YAML::Load(k.default_yaml);
+      YAML::Node d = default_value(k);
       if (n.IsDefined() && !d.IsNull()) {
         errors.push_back(where + ": expected " + config_type_name(k.type) + ", found null");
         continue;
       }
-      root.reset(with_value(root, split_path(k.path), 0, d.IsNull() ? d : canonical(d, k.type, where)));
+      set(k.path, d);
       if (!n.IsDefined()) src[k.path] = kDefault;
       continue;
     }
     try {
-      root.reset(with_value(root, split_path(k.path), 0, canonical(n, k.type, where)));
+      set(k.path, canonical(n, k.type, where));
     } catch (const ConfigError& e) {
       errors.push_back(e.what());
     }
@@ -331,8 +453,11 @@ Config ConfigBuilder::finish(YAML::Node root, Sources src, const ConfigSchema& s
     for (const auto& e : errors) msg += "\n  " + e;
     throw ConfigError(msg);
   }
+  // Every path the tree held is a schema key or lies on the way to one (the
+  // validator passed) and every schema key has a value now, so the tree of
+  // the values is the whole config.
   Config c;
-  c.impl_->root.reset(root);
+  c.impl_->root.reset(key_by_key ? root : tree_of(values));
   c.impl_->sources = std::move(src);
   c.impl_->schema = schema;
   return c;
@@ -468,7 +593,8 @@ uint64_t Config::digest() const { return digest(std::vector<std::string>{}); }
 std::string Config::digest_hex() const { return digest_hex(std::vector<std::string>{}); }
 
 uint64_t Config::digest(const std::vector<std::string>& excluded) const {
-  YAML::Node root = YAML::Clone(impl_->root);
+  // A copy only when keys are removed from it.
+  YAML::Node root = excluded.empty() ? impl_->root : YAML::Clone(impl_->root);
   for (const std::string& key : excluded) {
     const std::vector<std::string> parts = split_path(key);
     YAML::Node parent = root;

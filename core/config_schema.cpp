@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <cstring>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -46,6 +47,10 @@ ScalarKind plain_kind(const std::string& s) {
   static const std::regex re_int("[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+");
   static const std::regex re_float(
       "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
+  // Every null, bool, int or float literal is empty or starts with one of
+  // these; most strings (names, paths) do not and skip the regexes, which
+  // made up much of a parse.
+  if (!s.empty() && std::strchr("~nNtTfF+-.0123456789", s[0]) == nullptr) return ScalarKind::Str;
   if (std::regex_match(s, re_null)) return ScalarKind::Null;
   if (std::regex_match(s, re_bool)) return ScalarKind::Bool;
   if (std::regex_match(s, re_int)) return ScalarKind::Int;
