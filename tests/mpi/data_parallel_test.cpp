@@ -1,5 +1,5 @@
 // Data parallel over MPI processes, end to end (label mpi): vtrain and
-// `veval top1` launched with mpirun -np 1..4 on a small ImageFolder cut from
+// `veval top1` (and dittrain) launched with mpirun -np 1..4 on a small ImageFolder cut from
 // the CIFAR-10 JPEGs. The one-process run is the reference every
 // multi-process run is compared with (same global batch, same data order
 // and augmentations): per-step loss within 1e-6 relative, final parameters
@@ -30,6 +30,7 @@ namespace {
 const std::string kMpiexec = VT_MPIEXEC;
 const std::string kVtrain = VT_VTRAIN_EXE;
 const std::string kVeval = VT_VEVAL_EXE;
+const std::string kDittrain = VT_DITTRAIN_EXE;
 const std::string kCifar = std::string(VT_SHARED_DATA_DIR) + "/cifar10";
 
 #define SKIP_WITHOUT_MPI()                                                                   \
@@ -95,6 +96,15 @@ std::string vtrain_args(const std::string& data, const std::string& out, const s
          "data.random_erasing=0.25 train.batch_size=24 train.epochs=20 train.max_steps=" +
          std::to_string(max_steps) + " train.warmup_epochs=1 log.every_steps=1 eval.batch_size=4 "
          "ckpt.every_epochs=0 data.workers=1";
+}
+
+// A tiny pixel DiT on the same images (4 classes), label dropout raised so
+// that every step drops some; global batch 24 (5 steps per epoch).
+std::string dittrain_args(const std::string& data, const std::string& out, const std::string& name, int max_steps) {
+  return kDittrain + " cifar10_dit_siamese data.root=" + data + "/train out_dir=" + out + " name=" + name +
+         " model.hidden=32 model.depth=2 model.heads=2 model.patch=8 model.num_classes=4 model.class_dropout=0.3"
+         " train.batch_size=24 train.steps=10 train.max_steps=" + std::to_string(max_steps) +
+         " log.every_steps=1 sample.every=0 ckpt.every_steps=0 data.workers=1 resume=auto";
 }
 
 std::map<int64_t, double> train_losses(const std::string& run) {
@@ -200,6 +210,37 @@ TEST(DataParallel, ResumeWithAnotherWorldSize) {
   ASSERT_EQ(b.rc, 0) << b.out;
   expect_same_losses(train_losses(out + "/ref"), train_losses(out + "/split"), 9, 20, "resumed with 3 ranks");
   expect_same_params(out + "/ref/step_20", out + "/split/step_20", "resumed with 3 ranks");
+}
+
+// dittrain: the step's samples, flips, timesteps, noise and dropped labels
+// are keyed by global row, so 2 and 3 ranks train the one-process model;
+// a run stopped under 2 ranks resumes under 3.
+TEST(DataParallel, DittrainRanksMatchOneRank) {
+  SKIP_WITHOUT_MPI();
+  vt_test::TmpDir tmp;
+  make_dataset(tmp.file("data"));
+  const std::string data = tmp.file("data"), out = tmp.file("runs");
+  Result r1 = sh(mpirun(1) + dittrain_args(data, out, "np1", 10));
+  ASSERT_EQ(r1.rc, 0) << r1.out;
+  const auto ref = train_losses(out + "/np1");
+  for (int np : {2, 3}) {
+    const std::string name = "np" + std::to_string(np);
+    Result r = sh(mpirun(np) + dittrain_args(data, out, name, 10));
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find("(" + std::to_string(np) + " processes x " + std::to_string(24 / np) + ")"),
+              std::string::npos)
+        << r.out;
+    expect_same_losses(ref, train_losses(out + "/" + name), 1, 10, "dittrain " + name);
+    EXPECT_EQ(train_losses(out + "/" + name).size(), 10u) << "only rank 0 writes";
+    expect_same_params(out + "/np1/step_10", out + "/" + name + "/step_10", "dittrain " + name);
+  }
+  Result a = sh(mpirun(2) + dittrain_args(data, out, "split", 7));
+  ASSERT_EQ(a.rc, 0) << a.out;
+  ASSERT_TRUE(fs::is_directory(out + "/split/step_7"));
+  Result b = sh(mpirun(3) + dittrain_args(data, out, "split", 10));
+  ASSERT_EQ(b.rc, 0) << b.out;
+  expect_same_losses(ref, train_losses(out + "/split"), 8, 10, "dittrain resumed with 3 ranks");
+  expect_same_params(out + "/np1/step_10", out + "/split/step_10", "dittrain resumed with 3 ranks");
 }
 
 TEST(DataParallel, EvalCountsEveryImageOnceForAnyWorldSize) {
