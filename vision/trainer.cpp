@@ -338,6 +338,8 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
 
   I.model = std::make_unique<VisionTransformer>(o.vit);
   I.model->init(o.seed);
+  // Drop-path masks keyed by the global row (rank r's row j is j * world + r).
+  I.model->backbone().set_sample_keys(dist().rank(), world);
   I.opt = std::make_unique<OptimizerState>(I.model->params(), o.ema);
   I.nonfinite = NonFiniteGuard(o.max_nonfinite);
   // The checkpoint to resume from is read (and validated) before anything is written.

@@ -88,8 +88,9 @@ void make_dataset(const std::string& dir) {
 }
 
 // A tiny ViT with the DeiT augmentations that are keyed by sample
-// (RandomResizedCrop, flip, RandAugment, RandomErasing); Mixup/CutMix and
-// drop path off (they are keyed by batch row). Global batch 24 = 1, 2, 3 x.
+// (RandomResizedCrop, flip, RandAugment, RandomErasing); Mixup/CutMix off
+// (partners within a rank's batch), drop path off here (its own test below).
+// Global batch 24 = 1, 2, 3 x.
 std::string vtrain_args(const std::string& data, const std::string& out, const std::string& name, int max_steps) {
   return kVtrain + " cifar10_vit_tiny_siamese data.root=" + data + " out_dir=" + out + " name=" + name +
          " data.val_split=val model.dim=32 model.depth=2 model.heads=2 model.patch_size=8 data.rand_augment=true "
@@ -192,6 +193,26 @@ TEST(DataParallel, TwoAndThreeRanksMatchOneRank) {
       EXPECT_EQ(evn.at(step).first, v.first) << name << ": top-1 at step " << step;
       EXPECT_NEAR(evn.at(step).second, v.second, 1e-5 * std::abs(v.second)) << name << ": val loss at step " << step;
     }
+  }
+}
+
+// Drop path on (model.drop_path 0.3 over 2 blocks): each sample's mask is
+// keyed by its global row, so ranks drop the one-process samples.
+TEST(DataParallel, DropPathRanksMatchOneRank) {
+  SKIP_WITHOUT_MPI();
+  vt_test::TmpDir tmp;
+  make_dataset(tmp.file("data"));
+  const std::string out = tmp.file("runs");
+  const std::string dp = " model.drop_path=0.3";
+  Result r1 = sh(mpirun(1) + vtrain_args(tmp.file("data"), out, "np1", 10) + dp);
+  ASSERT_EQ(r1.rc, 0) << r1.out;
+  const auto ref = train_losses(out + "/np1");
+  for (int np : {2, 3}) {
+    const std::string name = "np" + std::to_string(np);
+    Result r = sh(mpirun(np) + vtrain_args(tmp.file("data"), out, name, 10) + dp);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    expect_same_losses(ref, train_losses(out + "/" + name), 1, 10, "drop path " + name);
+    expect_same_params(out + "/np1/step_10", out + "/" + name + "/step_10", "drop path " + name);
   }
 }
 
