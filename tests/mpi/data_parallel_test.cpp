@@ -88,8 +88,8 @@ void make_dataset(const std::string& dir) {
 }
 
 // A tiny ViT with the DeiT augmentations that are keyed by sample
-// (RandomResizedCrop, flip, RandAugment, RandomErasing); Mixup/CutMix off
-// (partners within a rank's batch), drop path off here (its own test below).
+// (RandomResizedCrop, flip, RandAugment, RandomErasing); Mixup/CutMix and
+// drop path off here (their own test below).
 // Global batch 24 = 1, 2, 3 x.
 std::string vtrain_args(const std::string& data, const std::string& out, const std::string& name, int max_steps) {
   return kVtrain + " cifar10_vit_tiny_siamese data.root=" + data + " out_dir=" + out + " name=" + name +
@@ -196,14 +196,16 @@ TEST(DataParallel, TwoAndThreeRanksMatchOneRank) {
   }
 }
 
-// Drop path on (model.drop_path 0.3 over 2 blocks): each sample's mask is
-// keyed by its global row, so ranks drop the one-process samples.
-TEST(DataParallel, DropPathRanksMatchOneRank) {
+// Drop path on (model.drop_path 0.3 over 2 blocks) and Mixup/CutMix on
+// (switching between them per batch): each sample's mask is keyed by its
+// global row and its mixing partner is global row B-1-i, so ranks train the
+// one-process model.
+TEST(DataParallel, DropPathAndMixupRanksMatchOneRank) {
   SKIP_WITHOUT_MPI();
   vt_test::TmpDir tmp;
   make_dataset(tmp.file("data"));
   const std::string out = tmp.file("runs");
-  const std::string dp = " model.drop_path=0.3";
+  const std::string dp = " model.drop_path=0.3 data.mixup=0.8 data.cutmix=1.0 data.mixup_prob=1.0";
   Result r1 = sh(mpirun(1) + vtrain_args(tmp.file("data"), out, "np1", 10) + dp);
   ASSERT_EQ(r1.rc, 0) << r1.out;
   const auto ref = train_losses(out + "/np1");
@@ -211,8 +213,8 @@ TEST(DataParallel, DropPathRanksMatchOneRank) {
     const std::string name = "np" + std::to_string(np);
     Result r = sh(mpirun(np) + vtrain_args(tmp.file("data"), out, name, 10) + dp);
     ASSERT_EQ(r.rc, 0) << r.out;
-    expect_same_losses(ref, train_losses(out + "/" + name), 1, 10, "drop path " + name);
-    expect_same_params(out + "/np1/step_10", out + "/" + name + "/step_10", "drop path " + name);
+    expect_same_losses(ref, train_losses(out + "/" + name), 1, 10, "drop path + mixup " + name);
+    expect_same_params(out + "/np1/step_10", out + "/" + name + "/step_10", "drop path + mixup " + name);
   }
 }
 
