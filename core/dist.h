@@ -45,6 +45,9 @@ class Dist {
   // bytes (MPI's int counts). One process: a copy of its own bytes.
   std::vector<unsigned char> allgather_bytes(const void* data, size_t bytes,
                                              std::vector<size_t>* sizes = nullptr) const;
+  // The same concatenation on rank `root` only (MPI_Gatherv); the other
+  // ranks get an empty vector. Same errors as allgather_bytes.
+  std::vector<unsigned char> gather_bytes(const void* data, size_t bytes, int root = 0) const;
   // Copies `bytes` bytes of rank `root`'s buffer into every rank's (MPI_Bcast).
   void broadcast(void* data, size_t bytes, int root = 0) const;
   void barrier() const;

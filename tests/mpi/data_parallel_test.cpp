@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/dist.h"
+#include "core/npz.h"
 #include "core/safetensors.h"
 #include "test_fs.h"
 
@@ -287,6 +288,45 @@ TEST(DataParallel, EvalCountsEveryImageOnceForAnyWorldSize) {
     EXPECT_EQ(r.out.find("top1: ", at + 1), std::string::npos) << r.out;
     if (np == 1) first = line;
     EXPECT_EQ(line, first) << "np " << np;
+  }
+}
+
+// veval stats / fid (embedding: the tiny ViT's pre-logit features, so no
+// Inception weights are needed): ranks embed whole batches of the
+// one-process run and rank 0 accumulates the gathered features in order, so
+// mu and sigma are bitwise those of one process for any world size
+// (21 images in batches of 4: 6 batches, uneven over 4 ranks).
+TEST(DataParallel, FidStatsIdenticalForAnyWorldSize) {
+  SKIP_WITHOUT_MPI();
+  vt_test::TmpDir tmp;
+  make_dataset(tmp.file("data"));
+  const std::string out = tmp.file("runs");
+  Result t = sh(mpirun(1) + vtrain_args(tmp.file("data"), out, "m", 3));
+  ASSERT_EQ(t.rc, 0) << t.out;
+  const std::string feat = " --features " + out + "/m/step_3 --batch 4";
+  std::map<std::string, vt::NpyArray> first;
+  std::string first_fid;
+  for (int np = 1; np <= 4; ++np) {
+    const std::string npz = tmp.file("stats" + std::to_string(np) + ".npz");
+    Result r = sh(mpirun(np) + kVeval + " stats --images " + tmp.file("data") + "/val --out " + npz + feat);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find("from 21 images"), std::string::npos) << r.out;
+    const auto m = vt::load_npz(npz);
+    ASSERT_TRUE(m.count("mu") && m.count("sigma")) << npz;
+    if (np == 1) first = m;
+    for (const char* k : {"mu", "sigma"}) {
+      EXPECT_EQ(m.at(k).shape, first.at(k).shape) << "np " << np << " " << k;
+      EXPECT_TRUE(m.at(k).bytes == first.at(k).bytes) << "np " << np << ": " << k << " differs from one process";
+    }
+    Result f = sh(mpirun(np) + kVeval + " fid --samples " + tmp.file("data") + "/train --ref " +
+                  tmp.file("stats1.npz") + feat);
+    ASSERT_EQ(f.rc, 0) << f.out;
+    const size_t at = f.out.find("FID: ");
+    ASSERT_NE(at, std::string::npos) << f.out;
+    EXPECT_EQ(f.out.find("FID: ", at + 1), std::string::npos) << "printed once (rank 0): " << f.out;
+    const std::string line = f.out.substr(at, f.out.find('\n', at) - at);
+    if (np == 1) first_fid = line;
+    EXPECT_EQ(line, first_fid) << "np " << np;
   }
 }
 
