@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "kernels/activation.h"
@@ -122,6 +123,13 @@ SiameseInputSpec Backbone::final_spec() const {
   sp.pre = conv(fy_);
   sp.input = conv(fin_);
   return sp;
+}
+
+void Backbone::set_sample_keys(int64_t offset, int64_t stride) {
+  if (offset < 0 || stride < 1)
+    throw std::invalid_argument("Backbone::set_sample_keys: offset " + std::to_string(offset) + " / stride " +
+                                std::to_string(stride) + " (need offset >= 0, stride >= 1)");
+  for (auto& b : blocks_) b->set_sample_keys(offset, stride);
 }
 
 void Backbone::forward(const Tensor& h, const Tensor& c, const Tensor& out, bool training, uint64_t seed,

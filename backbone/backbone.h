@@ -37,6 +37,11 @@ class Backbone {
   // whose masks are keyed by (seed, step, block, sublayer).
   void forward(const Tensor& h, const Tensor& c, const Tensor& out, bool training = false, uint64_t seed = 0,
                uint64_t step = 0);
+  // Data parallel: this process's row b is global sample offset + b * stride
+  // of the step (rank r of W: offset r, stride W), so drop-path masks are
+  // those of the one-process batch (kernels/drop_path.h). Default 0, 1.
+  // Throws std::invalid_argument for offset < 0 or stride < 1.
+  void set_sample_keys(int64_t offset, int64_t stride);
   // dout [B,T,D] -> dh [B,T,D] (OVERWRITTEN), dc [B,D] (OVERWRITTEN, DiT);
   // parameter gradients ACCUMULATE into the ParamStore. Uses the activations
   // of the last forward.

@@ -163,7 +163,8 @@ void Block::sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, 
   rs.inv_c = 1.0f / c_;
   if (cfg_.conditioned()) rs.gate = mod_chunk(mod_, 3 * k + 2);
   if (drop_rate_ > 0.0f) {
-    if (training) drop_path_scales(drop_rate_, seed, philox_stream(step, index_, k), sb.drop);
+    if (training)
+      drop_path_scales(drop_rate_, seed, philox_stream(step, index_, k), sb.drop, sample_offset_, sample_stride_);
     else sb.drop.fill(1.0f);
     rs.drop_scale = sb.drop;
   }

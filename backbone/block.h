@@ -48,6 +48,9 @@ class Block {
   // drawn from (seed, philox_stream(step, index, sublayer)) when training.
   void forward(const BlockIO& io, const Tensor& silu_c, bool training, uint64_t seed, uint64_t step,
                BlockScratch& s);
+  // Where this batch's rows sit in the global batch for the drop-path keys
+  // (kernels/drop_path.h): row b is global sample offset + b * stride.
+  void set_sample_keys(int64_t offset, int64_t stride) { sample_offset_ = offset, sample_stride_ = stride; }
   // On entry gx/gy hold the gradients w.r.t. io.x[2]/io.y[2]; on exit w.r.t.
   // io.x[0]/io.y[0] (gx may be swapped with s.gx_alt). d_silu_acc += the
   // gradient w.r.t. silu_c (DiT).
@@ -94,6 +97,7 @@ class Block {
   float c_ = 1.0f;       // the x residual adds o / c_ (SiameseNorm's c_l, DeepNet's alpha)
   float after_eps_;      // eps of the norm after the add (DeepNorm: eps / alpha^2)
   float drop_rate_ = 0.0f;
+  int64_t sample_offset_ = 0, sample_stride_ = 1;  // see set_sample_keys
   Attention attn_;
   Mlp mlp_;
   Linear ada_;

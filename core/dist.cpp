@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 
 #include "core/log.h"
@@ -64,6 +65,51 @@ void Dist::allreduce_sum(int64_t* data, size_t n) const {
   if (mpi_ && world_ > 1)
     MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
 }
+std::vector<unsigned char> Dist::gather_bytes(const void* data, size_t bytes, int root) const {
+  const auto* p = static_cast<const unsigned char*>(data);
+  if (!(mpi_ && world_ > 1)) return std::vector<unsigned char>(p, p + bytes);
+  constexpr size_t kMax = static_cast<size_t>(std::numeric_limits<int>::max());
+  if (bytes > kMax)
+    throw std::invalid_argument("Dist::gather_bytes: " + std::to_string(bytes) + " bytes exceed MPI's int count");
+  int mine = static_cast<int>(bytes);
+  std::vector<int> counts(static_cast<size_t>(world_)), displs(static_cast<size_t>(world_));
+  // Every rank learns the counts, so all take the same decision on the total.
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  size_t total = 0;
+  for (int r = 0; r < world_; ++r) {
+    if (total > kMax) throw std::invalid_argument("Dist::gather_bytes: the gathered total exceeds MPI's int count");
+    displs[static_cast<size_t>(r)] = static_cast<int>(total);
+    total += static_cast<size_t>(counts[static_cast<size_t>(r)]);
+  }
+  if (total > kMax) throw std::invalid_argument("Dist::gather_bytes: the gathered total exceeds MPI's int count");
+  std::vector<unsigned char> out(rank_ == root ? total : 0);
+  MPI_Gatherv(p, mine, MPI_BYTE, out.data(), counts.data(), displs.data(), MPI_BYTE, root, MPI_COMM_WORLD);
+  return out;
+}
+std::vector<unsigned char> Dist::allgather_bytes(const void* data, size_t bytes, std::vector<size_t>* sizes) const {
+  const auto* p = static_cast<const unsigned char*>(data);
+  if (!(mpi_ && world_ > 1)) {
+    if (sizes) *sizes = {bytes};
+    return std::vector<unsigned char>(p, p + bytes);
+  }
+  constexpr size_t kMax = static_cast<size_t>(std::numeric_limits<int>::max());
+  if (bytes > kMax)
+    throw std::invalid_argument("Dist::allgather_bytes: " + std::to_string(bytes) + " bytes exceed MPI's int count");
+  int mine = static_cast<int>(bytes);
+  std::vector<int> counts(static_cast<size_t>(world_)), displs(static_cast<size_t>(world_));
+  MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  size_t total = 0;
+  for (int r = 0; r < world_; ++r) {
+    if (total > kMax) throw std::invalid_argument("Dist::allgather_bytes: the gathered total exceeds MPI's int count");
+    displs[static_cast<size_t>(r)] = static_cast<int>(total);
+    total += static_cast<size_t>(counts[static_cast<size_t>(r)]);
+  }
+  if (total > kMax) throw std::invalid_argument("Dist::allgather_bytes: the gathered total exceeds MPI's int count");
+  std::vector<unsigned char> out(total);
+  MPI_Allgatherv(p, mine, MPI_BYTE, out.data(), counts.data(), displs.data(), MPI_BYTE, MPI_COMM_WORLD);
+  if (sizes) sizes->assign(counts.begin(), counts.end());
+  return out;
+}
 void Dist::broadcast(void* data, size_t bytes, int root) const {
   if (mpi_ && world_ > 1) MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD);
 }
@@ -80,6 +126,15 @@ void Dist::abort(int code) const {
 void Dist::allreduce_sum(float*, size_t) const {}
 void Dist::allreduce_sum(double*, size_t) const {}
 void Dist::allreduce_sum(int64_t*, size_t) const {}
+std::vector<unsigned char> Dist::allgather_bytes(const void* data, size_t bytes, std::vector<size_t>* sizes) const {
+  const auto* p = static_cast<const unsigned char*>(data);
+  if (sizes) *sizes = {bytes};
+  return std::vector<unsigned char>(p, p + bytes);
+}
+std::vector<unsigned char> Dist::gather_bytes(const void* data, size_t bytes, int) const {
+  const auto* p = static_cast<const unsigned char*>(data);
+  return std::vector<unsigned char>(p, p + bytes);
+}
 void Dist::broadcast(void*, size_t, int) const {}
 void Dist::barrier() const {}
 void Dist::abort(int code) const {

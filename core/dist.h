@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace vt {
 
@@ -37,6 +38,16 @@ class Dist {
   void allreduce_sum(float* data, size_t n) const;
   void allreduce_sum(double* data, size_t n) const;
   void allreduce_sum(int64_t* data, size_t n) const;
+  // Every rank's `bytes` bytes (the count may differ between ranks),
+  // concatenated in rank order on every rank (MPI_Allgather of the counts,
+  // then MPI_Allgatherv); `sizes`, when given, receives each rank's count.
+  // Throws std::invalid_argument when a count or the total exceeds INT_MAX
+  // bytes (MPI's int counts). One process: a copy of its own bytes.
+  std::vector<unsigned char> allgather_bytes(const void* data, size_t bytes,
+                                             std::vector<size_t>* sizes = nullptr) const;
+  // The same concatenation on rank `root` only (MPI_Gatherv); the other
+  // ranks get an empty vector. Same errors as allgather_bytes.
+  std::vector<unsigned char> gather_bytes(const void* data, size_t bytes, int root = 0) const;
   // Copies `bytes` bytes of rank `root`'s buffer into every rank's (MPI_Bcast).
   void broadcast(void* data, size_t bytes, int root = 0) const;
   void barrier() const;

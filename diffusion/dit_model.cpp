@@ -1,6 +1,7 @@
 #include "diffusion/dit_model.h"
 
 #include <stdexcept>
+#include <string>
 
 #include "core/philox.h"
 #include "kernels/activation.h"
@@ -197,14 +198,20 @@ void DiT::backward(const Tensor& dout) {
   t0_.backward(dt_h1_, t_freq_, Tensor());
 }
 
-void drop_labels(Tensor& labels, double p, int64_t num_classes, uint64_t seed, uint64_t step) {
+void drop_labels(Tensor& labels, double p, int64_t num_classes, uint64_t seed, uint64_t step, int rank, int world) {
   if (labels.dtype() != DType::I32 || !labels.device().is_cpu() || !labels.is_contiguous())
     throw std::invalid_argument("drop_labels: labels must be a contiguous CPU I32 tensor, got " + labels.str());
+  if (world < 1 || rank < 0 || rank >= world)
+    throw std::invalid_argument("drop_labels: rank " + std::to_string(rank) + " outside world " + std::to_string(world));
   if (p <= 0) return;
   Philox rng(seed, philox_stream(kPurposeLabelDrop, step));
   int32_t* y = labels.i32();
-  for (int64_t i = 0; i < labels.numel(); ++i)
-    if (rng.bernoulli(p)) y[i] = static_cast<int32_t>(num_classes);
+  // Every rank walks the whole global batch's stream and keeps its rows.
+  const int64_t global = labels.numel() * world;
+  for (int64_t g = 0; g < global; ++g) {
+    const bool drop = rng.bernoulli(p);
+    if (g % world == rank && drop) y[g / world] = static_cast<int32_t>(num_classes);
+  }
 }
 
 }  // namespace vt

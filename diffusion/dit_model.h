@@ -112,7 +112,14 @@ class DiT {
 };
 
 // DiT LabelEmbedder.token_drop: each label becomes the null class
-// (num_classes) with probability p, drawn from Philox(seed, (purpose, step, i)).
-void drop_labels(Tensor& labels, double p, int64_t num_classes, uint64_t seed, uint64_t step);
+// (num_classes) with probability p. The draws of a step are one Philox
+// stream (seed, (purpose, step)) over the GLOBAL batch of labels.numel() *
+// world rows; row j of this rank's labels is global row j * world + rank
+// (the DistributedSampler interleave), so a sample's draw does not depend
+// on the world size. rank 0 of world 1 is the one-process batch.
+// Throws std::invalid_argument for non-I32/non-contiguous labels or a rank
+// outside [0, world).
+void drop_labels(Tensor& labels, double p, int64_t num_classes, uint64_t seed, uint64_t step, int rank = 0,
+                 int world = 1);
 
 }  // namespace vt

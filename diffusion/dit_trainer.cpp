@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "backbone/optimizer_state.h"
+#include "core/dist.h"
 #include "core/log.h"
 #include "core/npz.h"
 #include "core/philox.h"
@@ -70,6 +71,12 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   if (batches_per_epoch_ == 0)
     throw ConfigError("train.batch_size: " + std::to_string(cfg_.batch) + " exceeds the " +
                       std::to_string(dataset_->size()) + " samples of " + cfg_.data_root);
+  // train.batch_size is the global batch (DiT's global_batch_size).
+  const int world = dist().world();
+  if (cfg_.batch % world != 0)
+    throw ConfigError("train.batch_size = " + std::to_string(cfg_.batch) + " (the global batch) is not divisible by the " +
+                      std::to_string(world) + " processes of this run");
+  rank_batch_ = cfg_.batch / world;
 
   model_ = std::make_unique<DiT>(cfg_.model);
   model_->init_weights(cfg_.seed);
@@ -79,13 +86,13 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   if (!run_->resume_path().empty()) resume_from(run_->resume_path());
 
   LoaderConfig lc;
-  lc.batch_size = static_cast<int>(cfg_.batch);
+  lc.batch_size = static_cast<int>(rank_batch_);
   lc.workers = std::max(1, cfg_.workers);
   lc.seed = cfg_.seed;
   lc.on_corrupt = parse_on_corrupt(cfg_.on_corrupt);
   loader_ = std::make_unique<Loader>(dataset_, lc);
 
-  const int64_t B = cfg_.batch, C = cfg_.model.in_channels, S = cfg_.model.input_size;
+  const int64_t B = rank_batch_, C = cfg_.model.in_channels, S = cfg_.model.input_size;
   x0_ = Tensor::empty({B, C, S, S});
   xt_ = Tensor::empty({B, C, S, S});
   noise_ = Tensor::empty({B, C, S, S});
@@ -101,9 +108,9 @@ const Tensor& DitTrainer::ema() const { return opt_->ema(); }
 void DitTrainer::open_run() {
   if (run_->is_open()) return;
   run_->open(cfg_.resolved, cfg_.tensorboard);
-  log().info("dittrain: DiT depth {} hidden {} patch {} ({} scheme), {} parameters, {} samples, batch {}, run dir {}{}",
+  log().info("dittrain: DiT depth {} hidden {} patch {} ({} scheme), {} parameters, {} samples, batch {} ({} processes x {}), run dir {}{}",
              cfg_.model.depth, cfg_.model.hidden, cfg_.model.patch, norm_scheme_name(cfg_.model.scheme),
-             model_->num_params(), dataset_->size(), cfg_.batch, run_->path(),
+             model_->num_params(), dataset_->size(), cfg_.batch, dist().world(), rank_batch_, run_->path(),
              run_->resume_path().empty() ? ""
                                          : ", resumed from " + run_->resume_path() + " at step " + std::to_string(step_));
 }
@@ -148,10 +155,14 @@ std::string DitTrainer::save_checkpoint() {
   return dir;
 }
 
+// Rank r reads entries r, r + world, ... of the one-process epoch order
+// (DistributedSampler), so the ranks' batches b together hold global
+// positions [b * B, (b + 1) * B) with the one-process draw ids (flips):
+// this rank's row j is the step's global row j * world + r.
 void DitTrainer::start_epoch() {
-  EpochOrder full = train_order(dataset_->size(), cfg_.seed, static_cast<uint64_t>(epoch_), 0, 1);
+  EpochOrder full = train_order(dataset_->size(), cfg_.seed, static_cast<uint64_t>(epoch_), dist().rank(), dist().world());
   EpochOrder o;
-  const size_t skip = static_cast<size_t>(batch_in_epoch_ * cfg_.batch);
+  const size_t skip = static_cast<size_t>(batch_in_epoch_ * rank_batch_);
   o.indices.assign(full.indices.begin() + static_cast<std::ptrdiff_t>(std::min(skip, full.size())), full.indices.end());
   o.draw_ids.assign(full.draw_ids.begin() + static_cast<std::ptrdiff_t>(std::min(skip, full.size())),
                     full.draw_ids.end());
@@ -159,24 +170,32 @@ void DitTrainer::start_epoch() {
 }
 
 StepTask::Output DitTrainer::forward_backward(int64_t s) {
-  const int64_t B = cfg_.batch, N = x0_.numel() / B;
+  const int64_t B = rank_batch_, N = x0_.numel() / B;
+  const int rank = dist().rank(), world = dist().world();
   Batch batch;
   if (!loader_->next(batch)) throw std::logic_error("dittrain: loader ran dry inside an epoch");
   x0_.copy_from(batch.images);
   if (cfg_.data_kind == "latents") scale(x0_, static_cast<float>(cfg_.latent_scale), x0_);
   y_.copy_from(batch.labels);
-  drop_labels(y_, cfg_.model.class_dropout, cfg_.model.num_classes, cfg_.seed, static_cast<uint64_t>(s));
+  // Per-sample draws are keyed by the global row (j * world + rank), so a
+  // sample's t, noise and label dropout do not depend on the world size.
+  drop_labels(y_, cfg_.model.class_dropout, cfg_.model.num_classes, cfg_.seed, static_cast<uint64_t>(s), rank, world);
   std::vector<int> t(static_cast<size_t>(B));
   {
+    // One stream per step over the global batch (rejection sampling draws a
+    // variable count per sample): every rank walks it and keeps its rows.
     Philox rng(cfg_.seed, philox_stream(kPurposeTimestep, static_cast<uint64_t>(s)));
-    for (int64_t b = 0; b < B; ++b) {
-      t[static_cast<size_t>(b)] = static_cast<int>(rng.integer(0, cfg_.num_timesteps - 1));
-      tt_.f32()[b] = static_cast<float>(t[static_cast<size_t>(b)]);
+    for (int64_t g = 0; g < cfg_.batch; ++g) {
+      const int tg = static_cast<int>(rng.integer(0, cfg_.num_timesteps - 1));
+      if (g % world != rank) continue;
+      t[static_cast<size_t>(g / world)] = tg;
+      tt_.f32()[g / world] = static_cast<float>(tg);
     }
   }
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < B; ++b) {
-    Philox rng(cfg_.seed, philox_stream(kPurposeNoise, static_cast<uint64_t>(s), static_cast<uint64_t>(b)));
+    const uint64_t global_row = static_cast<uint64_t>(b * world + rank);
+    Philox rng(cfg_.seed, philox_stream(kPurposeNoise, static_cast<uint64_t>(s), global_row));
     float* z = noise_.f32() + b * N;
     for (int64_t i = 0; i < N; ++i) z[i] = static_cast<float>(rng.normal());
   }
@@ -194,14 +213,19 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
     start_epoch();
   }
   step_ = s;
-  losses_.emplace_back(s, L.mean);
   step_mse_ = step_vb_ = 0;
   for (size_t b = 0; b < L.mse.size(); ++b) step_mse_ += L.mse[b], step_vb_ += L.vb[b];
   step_mse_ /= static_cast<double>(B), step_vb_ /= static_cast<double>(B);
+  if (world > 1) {  // the metrics line's means are over the global batch (the loss: TrainLoop)
+    double parts[2] = {step_mse_, step_vb_};
+    dist().allreduce_sum(parts, 2);
+    step_mse_ = parts[0] / world, step_vb_ = parts[1] / world;
+  }
   return {L.mean, cfg_.lr, "epoch " + std::to_string(epoch_)};
 }
 
 void DitTrainer::after_update(int64_t s, const Output& out, const UpdateResult& u) {
+  losses_.emplace_back(s, out.loss);  // the mean over ranks
   if (u.applied) {  // skipped steps stay out of the means
     acc_loss_ += out.loss, acc_mse_ += step_mse_, acc_vb_ += step_vb_, acc_gnorm_ += u.grad_norm;
     ++acc_n_;
@@ -242,6 +266,7 @@ void DitTrainer::append_mechanism_scalars(std::vector<std::pair<std::string, dou
 }
 
 void DitTrainer::after_step(int64_t s) {
+  if (!dist().is_root()) return;  // rank 0 writes the grids
   if (cfg_.sample_every > 0 && (s % cfg_.sample_every == 0 || s == cfg_.steps))
     save_sample_grid((fs::path(run_->path()) / "samples" / ("step_" + std::to_string(s) + ".png")).string());
 }
@@ -282,6 +307,7 @@ void DitTrainer::train_until(int64_t stop_at) {
   po.items_per_step = static_cast<double>(cfg_.batch);
   po.unit = "img";
   po.interval_s = cfg_.log_every_s;
+  if (!dist().is_root()) po.out = nullptr;  // rank 0 reports
   ProgressBar bar("train", end - step_, po);
   bar_ = &bar, bar_first_ = step_;
   t_log_ = std::chrono::steady_clock::now();

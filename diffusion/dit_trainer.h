@@ -3,9 +3,16 @@
 //   data.latent_scale), labels dropped to the null class with p =
 //   class_dropout, t ~ U{0..T-1}, noise ~ N(0, I), x_t = q_sample, loss =
 //   mse + vb (learned sigma), backward, AdamW (constant lr, wd 0), EMA.
-// Randomness (t, noise, label dropout) is keyed by (seed, purpose, s),
-// data order and flips by (seed, epoch, draw id), so a resumed run
-// repeats an uninterrupted one step for step.
+// Randomness (t, noise, label dropout) is keyed by (seed, purpose, s,
+// global row), data order and flips by (seed, epoch, draw id), so a resumed
+// run repeats an uninterrupted one step for step.
+//
+// Data parallel (core/dist.h, as vtrain): train.batch_size is the global
+// batch, each of the W ranks reads batch_size / W samples (DistributedSampler
+// interleave: rank r's row j is global row j * W + r) and keys every
+// per-sample draw by the global row, so a step's samples, timesteps, noise
+// and dropped labels do not depend on W; TrainLoop averages gradients and
+// loss, mse/vb are averaged here; rank 0 writes the run directory and grids.
 //
 // Run directory <out_dir>/<name>/ (train/run_dir.h, as vtrain): config.yaml
 // (resolved, absolute paths), log.txt, metrics.jsonl, tb/, step_<N>/
@@ -61,7 +68,7 @@ class DitTrainer : private StepTask {
 
   int64_t step() const { return step_; }
   const std::string& run_dir() const;
-  // (step, loss) of every step run by this process.
+  // (step, loss) of every step run by this process (loss: mean over ranks).
   const std::vector<std::pair<int64_t, double>>& losses() const { return losses_; }
   // Writes a checkpoint of the current state; returns its directory.
   std::string save_checkpoint();
@@ -93,6 +100,7 @@ class DitTrainer : private StepTask {
   std::shared_ptr<Dataset> dataset_;
   std::unique_ptr<Loader> loader_;
   int64_t step_ = 0, epoch_ = 0, batch_in_epoch_ = 0, batches_per_epoch_ = 0;
+  int64_t rank_batch_ = 0;  // this rank's share of train.batch_size
   std::vector<std::pair<int64_t, double>> losses_;
   double acc_loss_ = 0, acc_mse_ = 0, acc_vb_ = 0, acc_gnorm_ = 0;  // since the last metrics line
   int64_t acc_n_ = 0;

@@ -15,6 +15,8 @@
 // a latent model's samples are decoded to images with the VAE (vae=PATH or
 // vae.path). `extract` encodes an ImageFolder to latent shards
 // (diffusion/dit_vae_commands.h).
+// Training runs under mpirun/srun as vtrain does (diffusion/dit_trainer.h);
+// sample and extract refuse a multi-process launch.
 // Exit codes (as vtrain): 0 done, 1 runtime error (data, checkpoint,
 // non-finite loss), 2 usage or configuration error.
 //
@@ -70,6 +72,11 @@ int run(int argc, char** argv) {
   const bool sample = !args.empty() && args[0] == "sample";
   const bool extract = !args.empty() && args[0] == "extract";
   if (sample || extract) args.erase(args.begin());
+  // Training is data parallel (diffusion/dit_trainer.h); sample and extract
+  // would have every rank write the same files.
+  if ((sample || extract) && vt::dist().world() > 1)
+    throw vt::ConfigError(std::string("dittrain ") + (sample ? "sample" : "extract") + " runs as one process (launched as " +
+                          std::to_string(vt::dist().world()) + " MPI processes); only training is data parallel");
   if (args.empty()) {
     usage(std::cerr);
     return 2;
@@ -119,12 +126,6 @@ int main(int argc, char** argv) {
   std::unique_ptr<vt::DistSession> session;
   try {
     session = std::make_unique<vt::DistSession>(&argc, &argv);
-    // DiT's per-sample draws (timestep, noise, label dropout) are keyed by
-    // the row of the batch; a sharded batch would change them. Until they
-    // are keyed by global sample position, dittrain runs as one process.
-    if (vt::dist().world() > 1)
-      throw vt::ConfigError("dittrain runs as one process for now (launched as " +
-                            std::to_string(vt::dist().world()) + " MPI processes); vtrain and veval top1 are data parallel");
     return run(argc, argv);
   } catch (const vt::ConfigError& e) {
     std::fprintf(stderr, "dittrain: config error: %s\n", e.what());

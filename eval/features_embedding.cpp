@@ -10,6 +10,7 @@
 #include "data_pipeline/resample.h"
 #include "data_pipeline/transforms.h"
 #include "eval/npz_members.h"
+#include "eval/sharded_stats.h"
 #include "vision/evaluate.h"
 
 namespace vt {
@@ -66,11 +67,11 @@ FidSourceStats embedding_source_stats(const std::string& path, const ClassifierE
   if (out.kind == FidSourceKind::StatsNpz) return fid_source_stats(path, nullptr, batch, progress);
   if (batch < 1) throw std::invalid_argument("embedding_source_stats: batch must be >= 1, got " + std::to_string(batch));
   const int64_t S = emb.image_size(), D = emb.feature_dim(), per = 3 * S * S;
-  StatsAccumulator acc(D);
   auto run = [&](int64_t n, const std::function<void(int64_t, float*)>& prep) {
     require_two(n, path);
+    ShardedStats acc(n, batch, D);  // this rank's batches (eval/sharded_stats.h)
     Tensor x = Tensor::empty({std::min(batch, n), 3, S, S}), f = Tensor::empty({std::min(batch, n), D});
-    for (int64_t s = 0; s < n; s += batch) {
+    for (int64_t s = acc.begin(); s < acc.end(); s += batch) {
       const int64_t b = std::min(batch, n - s);
       Tensor xb = x.slice(0, 0, b), fb = f.slice(0, 0, b);
       // Decoding dominates for small models; an exception must not leave
@@ -88,8 +89,9 @@ FidSourceStats embedding_source_stats(const std::string& path, const ClassifierE
       if (err) std::rethrow_exception(err);
       emb.features(xb, fb);
       acc.add(fb);
-      if (progress) progress(s + b, n);
+      if (progress) progress(s + b - acc.begin(), acc.end() - acc.begin());
     }
+    out.stats = acc.finish();
   };
   if (out.kind == FidSourceKind::ImageNpz) {
     const NpyArray arr = load_npz_members(path, {"arr_0"}).at("arr_0");
@@ -103,7 +105,6 @@ FidSourceStats embedding_source_stats(const std::string& path, const ClassifierE
     require_two_images(files, path);
     run(static_cast<int64_t>(files.size()), [&](int64_t i, float* dst) { emb.preprocess_file(files[i], dst); });
   }
-  out.stats = acc.finish();
   out.count = out.stats.count;
   return out;
 }

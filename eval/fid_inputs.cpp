@@ -10,6 +10,7 @@
 #include "data_pipeline/decode.h"
 #include "data_pipeline/image_folder.h"
 #include "eval/npz_members.h"
+#include "eval/sharded_stats.h"
 #include "kernels/resize.h"
 
 namespace fs = std::filesystem;
@@ -110,7 +111,6 @@ FidSourceStats fid_source_stats(const std::string& path, const InceptionFid* net
   }
   if (!net) throw std::invalid_argument("fid_source_stats: '" + path + "' holds images but no network was given");
   if (batch < 1) throw std::invalid_argument("fid_source_stats: batch must be >= 1, got " + std::to_string(batch));
-  StatsAccumulator acc(net->feature_dim());
   if (out.kind == FidSourceKind::ImageNpz) {
     const NpyArray arr = load_npz_members(path, {"arr_0"}).at("arr_0");
     if (arr.dtype != "|u1" || arr.shape.size() != 4 || arr.shape[3] != 3)
@@ -118,20 +118,23 @@ FidSourceStats fid_source_stats(const std::string& path, const InceptionFid* net
                                "; expected uint8 [N, H, W, 3]");
     const int64_t n = arr.shape[0], h = arr.shape[1], w = arr.shape[2];
     require_two(n, path);
-    for (int64_t s = 0; s < n; s += batch) {
+    ShardedStats acc(n, batch, net->feature_dim());
+    for (int64_t s = acc.begin(); s < acc.end(); s += batch) {
       const int64_t b = std::min(batch, n - s);
       Tensor x = Tensor::empty({b, 3, 299, 299});
       for (int64_t i = 0; i < b; ++i) put_image(arr.bytes.data() + (s + i) * h * w * 3, h, w, x, i);
       Tensor f = Tensor::empty({b, net->feature_dim()});
       net->features(x, f);
       acc.add(f);
-      if (progress) progress(s + b, n);
+      if (progress) progress(s + b - acc.begin(), acc.end() - acc.begin());
     }
+    out.stats = acc.finish();
   } else {
     const std::vector<std::string> files = list_images_recursive(path);
     const int64_t n = static_cast<int64_t>(files.size());
     require_two_images(files, path);
-    for (int64_t s = 0; s < n; s += batch) {
+    ShardedStats acc(n, batch, net->feature_dim());
+    for (int64_t s = acc.begin(); s < acc.end(); s += batch) {
       const int64_t b = std::min(batch, n - s);
       Tensor x = Tensor::empty({b, 3, 299, 299});
       for (int64_t i = 0; i < b; ++i) {
@@ -144,10 +147,10 @@ FidSourceStats fid_source_stats(const std::string& path, const InceptionFid* net
       Tensor feats = Tensor::empty({b, net->feature_dim()});
       net->features(x, feats);
       acc.add(feats);
-      if (progress) progress(s + b, n);
+      if (progress) progress(s + b - acc.begin(), acc.end() - acc.begin());
     }
+    out.stats = acc.finish();
   }
-  out.stats = acc.finish();
   out.count = out.stats.count;
   return out;
 }

@@ -6,7 +6,10 @@
 //     used directly when present (even if "arr_0" is there too).
 // Images are decoded to RGB (data_pipeline/decode.h), scaled v / 255 and
 // bilinearly resized to 299x299 one by one, then run through the network in
-// batches; statistics are accumulated in float64.
+// batches; statistics are accumulated in float64. Under mpirun the batches
+// are split over the ranks and the features gathered on rank 0
+// (eval/sharded_stats.h): rank 0 gets the one-process statistics, the
+// other ranks empty ones (count 0).
 //
 // Errors (std::runtime_error naming the path): missing path, a folder
 // without images, an .npz without mu/sigma or arr_0 (listing its keys),

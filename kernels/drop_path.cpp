@@ -33,19 +33,21 @@ int64_t per_sample(const Tensor& x) { return x.size(0) ? x.numel() / x.size(0) :
 
 }  // namespace
 
-void drop_path_scales(float rate, uint64_t seed, uint64_t stream, const Tensor& scales, int64_t sample_offset) {
+void drop_path_scales(float rate, uint64_t seed, uint64_t stream, const Tensor& scales, int64_t sample_offset,
+                      int64_t sample_stride) {
   const char* op = "drop_path_scales";
   if (!(rate >= 0.0f && rate < 1.0f)) opcheck::fail(op, "rate " + std::to_string(rate) + " outside [0, 1)");
   opcheck::dtype(op, "scales", scales, DType::F32);
   if (scales.dim() != 1) opcheck::fail(op, opcheck::desc("scales", scales) + " must be [B]");
   if (sample_offset < 0) opcheck::fail(op, "negative sample_offset " + std::to_string(sample_offset));
+  if (sample_stride < 1) opcheck::fail(op, "sample_stride " + std::to_string(sample_stride) + " < 1");
   const int64_t B = scales.size(0);
   const double keep = 1.0 - static_cast<double>(rate);
   const float kept_scale = static_cast<float>(1.0 / keep);
   if (scales.device().is_cuda() && scales.is_contiguous()) {
 #ifdef VT_CUDA
     // Drawn on the device from the same Philox keys (core/philox_block.h).
-    cuda::drop_path_scales(scales.f32(), B, keep, kept_scale, seed, stream, sample_offset);
+    cuda::drop_path_scales(scales.f32(), B, keep, kept_scale, seed, stream, sample_offset, sample_stride);
     return;
 #else
     opcheck::no_cuda(op);
@@ -55,8 +57,9 @@ void drop_path_scales(float rate, uint64_t seed, uint64_t stream, const Tensor& 
   if (rate > 0.0f)
     for (int64_t b = 0; b < B; ++b) {
       // One Philox block per sample: the draw depends only on the global index.
-      // (the first uniform_double of Philox(seed, stream, sample_offset + b))
-      const double u = philox_first_uniform_double(seed, stream, static_cast<uint64_t>(sample_offset + b));
+      // (the first uniform_double of Philox(seed, stream, sample_offset + b * sample_stride))
+      const double u =
+          philox_first_uniform_double(seed, stream, static_cast<uint64_t>(sample_offset + b * sample_stride));
       host[static_cast<size_t>(b)] = u < keep ? kept_scale : 0.0f;
     }
   // copy_from handles a CUDA or strided destination; dst shares scales' storage.

@@ -4,9 +4,11 @@
 // are drawn once per forward with drop_path_scales() and reused by backward.
 //
 // Randomness: sample b's draw is the first uniform of vt::Philox(seed, stream,
-// first_block = sample_offset + b), so the mask is a pure function of
-// (seed, stream, global sample index): identical across thread counts,
-// devices and resumes, and data-parallel ranks pass their global offset.
+// first_block = sample_offset + b * sample_stride), so the mask is a pure
+// function of (seed, stream, global sample index): identical across thread
+// counts, devices and resumes. Data-parallel ranks pass where their rows sit
+// in the global batch: rank r of W with the DistributedSampler interleave
+// has offset r, stride W (row b is global row b * W + r).
 // Callers build stream from purpose tags, e.g. philox_stream(step, layer, sublayer).
 // On CUDA the mask is drawn by a kernel from the same keys
 // (core/philox_block.h, kernels/cuda/drop_path.h): identical masks.
@@ -21,9 +23,10 @@
 namespace vt {
 
 // Fills scales [B] (F32, CPU or CUDA) with 0 or 1/keep_prob. rate must be in
-// [0, 1); rate 0 (or inference) gives all ones.
+// [0, 1); rate 0 (or inference) gives all ones. sample_offset >= 0 and
+// sample_stride >= 1, else std::invalid_argument.
 void drop_path_scales(float rate, uint64_t seed, uint64_t stream, const Tensor& scales,
-                      int64_t sample_offset = 0);
+                      int64_t sample_offset = 0, int64_t sample_stride = 1);
 
 // out[b, ...] = x[b, ...] * scales[b]; x, out [B, ...] contiguous, same
 // shape (out may be x). Backward is the same map: dx = dout * scales

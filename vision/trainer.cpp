@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <numeric>
+#include <vector>
 
 #include "core/dist.h"
 #include "core/log.h"
@@ -186,6 +188,36 @@ struct Trainer::Impl {
     Tensor logits, dlogits, targets;
   };
 
+  // Mixup/CutMix over several ranks as in one process: timm pairs global
+  // sample i with B-1-i of the global batch, which usually sits on another
+  // rank. Every rank gathers the step's images and labels (rank r's row j is
+  // global row j * world + r), mixes the global batch with the step's draws
+  // (the same rng on every rank) and keeps its own rows. Costs one
+  // all-gather of the batch per step and world x the mixing work.
+  void mix_global_batch(Batch& batch, Philox& rng, StepWork& w) {
+    const int world = dist().world(), rank = dist().rank();
+    const Shape& s = batch.images.shape();
+    const int64_t Bl = s[0], per = s[1] * s[2] * s[3], K = w.targets.size(1), Bg = Bl * world;
+    const auto img = dist().allgather_bytes(batch.images.f32(), static_cast<size_t>(Bl * per) * sizeof(float));
+    const auto lab = dist().allgather_bytes(batch.labels.i32(), static_cast<size_t>(Bl) * sizeof(int32_t));
+    std::vector<float> images(static_cast<size_t>(Bg * per)), targets(static_cast<size_t>(Bg * K));
+    std::vector<int32_t> labels(static_cast<size_t>(Bg));
+    for (int64_t g = 0; g < Bg; ++g) {  // rank-major -> global order
+      const int64_t src = (g % world) * Bl + g / world;
+      std::memcpy(images.data() + g * per, img.data() + static_cast<size_t>(src * per) * sizeof(float),
+                  static_cast<size_t>(per) * sizeof(float));
+      std::memcpy(&labels[static_cast<size_t>(g)], lab.data() + static_cast<size_t>(src) * sizeof(int32_t),
+                  sizeof(int32_t));
+    }
+    mixup_batch(images.data(), static_cast<int>(Bg), static_cast<int>(s[1]), static_cast<int>(s[2]),
+                static_cast<int>(s[3]), labels.data(), targets.data(), rng, w.mix);
+    for (int64_t j = 0; j < Bl; ++j) {
+      const int64_t g = j * world + rank;
+      std::memcpy(batch.images.f32() + j * per, images.data() + g * per, static_cast<size_t>(per) * sizeof(float));
+      std::memcpy(w.targets.f32() + j * K, targets.data() + g * K, static_cast<size_t>(K) * sizeof(float));
+    }
+  }
+
   // The model's part of a step on `batch` (batch b of the epoch):
   // (Mixup/CutMix) forward, loss, backward into the store's gradients.
   // Returns the loss; the update is TrainLoop's (train/loop.h).
@@ -197,8 +229,10 @@ struct Trainer::Impl {
     if (o.mixing()) {
       Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
       const Shape& s = batch.images.shape();
-      mixup_batch(batch.images.f32(), static_cast<int>(B), static_cast<int>(s[1]), static_cast<int>(s[2]),
-                  static_cast<int>(s[3]), batch.labels.i32(), w.targets.f32(), rng, w.mix);
+      if (dist().world() > 1) mix_global_batch(batch, rng, w);
+      else
+        mixup_batch(batch.images.f32(), static_cast<int>(B), static_cast<int>(s[1]), static_cast<int>(s[2]),
+                    static_cast<int>(s[3]), batch.labels.i32(), w.targets.f32(), rng, w.mix);
       model->forward(batch.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
       ce = soft_cross_entropy_forward_backward(w.logits, w.targets, w.dlogits);
     } else {
@@ -350,6 +384,8 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
 
   I.model = std::make_unique<VisionTransformer>(o.vit);
   I.model->init(o.seed);
+  // Drop-path masks keyed by the global row (rank r's row j is j * world + r).
+  I.model->backbone().set_sample_keys(dist().rank(), world);
   I.opt = std::make_unique<OptimizerState>(I.model->params(), o.ema);
   I.nonfinite = NonFiniteGuard(o.max_nonfinite);
   // The checkpoint to resume from is read (and validated) before anything is written.

@@ -25,8 +25,9 @@
 // when W does not divide it) from its DistributedSampler / RASampler shard;
 // the loop averages gradients and loss over ranks; evaluation counts are
 // summed over ranks (vision/evaluate.h); only rank 0 writes. Mixup/CutMix
-// pair samples within a rank's batch (as timm's) and drop-path masks are
-// keyed by batch row, so those two depend on the world size.
+// pair global sample i with B-1-i of the global batch (the ranks all-gather
+// the step's images) and drop-path masks are keyed by global row, so a step
+// does not depend on the world size.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -205,6 +205,7 @@ int cmd_fid(int argc, char** argv) {
   vt::FidSourceStats s = emb.stats(samples, batch);
   std::fprintf(stderr, "ref: %s\n", ref.c_str());
   vt::FidSourceStats r = emb.stats(ref, batch);
+  if (!vt::dist().is_root()) return 0;  // the features are gathered on rank 0, which reports
   if (s.stats.dim() != r.stats.dim())
     throw std::runtime_error("feature dimensions differ: --samples '" + samples + "' gives " +
                              std::to_string(s.stats.dim()) + ", --ref '" + ref + "' gives " +
@@ -240,6 +241,7 @@ int cmd_stats(int argc, char** argv) {
   check_output_parent("out", out);
   const Embedder emb = make_embedder(a, {images});
   vt::FidSourceStats s = emb.stats(images, batch);
+  if (!vt::dist().is_root()) return 0;  // the features are gathered on rank 0, which writes
   vt::save_stats_npz(out, s.stats);
   std::printf("wrote %s: mu [%lld], sigma [%lld, %lld] from %lld images\n", out.c_str(),
               static_cast<long long>(s.stats.dim()), static_cast<long long>(s.stats.dim()),
@@ -276,8 +278,9 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
-  // Under mpirun/srun: MPI starts here; top1 splits the images over the
-  // ranks. A failing rank aborts the whole job (vt::dist_fail).
+  // Under mpirun/srun: MPI starts here; top1, fid and stats split the
+  // images over the ranks (fid/stats: eval/sharded_stats.h). A failing rank
+  // aborts the whole job (vt::dist_fail).
   std::unique_ptr<vt::DistSession> session;
   try {
     session = std::make_unique<vt::DistSession>(&argc, &argv);
@@ -286,9 +289,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (vt::dist().world() > 1 && cmd != "top1")
-      throw std::invalid_argument("runs as one process; only 'veval top1' splits its work over " +
-                                  std::to_string(vt::dist().world()) + " MPI processes");
     if (cmd == "fid") return cmd_fid(argc, argv);
     if (cmd == "stats") return cmd_stats(argc, argv);
     if (cmd == "top1") return cmd_top1(argc, argv);

@@ -11,10 +11,10 @@ namespace {
 using namespace detail;
 
 __global__ void scales_kernel(float* __restrict__ scales, int64_t B, double keep, float kept_scale, uint64_t seed,
-                              uint64_t stream, int64_t sample_offset) {
+                              uint64_t stream, int64_t sample_offset, int64_t sample_stride) {
   for (int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < B;
        b += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const double u = philox_first_uniform_double(seed, stream, static_cast<uint64_t>(sample_offset + b));
+    const double u = philox_first_uniform_double(seed, stream, static_cast<uint64_t>(sample_offset + b * sample_stride));
     scales[b] = u < keep ? kept_scale : 0.0f;
   }
 }
@@ -47,9 +47,10 @@ void apply(const char* op, bool add, const void* x, const float* scales, void* o
 }  // namespace
 
 void drop_path_scales(float* scales, int64_t B, double keep, float kept_scale, uint64_t seed, uint64_t stream,
-                      int64_t sample_offset, cudaStream_t cuda_stream) {
+                      int64_t sample_offset, int64_t sample_stride, cudaStream_t cuda_stream) {
   if (B == 0) return;
-  scales_kernel<<<grid_1d(B, 128), 128, 0, cuda_stream>>>(scales, B, keep, kept_scale, seed, stream, sample_offset);
+  scales_kernel<<<grid_1d(B, 128), 128, 0, cuda_stream>>>(scales, B, keep, kept_scale, seed, stream, sample_offset,
+                                                          sample_stride);
   check_launch("cuda::drop_path_scales");
 }
 

@@ -16,17 +16,19 @@ using namespace cudatest;
 TEST(CudaDropPath, DeviceMaskEqualsHostMask) {
   VT_SKIP_WITHOUT_GPU();
   const int64_t B = 300;  // more than one 128-thread block
+  // stride 3: a data-parallel rank's interleaved rows (kernels/drop_path.h).
+  for (int64_t stride : {1, 3})
   for (float rate : {0.0f, 0.1f, 0.5f, 0.9f}) {
     const uint64_t stream = philox_stream(17, 3, 1);
     Tensor host = Tensor::empty({B});
-    drop_path_scales(rate, 1234, stream, host, 40);
+    drop_path_scales(rate, 1234, stream, host, 40, stride);
     Tensor dev = Tensor::full({B}, -7.0f, Device::cuda(0));
-    drop_path_scales(rate, 1234, stream, dev, 40);
+    drop_path_scales(rate, 1234, stream, dev, 40, stride);
     const std::vector<float> want = host.to_vector(), got = dev.to_vector();
-    EXPECT_EQ(got, want) << "rate " << rate;
+    EXPECT_EQ(got, want) << "rate " << rate << " stride " << stride;
     // The host op itself is vt::Philox's first draw per sample (an independent formula).
     for (int64_t b = 0; b < B; ++b) {
-      Philox rng(1234, stream, static_cast<uint64_t>(40 + b));
+      Philox rng(1234, stream, static_cast<uint64_t>(40 + b * stride));
       const double keep = 1.0 - static_cast<double>(rate);
       const float expect = rate == 0.0f ? 1.0f : (rng.uniform_double() < keep ? static_cast<float>(1.0 / keep) : 0.0f);
       ASSERT_EQ(want[static_cast<size_t>(b)], expect) << "rate " << rate << " sample " << b;

@@ -155,5 +155,25 @@ TEST(DiT, LabelDropoutRateAndDeterminism) {
   for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.i32()[i], y2.i32()[i]);
 }
 
+// Data parallel: rank r of world w holds global rows r, r + w, ...; each
+// row's draw is the one-process batch's draw of that row.
+TEST(DiT, LabelDropoutOfARankIsTheGlobalBatchsRows) {
+  const int64_t global = 60;
+  Tensor all = Tensor::empty({global}, DType::I32);
+  for (int64_t i = 0; i < global; ++i) all.i32()[i] = static_cast<int32_t>(i % 7);
+  drop_labels(all, 0.3, 1000, 9, 4);
+  for (int world : {2, 3, 4}) {
+    for (int rank = 0; rank < world; ++rank) {
+      Tensor part = Tensor::empty({global / world}, DType::I32);
+      for (int64_t j = 0; j < part.numel(); ++j) part.i32()[j] = static_cast<int32_t>((j * world + rank) % 7);
+      drop_labels(part, 0.3, 1000, 9, 4, rank, world);
+      for (int64_t j = 0; j < part.numel(); ++j)
+        ASSERT_EQ(part.i32()[j], all.i32()[j * world + rank]) << "world " << world << " rank " << rank << " row " << j;
+    }
+  }
+  Tensor y = Tensor::empty({4}, DType::I32);
+  EXPECT_THROW(drop_labels(y, 0.3, 1000, 9, 4, 2, 2), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace vt

@@ -34,6 +34,17 @@ TEST(DropPath, SampleOffsetSelectsTheGlobalSamples) {
   EXPECT_EQ(part, std::vector<float>(all.begin() + 5, all.begin() + 15));
 }
 
+TEST(DropPath, SampleStrideSelectsTheInterleavedGlobalSamples) {
+  // DistributedSampler interleave: rank r of 3 holds global rows r, r + 3, ...
+  const std::vector<float> all = scales_of(0.5f, 4, 11, 30);
+  for (int64_t r = 0; r < 3; ++r) {
+    Tensor s = Tensor::empty({10});
+    drop_path_scales(0.5f, 4, 11, s, r, 3);
+    const std::vector<float> part = s.to_vector();
+    for (int64_t j = 0; j < 10; ++j) EXPECT_EQ(part[j], all[j * 3 + r]) << "rank " << r << " row " << j;
+  }
+}
+
 TEST(DropPath, KeptFractionAndScale) {
   const float rate = 0.3f;
   const int64_t n = 20000;
@@ -91,6 +102,7 @@ TEST(DropPath, RejectsBadArguments) {
   Tensor s = Tensor::empty({4});
   EXPECT_THROW(drop_path_scales(1.0f, 1, 1, s), std::invalid_argument);
   EXPECT_THROW(drop_path_scales(-0.1f, 1, 1, s), std::invalid_argument);
+  EXPECT_THROW(drop_path_scales(0.1f, 1, 1, s, 0, 0), std::invalid_argument);
   EXPECT_THROW(drop_path_forward(Tensor::zeros({3, 2}), s, Tensor::empty({3, 2})), std::invalid_argument);
 }
 

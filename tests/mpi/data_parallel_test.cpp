@@ -1,5 +1,5 @@
 // Data parallel over MPI processes, end to end (label mpi): vtrain and
-// `veval top1` launched with mpirun -np 1..4 on a small ImageFolder cut from
+// `veval top1` (and dittrain) launched with mpirun -np 1..4 on a small ImageFolder cut from
 // the CIFAR-10 JPEGs. The one-process run is the reference every
 // multi-process run is compared with (same global batch, same data order
 // and augmentations): per-step loss within 1e-6 relative, final parameters
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/dist.h"
+#include "core/npz.h"
 #include "core/safetensors.h"
 #include "test_fs.h"
 
@@ -30,6 +31,7 @@ namespace {
 const std::string kMpiexec = VT_MPIEXEC;
 const std::string kVtrain = VT_VTRAIN_EXE;
 const std::string kVeval = VT_VEVAL_EXE;
+const std::string kDittrain = VT_DITTRAIN_EXE;
 const std::string kCifar = std::string(VT_SHARED_DATA_DIR) + "/cifar10";
 
 #define SKIP_WITHOUT_MPI()                                                                   \
@@ -88,13 +90,23 @@ void make_dataset(const std::string& dir) {
 
 // A tiny ViT with the DeiT augmentations that are keyed by sample
 // (RandomResizedCrop, flip, RandAugment, RandomErasing); Mixup/CutMix and
-// drop path off (they are keyed by batch row). Global batch 24 = 1, 2, 3 x.
+// drop path off here (their own test below).
+// Global batch 24 = 1, 2, 3 x.
 std::string vtrain_args(const std::string& data, const std::string& out, const std::string& name, int max_steps) {
   return kVtrain + " cifar10_vit_tiny_siamese data.root=" + data + " out_dir=" + out + " name=" + name +
          " data.val_split=val model.dim=32 model.depth=2 model.heads=2 model.patch_size=8 data.rand_augment=true "
          "data.random_erasing=0.25 train.batch_size=24 train.epochs=20 train.max_steps=" +
          std::to_string(max_steps) + " train.warmup_epochs=1 log.every_steps=1 eval.batch_size=4 "
          "ckpt.every_epochs=0 data.workers=1";
+}
+
+// A tiny pixel DiT on the same images (4 classes), label dropout raised so
+// that every step drops some; global batch 24 (5 steps per epoch).
+std::string dittrain_args(const std::string& data, const std::string& out, const std::string& name, int max_steps) {
+  return kDittrain + " cifar10_dit_siamese data.root=" + data + "/train out_dir=" + out + " name=" + name +
+         " model.hidden=32 model.depth=2 model.heads=2 model.patch=8 model.num_classes=4 model.class_dropout=0.3"
+         " train.batch_size=24 train.steps=10 train.max_steps=" + std::to_string(max_steps) +
+         " log.every_steps=1 sample.every=0 ckpt.every_steps=0 data.workers=1 resume=auto";
 }
 
 std::map<int64_t, double> train_losses(const std::string& run) {
@@ -185,6 +197,28 @@ TEST(DataParallel, TwoAndThreeRanksMatchOneRank) {
   }
 }
 
+// Drop path on (model.drop_path 0.3 over 2 blocks) and Mixup/CutMix on
+// (switching between them per batch): each sample's mask is keyed by its
+// global row and its mixing partner is global row B-1-i, so ranks train the
+// one-process model.
+TEST(DataParallel, DropPathAndMixupRanksMatchOneRank) {
+  SKIP_WITHOUT_MPI();
+  vt_test::TmpDir tmp;
+  make_dataset(tmp.file("data"));
+  const std::string out = tmp.file("runs");
+  const std::string dp = " model.drop_path=0.3 data.mixup=0.8 data.cutmix=1.0 data.mixup_prob=1.0";
+  Result r1 = sh(mpirun(1) + vtrain_args(tmp.file("data"), out, "np1", 10) + dp);
+  ASSERT_EQ(r1.rc, 0) << r1.out;
+  const auto ref = train_losses(out + "/np1");
+  for (int np : {2, 3}) {
+    const std::string name = "np" + std::to_string(np);
+    Result r = sh(mpirun(np) + vtrain_args(tmp.file("data"), out, name, 10) + dp);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    expect_same_losses(ref, train_losses(out + "/" + name), 1, 10, "drop path + mixup " + name);
+    expect_same_params(out + "/np1/step_10", out + "/" + name + "/step_10", "drop path + mixup " + name);
+  }
+}
+
 TEST(DataParallel, ResumeWithAnotherWorldSize) {
   SKIP_WITHOUT_MPI();
   vt_test::TmpDir tmp;
@@ -200,6 +234,37 @@ TEST(DataParallel, ResumeWithAnotherWorldSize) {
   ASSERT_EQ(b.rc, 0) << b.out;
   expect_same_losses(train_losses(out + "/ref"), train_losses(out + "/split"), 9, 20, "resumed with 3 ranks");
   expect_same_params(out + "/ref/step_20", out + "/split/step_20", "resumed with 3 ranks");
+}
+
+// dittrain: the step's samples, flips, timesteps, noise and dropped labels
+// are keyed by global row, so 2 and 3 ranks train the one-process model;
+// a run stopped under 2 ranks resumes under 3.
+TEST(DataParallel, DittrainRanksMatchOneRank) {
+  SKIP_WITHOUT_MPI();
+  vt_test::TmpDir tmp;
+  make_dataset(tmp.file("data"));
+  const std::string data = tmp.file("data"), out = tmp.file("runs");
+  Result r1 = sh(mpirun(1) + dittrain_args(data, out, "np1", 10));
+  ASSERT_EQ(r1.rc, 0) << r1.out;
+  const auto ref = train_losses(out + "/np1");
+  for (int np : {2, 3}) {
+    const std::string name = "np" + std::to_string(np);
+    Result r = sh(mpirun(np) + dittrain_args(data, out, name, 10));
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find("(" + std::to_string(np) + " processes x " + std::to_string(24 / np) + ")"),
+              std::string::npos)
+        << r.out;
+    expect_same_losses(ref, train_losses(out + "/" + name), 1, 10, "dittrain " + name);
+    EXPECT_EQ(train_losses(out + "/" + name).size(), 10u) << "only rank 0 writes";
+    expect_same_params(out + "/np1/step_10", out + "/" + name + "/step_10", "dittrain " + name);
+  }
+  Result a = sh(mpirun(2) + dittrain_args(data, out, "split", 7));
+  ASSERT_EQ(a.rc, 0) << a.out;
+  ASSERT_TRUE(fs::is_directory(out + "/split/step_7"));
+  Result b = sh(mpirun(3) + dittrain_args(data, out, "split", 10));
+  ASSERT_EQ(b.rc, 0) << b.out;
+  expect_same_losses(ref, train_losses(out + "/split"), 8, 10, "dittrain resumed with 3 ranks");
+  expect_same_params(out + "/np1/step_10", out + "/split/step_10", "dittrain resumed with 3 ranks");
 }
 
 TEST(DataParallel, EvalCountsEveryImageOnceForAnyWorldSize) {
@@ -223,6 +288,45 @@ TEST(DataParallel, EvalCountsEveryImageOnceForAnyWorldSize) {
     EXPECT_EQ(r.out.find("top1: ", at + 1), std::string::npos) << r.out;
     if (np == 1) first = line;
     EXPECT_EQ(line, first) << "np " << np;
+  }
+}
+
+// veval stats / fid (embedding: the tiny ViT's pre-logit features, so no
+// Inception weights are needed): ranks embed whole batches of the
+// one-process run and rank 0 accumulates the gathered features in order, so
+// mu and sigma are bitwise those of one process for any world size
+// (21 images in batches of 4: 6 batches, uneven over 4 ranks).
+TEST(DataParallel, FidStatsIdenticalForAnyWorldSize) {
+  SKIP_WITHOUT_MPI();
+  vt_test::TmpDir tmp;
+  make_dataset(tmp.file("data"));
+  const std::string out = tmp.file("runs");
+  Result t = sh(mpirun(1) + vtrain_args(tmp.file("data"), out, "m", 3));
+  ASSERT_EQ(t.rc, 0) << t.out;
+  const std::string feat = " --features " + out + "/m/step_3 --batch 4";
+  std::map<std::string, vt::NpyArray> first;
+  std::string first_fid;
+  for (int np = 1; np <= 4; ++np) {
+    const std::string npz = tmp.file("stats" + std::to_string(np) + ".npz");
+    Result r = sh(mpirun(np) + kVeval + " stats --images " + tmp.file("data") + "/val --out " + npz + feat);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find("from 21 images"), std::string::npos) << r.out;
+    const auto m = vt::load_npz(npz);
+    ASSERT_TRUE(m.count("mu") && m.count("sigma")) << npz;
+    if (np == 1) first = m;
+    for (const char* k : {"mu", "sigma"}) {
+      EXPECT_EQ(m.at(k).shape, first.at(k).shape) << "np " << np << " " << k;
+      EXPECT_TRUE(m.at(k).bytes == first.at(k).bytes) << "np " << np << ": " << k << " differs from one process";
+    }
+    Result f = sh(mpirun(np) + kVeval + " fid --samples " + tmp.file("data") + "/train --ref " +
+                  tmp.file("stats1.npz") + feat);
+    ASSERT_EQ(f.rc, 0) << f.out;
+    const size_t at = f.out.find("FID: ");
+    ASSERT_NE(at, std::string::npos) << f.out;
+    EXPECT_EQ(f.out.find("FID: ", at + 1), std::string::npos) << "printed once (rank 0): " << f.out;
+    const std::string line = f.out.substr(at, f.out.find('\n', at) - at);
+    if (np == 1) first_fid = line;
+    EXPECT_EQ(line, first_fid) << "np " << np;
   }
 }
 
