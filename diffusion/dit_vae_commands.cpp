@@ -1,6 +1,7 @@
 #include "diffusion/dit_vae_commands.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 
 #include "core/log.h"
@@ -12,6 +13,18 @@ namespace {
 
 [[noreturn]] void bad(const std::string& key, const std::string& value, const std::string& what) {
   throw ConfigError("extract: " + key + "=" + value + ": " + what);
+}
+
+// The VAE must produce the model's input channels. DiT multiplies latents by
+// data.latent_scale and the VAE's config states the factor it was trained
+// with: a mismatch is allowed (a deliberate rescale) but said.
+void check_vae_fits_model(const DitTrainConfig& cfg, const AutoencoderKL& vae, const std::string& source) {
+  if (vae.config().latent_channels != cfg.model.in_channels)
+    throw ConfigError("model.in_channels: " + std::to_string(cfg.model.in_channels) + ", but the VAE '" + source +
+                      "' has latent_channels " + std::to_string(vae.config().latent_channels));
+  const double s = vae.config().scaling_factor;
+  if (std::abs(s - cfg.latent_scale) > 1e-6 * std::abs(s))
+    log().warn("data.latent_scale is {}, but the VAE '{}' states scaling_factor {}", cfg.latent_scale, source, s);
 }
 
 int64_t parse_count(const std::string& key, const std::string& v) {
@@ -61,25 +74,37 @@ void run_dit_extract(const DitTrainConfig& cfg, const std::map<std::string, std:
   if (opts.count("batch")) o.batch = parse_count("batch", opts.at("batch"));
   o.on_corrupt = cfg.on_corrupt;
   o.seed = cfg.seed;
+  o.num_classes = cfg.model.num_classes;
   const AutoencoderKL vae = AutoencoderKL::load(o.vae_source);
-  if (vae.config().latent_channels != cfg.model.in_channels)
-    throw ConfigError("model.in_channels: " + std::to_string(cfg.model.in_channels) + ", but the VAE '" +
-                      o.vae_source + "' has latent_channels " + std::to_string(vae.config().latent_channels));
+  check_vae_fits_model(cfg, vae, o.vae_source);
   o.image_size = cfg.model.input_size * vae.config().downsample_factor();
   const ExtractReport r = extract_latents(vae, o);
   std::printf("dittrain extract: %lld rows in %s (%lld shard(s) written, %lld already there, %lld bad image(s) skipped)\n",
-              static_cast<long long>(r.rows), o.out_dir.c_str(), static_cast<long long>(r.shards_written),
+              static_cast<long long>(r.total_rows()), o.out_dir.c_str(), static_cast<long long>(r.shards_written),
               static_cast<long long>(r.shards_skipped), static_cast<long long>(r.bad_images));
 }
 
-void dit_decode_samples(const DitTrainConfig& cfg, const std::string& vae_path, const std::string& out) {
+std::optional<AutoencoderKL> dit_sample_vae(const DitTrainConfig& cfg, const std::map<std::string, std::string>& opts) {
+  if (cfg.data_kind != "latents") {
+    if (opts.count("vae"))
+      throw ConfigError("sample: vae=" + opts.at("vae") + ": the model is a pixel-space one (data.kind: " +
+                        cfg.data_kind + "), it has no latents to decode");
+    return std::nullopt;
+  }
+  const std::string path = dit_vae_path(cfg, opts);
+  if (path.empty()) return std::nullopt;
+  AutoencoderKL vae = AutoencoderKL::load(path);
+  check_vae_fits_model(cfg, vae, path);
+  return vae;
+}
+
+void dit_decode_samples(const DitTrainConfig& cfg, const AutoencoderKL* vae, const std::string& out) {
   if (cfg.data_kind != "latents") return;
-  if (vae_path.empty()) {
+  if (!vae) {
     log().info("sample: no VAE given (vae=PATH or vae.path): {}.npz holds latents, not images", out);
     return;
   }
-  const AutoencoderKL vae = AutoencoderKL::load(vae_path);
-  vae_decode_sample_files(vae, out, cfg.grid.batch);
+  vae_decode_sample_files(*vae, out, cfg.grid.batch);
 }
 
 }  // namespace vt

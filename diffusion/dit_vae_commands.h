@@ -8,10 +8,12 @@
 // Argument errors are ConfigError naming the argument and its value.
 #pragma once
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "diffusion/dit_train_config.h"
+#include "vae/autoencoder_kl.h"
 
 namespace vt {
 
@@ -25,8 +27,17 @@ std::string dit_vae_path(const DitTrainConfig& cfg, const std::map<std::string, 
 // VAE), std::runtime_error for data and VAE errors.
 void run_dit_extract(const DitTrainConfig& cfg, const std::map<std::string, std::string>& opts);
 
-// After `dittrain sample` wrote <out>.npz: decodes it when the model is a
-// latent one and a VAE is given; says so on the log and does nothing otherwise.
-void dit_decode_samples(const DitTrainConfig& cfg, const std::string& vae_path, const std::string& out);
+// Before `dittrain sample` draws anything: the VAE that will decode a latent
+// model's samples, loaded and checked (latent_channels against
+// model.in_channels; a scaling_factor other than data.latent_scale is a
+// warning), or nullopt when none is given. vae= for a pixel-space model is a
+// ConfigError naming vae (an error, not a warning: the user expects decoded
+// images and would silently get none of what they asked for). A missing or
+// bad VAE throws here, so no samples are drawn in vain.
+std::optional<AutoencoderKL> dit_sample_vae(const DitTrainConfig& cfg, const std::map<std::string, std::string>& opts);
+
+// After `dittrain sample` wrote <out>.npz: decodes it with `vae` when the model
+// is a latent one and a VAE is given; says so on the log and does nothing otherwise.
+void dit_decode_samples(const DitTrainConfig& cfg, const AutoencoderKL* vae, const std::string& out);
 
 }  // namespace vt

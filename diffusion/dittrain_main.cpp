@@ -28,6 +28,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,11 +112,11 @@ int run(int argc, char** argv) {
     std::printf("dittrain: %s done at step %lld\n", trainer.run_dir().c_str(), static_cast<long long>(trainer.step()));
     return 0;
   }
-  const std::string vae_path = vt::dit_vae_path(tc, opts);
+  const std::optional<vt::AutoencoderKL> vae = vt::dit_sample_vae(tc, opts);  // fails before any sampling
   opts.erase("vae");
   const vt::DitSampleArgs sa = vt::parse_dit_sample_args(opts, tc);
   vt::dit_sample_to_files(tc, sa.ckpt, sa.num_samples, sa.options, sa.out, sa.use_ema);
-  vt::dit_decode_samples(tc, vae_path, sa.out);
+  vt::dit_decode_samples(tc, vae ? &*vae : nullptr, sa.out);
   return 0;
 }
 

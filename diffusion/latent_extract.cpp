@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <vector>
+
+#include <openssl/evp.h>
 
 #include "core/log.h"
 #include "core/philox.h"
@@ -27,9 +30,74 @@ std::string shard_path(const std::string& dir, int64_t k) {
   return (fs::path(dir) / name).string();
 }
 
-SafetensorsMetadata shard_metadata(const ExtractOptions& o) {
+// SHA-256 over byte chunks (OpenSSL EVP), as lower-case hex.
+class Sha256 {
+ public:
+  Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
+  ~Sha256() { EVP_MD_CTX_free(ctx_); }
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void add(const void* p, size_t n) { EVP_DigestUpdate(ctx_, p, n); }
+  void add(const std::string& s) { add(s.data(), s.size() + 1); }  // with the NUL, so fields cannot run together
+  void add_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("extract: cannot read '" + path + "' to fingerprint it");
+    std::vector<char> buf(1 << 20);
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      add(buf.data(), static_cast<size_t>(in.gcount()));
+    }
+  }
+  std::string hex() {
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(ctx_, d, &n);
+    std::string h;
+    char b[3];
+    for (unsigned i = 0; i < n; ++i) {
+      std::snprintf(b, sizeof(b), "%02x", d[i]);
+      h += b;
+    }
+    return h;
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+
+// The VAE's identity: SHA-256 of its config.json (when present) and its whole
+// weights file, so other weights at the same path are told apart.
+std::string vae_fingerprint(const std::string& source) {
+  const fs::path weights = fs::is_directory(source) ? fs::path(source) / "diffusion_pytorch_model.safetensors"
+                                                    : fs::path(source);
+  const fs::path config = weights.parent_path() / "config.json";
+  Sha256 h;
+  if (fs::is_regular_file(config)) h.add_file(config.string());
+  h.add("weights");
+  h.add_file(weights.string());
+  return h.hex();
+}
+
+// The image list's identity: file names relative to the root and labels, in order.
+std::string images_fingerprint(const ImageFolder& folder) {
+  Sha256 h;
+  const size_t skip = folder.root().size();
+  for (const auto& s : folder.samples()) {
+    h.add(s.path.size() > skip ? s.path.substr(skip) : s.path);
+    h.add(std::to_string(s.label));
+  }
+  return h.hex();
+}
+
+SafetensorsMetadata shard_metadata(const ExtractOptions& o, const ImageFolder& folder) {
+  std::error_code ec;
+  const fs::path root = fs::weakly_canonical(o.images_dir, ec);
   return {{"format", "vtrain-latents"},
           {"vae", o.vae_source},
+          {"vae_sha256", vae_fingerprint(o.vae_source)},
+          {"images_root", ec ? o.images_dir : root.string()},
+          {"images_count", std::to_string(folder.size())},
+          {"images_sha256", images_fingerprint(folder)},
           {"image_size", std::to_string(o.image_size)},
           {"store", o.store_posterior ? "posterior" : "sample"},
           {"hflip_copies", o.hflip_copies ? "true" : "false"},
@@ -74,8 +142,11 @@ ExtractReport extract_latents(const AutoencoderKL& vae, const ExtractOptions& o)
     throw std::invalid_argument("extract: on_corrupt must be error | skip, got '" + o.on_corrupt + "'");
   const ImageFolder folder(o.images_dir);
   if (folder.size() == 0) throw std::runtime_error("extract: no images in '" + o.images_dir + "'");
+  if (o.num_classes > 0 && folder.num_classes() > o.num_classes)
+    throw std::invalid_argument("extract: model.num_classes is " + std::to_string(o.num_classes) + ", but '" +
+                                o.images_dir + "' has " + std::to_string(folder.num_classes()) + " class folders");
   fs::create_directories(o.out_dir);
-  const SafetensorsMetadata meta = shard_metadata(o);
+  const SafetensorsMetadata meta = shard_metadata(o, folder);
   const int64_t S = o.image_size, h = S / f, copies = o.hflip_copies ? 2 : 1;
   const int64_t n_shards = (folder.size() + o.shard_size - 1) / o.shard_size;
   const int64_t plane = 3 * S * S;
@@ -88,14 +159,16 @@ ExtractReport extract_latents(const AutoencoderKL& vae, const ExtractOptions& o)
     const int64_t first = k * o.shard_size, last = std::min(folder.size(), first + o.shard_size);
     const std::string path = shard_path(o.out_dir, k);
     if (fs::exists(path)) {
-      // Written atomically, so present means complete; its options must match.
+      // Written atomically, so present means complete; its options, VAE and
+      // images must match (the VAE's path may differ: its fingerprint decides).
       const SafetensorsReader r(path);
       for (const auto& [key, value] : meta)
         if (key != "vae" && (!r.metadata().count(key) || r.metadata().at(key) != value))
-          throw std::runtime_error("extract: shard '" + path + "' was written with " + key + " = '" +
-                                   (r.metadata().count(key) ? r.metadata().at(key) : std::string("?")) +
+          throw std::runtime_error("extract: out=" + o.out_dir + ": shard '" + path + "' was written with " + key +
+                                   " = '" + (r.metadata().count(key) ? r.metadata().at(key) : std::string("?")) +
                                    "', this run has '" + value + "'; use another out folder");
       ++rep.shards_skipped;
+      rep.rows_existing += r.entry("labels").shape.at(0);
       bar.update(last);
       continue;
     }
@@ -162,8 +235,8 @@ ExtractReport extract_latents(const AutoencoderKL& vae, const ExtractOptions& o)
     rep.rows += rows;
   }
   bar.finish();
-  log().info("extract: {} shard(s) written, {} already complete, {} rows, {} bad image(s) skipped into {}",
-             rep.shards_written, rep.shards_skipped, rep.rows, rep.bad_images, o.out_dir);
+  log().info("extract: {} shard(s) written, {} already complete, {} rows in all ({} new), {} bad image(s) skipped into {}",
+             rep.shards_written, rep.shards_skipped, rep.rows + rep.rows_existing, rep.rows, rep.bad_images, o.out_dir);
   return rep;
 }
 

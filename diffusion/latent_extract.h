@@ -15,8 +15,11 @@
 // [k * shard_size, (k+1) * shard_size) of the folder's sorted listing, each
 // written atomically; an existing shard is complete and is skipped, so a
 // killed extraction continues where it stopped. The metadata records the
-// VAE, the crop size and the options; a rerun with other options into the
-// same folder is an error naming the shard.
+// VAE (its path, and `vae_sha256`: SHA-256 of config.json and the weights
+// file), the image list (`images_root`, `images_count`, `images_sha256`: of
+// the relative file names and labels in order), the crop size and the
+// options; a rerun into the same folder with other options, another VAE's
+// weights or other images is an error naming out=, the shard and the key.
 //
 // Bad images (undecodable, or with a shorter side below S, which ADM would
 // upsample) are errors naming the file with on_corrupt "error", and are
@@ -39,10 +42,14 @@ struct ExtractOptions {
   int64_t batch = 8;           // images per VAE call
   std::string on_corrupt = "error";  // error | skip
   uint64_t seed = 0;           // pre-drawn samples only
+  int64_t num_classes = 0;     // model.num_classes; more class folders is an error (0: unchecked)
 };
 
 struct ExtractReport {
-  int64_t shards_written = 0, shards_skipped = 0, rows = 0, bad_images = 0;
+  int64_t shards_written = 0, shards_skipped = 0, bad_images = 0;
+  int64_t rows = 0;           // written by this run
+  int64_t rows_existing = 0;  // in the shards already there
+  int64_t total_rows() const { return rows + rows_existing; }
 };
 
 // Throws std::runtime_error naming the folder, shard or image; std::invalid_argument for bad options.

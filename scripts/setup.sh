@@ -16,6 +16,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libeigen3-dev
   clang libclang-rt-14-dev llvm
   libopenmpi-dev openmpi-bin
+  libssl-dev
 )
 
 missing=()

@@ -134,6 +134,76 @@ TEST(LatentExtract, ResumesAfterALostShardAndRefusesOtherOptions) {
   EXPECT_NE(msg.find("store"), std::string::npos) << msg;
 }
 
+// A copy of the fixture VAE's folder at `dir`, with the last byte of its
+// weights changed when `alter` (other weights, same path layout and shapes).
+std::string copy_vae(const std::string& dir, bool alter) {
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "diffusion_pytorch_model.safetensors"}) fs::copy_file(kVae + "/" + f, dir + "/" + f);
+  if (alter) {
+    std::fstream w(dir + "/diffusion_pytorch_model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    w.seekg(-1, std::ios::end);
+    const char c = static_cast<char>(w.get() ^ 0x01);
+    w.seekp(-1, std::ios::end);
+    w.put(c);
+  }
+  return dir;
+}
+
+TEST(LatentExtract, ResumeRefusesAnotherVaesWeights) {
+  if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
+  vt_test::TmpDir tmp;
+  const AutoencoderKL vae = AutoencoderKL::load(kVae);
+  ExtractOptions o = options(make_folder(tmp, 2), tmp.path() + "/lat");
+  o.shard_size = 1;
+  EXPECT_EQ(extract_latents(vae, o).shards_written, 2);
+  // The same weights under another path resume (the fingerprint, not the path, decides).
+  o.vae_source = copy_vae(tmp.path() + "/same_vae", false);
+  const ExtractReport same = extract_latents(vae, o);
+  EXPECT_EQ(same.shards_skipped, 2);
+  EXPECT_EQ(same.rows, 0);
+  EXPECT_EQ(same.total_rows(), 2);  // the summary counts the rows already there
+  // One changed weight byte: refused, naming out= and the key.
+  o.vae_source = copy_vae(tmp.path() + "/other_vae", true);
+  const std::string msg = error_of([&] { extract_latents(vae, o); });
+  EXPECT_NE(msg.find("out=" + o.out_dir), std::string::npos) << msg;
+  EXPECT_NE(msg.find("vae_sha256"), std::string::npos) << msg;
+}
+
+TEST(LatentExtract, ResumeRefusesOtherImages) {
+  if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
+  vt_test::TmpDir tmp;
+  const AutoencoderKL vae = AutoencoderKL::load(kVae);
+  const std::string images = make_folder(tmp, 2);
+  ExtractOptions o = options(images, tmp.path() + "/lat");
+  EXPECT_EQ(extract_latents(vae, o).shards_written, 1);
+  // The same count and shard_size, one file renamed: other images.
+  const std::string cls = images + "/" + kClasses[1];
+  const std::string f = first_file(cls);
+  fs::rename(f, cls + "/renamed.JPEG");
+  std::string msg = error_of([&] { extract_latents(vae, o); });
+  EXPECT_NE(msg.find("out=" + o.out_dir), std::string::npos) << msg;
+  EXPECT_NE(msg.find("images_sha256"), std::string::npos) << msg;
+  fs::rename(cls + "/renamed.JPEG", f);
+  // The same names under another root: also refused, naming the root.
+  fs::copy(images, tmp.path() + "/images2", fs::copy_options::recursive);
+  o.images_dir = tmp.path() + "/images2";
+  msg = error_of([&] { extract_latents(vae, o); });
+  EXPECT_NE(msg.find("images_root"), std::string::npos) << msg;
+}
+
+TEST(LatentExtract, MoreClassFoldersThanModelNumClassesIsAnError) {
+  if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
+  vt_test::TmpDir tmp;
+  const AutoencoderKL vae = AutoencoderKL::load(kVae);
+  ExtractOptions o = options(make_folder(tmp, 3), tmp.path() + "/lat");
+  o.num_classes = 2;
+  const std::string msg = error_of([&] { extract_latents(vae, o); });
+  EXPECT_NE(msg.find("model.num_classes"), std::string::npos) << msg;
+  EXPECT_FALSE(fs::exists(o.out_dir + "/shard_00000.safetensors"));
+  o.num_classes = 3;
+  EXPECT_EQ(extract_latents(vae, o).rows, 3);
+}
+
 TEST(LatentExtract, BadImagesFollowOnCorrupt) {
   if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
   vt_test::TmpDir tmp;
