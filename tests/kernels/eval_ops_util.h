@@ -3,11 +3,11 @@
 #pragma once
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <vector>
 
 #include "core/philox.h"
 #include "core/tensor.h"
+#include "kernel_test_util.h"
 
 namespace vt {
 namespace evaltest {
@@ -19,17 +19,11 @@ inline Tensor uniform(const Shape& shape, uint64_t stream, float lo = -1.f, floa
   return t;
 }
 
+// The shared elementwise check (kernel_test_util.h), under the name these
+// tests use.
 inline void expect_near_all(const std::vector<double>& want, const Tensor& got, double atol, double rtol,
                             const char* what) {
-  std::vector<float> g = got.contiguous().to_vector();
-  ASSERT_EQ(want.size(), g.size()) << what;
-  for (size_t i = 0; i < g.size(); ++i) {
-    const double tol = atol + rtol * std::fabs(want[i]);
-    if (!(std::fabs(g[i] - want[i]) <= tol)) {
-      ADD_FAILURE() << what << "[" << i << "]: got " << g[i] << ", want " << want[i];
-      return;
-    }
-  }
+  kernel_test::expect_close(want, got, atol, rtol, what);
 }
 
 }  // namespace evaltest
