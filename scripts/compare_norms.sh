@@ -16,19 +16,23 @@
 # A run whose loss or gradient turns non-finite stops cleanly (vtrain keeps the
 # last good checkpoint and names the step) and the grid goes on.
 #
-# Every run evaluates the 10 000 test images once per epoch and at its end
-# (no EMA: too few steps for it to mean anything) and logs the per-block RMS
-# of the x and y streams (log.stream_rms: the paper's Fig. 2). Measured on a 2-core CPU
-# shared with other jobs (load average ~10): depth 12 x width 96 trained at
-# 40-70 img/s and one evaluation took 1-2.5 min, so a 400-step run takes
-# about 10 minutes there; set STEPS to fit the time you have.
+# Every run trains on TRAIN_IMAGES evenly spaced training images for EPOCHS
+# epochs (a whole cosine schedule), evaluates EVAL_IMAGES evenly spaced test
+# images after each epoch (no EMA: too few steps for it to mean anything) and
+# logs the per-block RMS of the x and y streams (log.stream_rms: the paper's
+# Fig. 2). Sized for about 2 hours on 2 cores: one thread per run (the grid
+# leaves the other core free), depth 12 x width 96 trains at 80-150 img/s,
+# so a 300-step run takes 3-5 minutes.
 #
 # Environment (defaults in brackets):
 #   SCHEMES  scheme labels [pre post siamese siamese_noinput siamese_nodepth hybrid mixln deepnorm residual]
 #            (siamese_noinput / siamese_nodepth: the paper's ablations; spannorm is not implemented)
-#   LRS      peak learning rates [5e-4 3e-3]: conservative, aggressive
+#   LRS      peak learning rates [1e-3 1e-2]: conservative, aggressive (at 1e-2
+#            Post-Norm collapses to chance within 80 steps here)
 #   DEPTH DIM HEADS MLP_RATIO  [12 96 3 2]   the ViT (patch 4 on 32x32 images)
-#   STEPS    optimizer steps per run [400];  EPOCHS  schedule length [1]
+#   EPOCHS   epochs per run [3];  TRAIN_IMAGES  images per epoch [6400] (100 steps)
+#   STEPS    stop after this many steps, empty = the whole schedule []
+#   EVAL_IMAGES  test images per evaluation [2000];  THREADS  per run [1]
 #   BATCH    [64];  CLIP  max grad norm, empty = no clipping []
 #   OUT      [runs/compare_norms];  VTRAIN  [build/vtrain];  PYTHON [python3]
 #   PRUNE_LAST  k: after training, evaluate every finished run with its last
@@ -40,9 +44,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SCHEMES=${SCHEMES:-"pre post siamese siamese_noinput siamese_nodepth hybrid mixln deepnorm residual"}
-LRS=${LRS:-"5e-4 3e-3"}
+LRS=${LRS:-"1e-3 1e-2"}
 DEPTH=${DEPTH:-12} DIM=${DIM:-96} HEADS=${HEADS:-3} MLP_RATIO=${MLP_RATIO:-2}
-STEPS=${STEPS:-400} EPOCHS=${EPOCHS:-1} BATCH=${BATCH:-64} CLIP=${CLIP:-}
+STEPS=${STEPS:-} EPOCHS=${EPOCHS:-3} BATCH=${BATCH:-64} CLIP=${CLIP:-}
+TRAIN_IMAGES=${TRAIN_IMAGES:-6400} EVAL_IMAGES=${EVAL_IMAGES:-2000} THREADS=${THREADS:-1}
 OUT=${OUT:-runs/compare_norms} VTRAIN=${VTRAIN:-build/vtrain} PYTHON=${PYTHON:-python3}
 PRUNE_LAST=${PRUNE_LAST:-} PRUNE_IMAGES=${PRUNE_IMAGES:-2000} VEVAL=${VEVAL:-build/veval}
 BASE=configs/cifar10_vit_tiny_siamese.yaml
@@ -75,15 +80,18 @@ for lr in $LRS; do
     fi
     ov=$(scheme_overrides "$s")
     clip="train.clip_grad=~"
+    steps="train.max_steps=~"
+    [[ -n $STEPS ]] && steps="train.max_steps=$STEPS"
     [[ -n $CLIP ]] && clip="train.clip_grad=$CLIP"
     echo "$(date -u +%H:%M:%S) run $run"
     set +e
     # shellcheck disable=SC2086  # $ov is a list of overrides
     "$VTRAIN" "$BASE" name="$run" out_dir="$OUT" resume=auto $ov \
       model.depth="$DEPTH" model.dim="$DIM" model.heads="$HEADS" model.mlp_ratio="$MLP_RATIO" \
-      train.lr="$lr" train.epochs="$EPOCHS" train.max_steps="$STEPS" train.batch_size="$BATCH" "$clip" \
-      train.warmup_epochs=0.05 train.ema=false log.every_steps=10 log.stream_rms=true log.norm_scales=true \
-      eval.every_epochs=1 ckpt.every_steps=100 \
+      train.lr="$lr" train.epochs="$EPOCHS" "$steps" train.batch_size="$BATCH" "$clip" \
+      data.max_train_images="$TRAIN_IMAGES" eval.max_images="$EVAL_IMAGES" threads="$THREADS" \
+      train.warmup_epochs=0.1 train.ema=false log.every_steps=10 log.stream_rms=true log.norm_scales=true \
+      eval.every_epochs=1 ckpt.every_steps=50 \
       > "$OUT/$run.log" 2>&1
     rc=$?
     set -e

@@ -36,6 +36,7 @@ const ConfigSchema& vtrain_schema() {
         .optional("data.val_split", T::String, "val", "validation sub-folder")
         .optional("data.workers", T::Int, "8", "loader threads (1..256)")
         .optional("data.prefetch", T::Int, "4", "ready batches buffered (1..1024)")
+        .optional("data.max_train_images", T::Int, "~", "train on N >= 1 evenly spaced images of data.train_split (unset: all)")
         .optional("data.on_corrupt", T::String, "error", "error | skip")
         .optional("data.crop_pct", T::Float, "0.875", "eval: resize to int(img_size / crop_pct), center crop")
         .optional("data.rrc_scale", T::FloatList, "[0.08, 1.0]", "RandomResizedCrop area range")
@@ -222,6 +223,8 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   o.eval_batch_size = int_in(c, "eval.batch_size", 1, kIntMax);
   o.eval_ema = c.get<bool>("eval.ema");
   // Unset means all images; 0 would evaluate nothing and report 0% as a result.
+  if (c.has("data.max_train_images"))
+    o.max_train_images = int_in(c, "data.max_train_images", 1, std::numeric_limits<int64_t>::max());
   if (c.has("eval.max_images"))
     o.eval_max_images = int_in(c, "eval.max_images", 1, std::numeric_limits<int64_t>::max());
   o.ckpt_every_epochs = int_in(c, "ckpt.every_epochs", 0, kIntMax);

@@ -56,6 +56,11 @@ struct TrainOptions {
   int64_t eval_every_epochs = 1, eval_batch_size = 256;
   bool eval_ema = true;
   std::optional<int64_t> eval_max_images;
+  // Train on this many evenly spaced images of the train split (class
+  // folders are sorted, so the subset keeps the class balance); a short run
+  // with a whole cosine schedule and several evaluations (the norm-comparison
+  // grid) uses it.
+  std::optional<int64_t> max_train_images;
   // checkpoints
   int64_t ckpt_every_epochs = 1, ckpt_every_steps = 0;
   int keep_last = 3;

@@ -94,9 +94,19 @@ struct Trainer::Impl {
   // global order (DistributedSampler; RASampler per rank as DeiT's), so the
   // ranks' batches b together hold global positions [b * B, (b + 1) * B)
   // of the one-process order, with the same draw ids (augmentation keys).
+  // Images of an epoch: all of the split, or data.max_train_images evenly
+  // spaced ones (position p of the subset is dataset image p * size / n).
+  int64_t train_images() const {
+    const int64_t size = train_ds->size();
+    return o.max_train_images ? std::min(size, *o.max_train_images) : size;
+  }
   EpochOrder make_order(uint64_t ep, int rank, int world) const {
-    if (o.repeated_aug > 1) return ra_order(train_ds->size(), o.seed, ep, rank, world, o.repeated_aug);
-    return train_order(train_ds->size(), o.seed, ep, rank, world, true);
+    const int64_t n = train_images(), size = train_ds->size();
+    EpochOrder order = o.repeated_aug > 1 ? ra_order(n, o.seed, ep, rank, world, o.repeated_aug)
+                                          : train_order(n, o.seed, ep, rank, world, true);
+    if (n < size)
+      for (int64_t& i : order.indices) i = i * size / n;
+    return order;
   }
   EpochOrder make_order(uint64_t ep) const { return make_order(ep, dist().rank(), dist().world()); }
   // Steps of an epoch: those of one process over the global batch, whatever
@@ -369,7 +379,7 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
     // RASampler keeps n // 256 * 256 samples: small datasets get none.
     if (o.repeated_aug <= 1) throw;
     throw ConfigError("data.repeated_aug = " + std::to_string(o.repeated_aug) + ": an epoch of data.train_split '" +
-                      o.train_split + "' (" + std::to_string(I.train_ds->size()) +
+                      o.train_split + "' (" + std::to_string(I.train_images()) +
                       " images) would be empty: repeated augmentation keeps n // 256 * 256 samples; "
                       "use data.repeated_aug=1 (plain shuffle) for fewer than 256 images");
   }
@@ -416,7 +426,7 @@ TrainSummary Trainer::Impl::loop() {
   ParamStore& ps = model.params();
   log().info("vtrain: run {} | {} {} dim {} depth {} heads {} patch {} img {} | {} params | train {} images, val {}, {} classes",
              I.run->path(), o.preset, norm_scheme_name(o.vit.backbone.scheme), o.vit.backbone.dim, o.vit.backbone.depth,
-             o.vit.backbone.heads, o.vit.patch_size, o.vit.img_size, ps.numel(), I.train_ds->size(), I.val_ds->size(),
+             o.vit.backbone.heads, o.vit.patch_size, o.vit.img_size, ps.numel(), I.train_images(), I.val_ds->size(),
              I.train_ds->num_classes());
   log().info("batch {} ({} processes x {}) lr {:.3g} epochs {} | {} threads, {} loader workers{}", o.batch_size,
              dist().world(), I.rank_batch, o.lr, o.epochs, omp_get_max_threads(), o.workers,
