@@ -51,6 +51,7 @@ TEST(TrainConfigChecks, OutOfRangeValuesNameTheirKey) {
       {"train.batch_size=2147483648", "train.batch_size"},
       {"eval.max_images=0", "eval.max_images"},
       {"eval.max_images=-5", "eval.max_images"},
+      {"data.max_train_images=0", "data.max_train_images"},
       {"eval.every_epochs=-1", "eval.every_epochs"},
       {"data.workers=100000", "data.workers"},
       {"data.workers=0", "data.workers"},
@@ -116,17 +117,20 @@ TEST(TrainConfigChecks, ModelShapeOfAPresetIsAModelError) {
 TEST(TrainConfigChecks, BoundaryValuesAreAccepted) {
   const TrainOptions o = options({"data.workers=256", "data.prefetch=1", "data.mixup_prob=1", "data.mixup_prob=0",
                                   "train.weight_decay=0", "train.warmup_epochs=0", "threads=0", "train.max_steps=1",
-                                  "eval.max_images=1", "eval.batch_size=2147483647", "data.repeated_aug=1"});
+                                  "eval.max_images=1", "data.max_train_images=1", "eval.batch_size=2147483647", "data.repeated_aug=1"});
   EXPECT_EQ(o.workers, 256);
   EXPECT_EQ(o.eval_batch_size, 2147483647);
   ASSERT_TRUE(o.max_steps.has_value());
   EXPECT_EQ(*o.max_steps, 1);
   ASSERT_TRUE(o.eval_max_images.has_value());
   EXPECT_EQ(*o.eval_max_images, 1);
+  ASSERT_TRUE(o.max_train_images.has_value());
+  EXPECT_EQ(*o.max_train_images, 1);
   // Unset: no limits.
   const TrainOptions d = options({});
   EXPECT_FALSE(d.max_steps.has_value());
   EXPECT_FALSE(d.eval_max_images.has_value());
+  EXPECT_FALSE(d.max_train_images.has_value());
 }
 
 // model.norm.mixln_alpha reaches the model: after a forward, Mix-LN's Post

@@ -111,6 +111,17 @@ TEST_F(TrainerTest, CheckpointLayoutAndRetention) {
   EXPECT_GE(s.final_eval.top5, s.final_eval.top1);
 }
 
+// data.max_train_images = 16 of the 32 training images: an epoch is 16 / 8 = 2
+// steps, so 3 epochs end at step 6 (the whole split: 12, as above).
+TEST_F(TrainerTest, MaxTrainImagesShortensTheEpoch) {
+  run(parse(tiny_yaml(data(), out("m")), {"ckpt.every_steps=0", "eval.every_epochs=0", "data.max_train_images=16"}));
+  auto cks = list_checkpoints(out("m") + "/t");
+  ASSERT_FALSE(cks.empty());
+  CheckpointData d = load_checkpoint(cks.back().second);
+  EXPECT_EQ(d.state.at("step").get<int64_t>(), 6);
+  EXPECT_EQ(d.state.at("epoch").get<int64_t>(), 3);
+}
+
 TEST_F(TrainerTest, EverySchemeTrains) {
   for (const char* scheme : {"pre", "post", "siamese"}) {
     TrainSummary s;
