@@ -61,6 +61,14 @@ Backbone::Backbone(ParamStore& store, const BackboneConfig& cfg) : cfg_(cfg), st
       final_kernel_ = final_x_ = final_y_ = true;
       fy_ = add_final("dual_norm", !dit);
       break;
+    case NormScheme::SpanNorm:
+      // The spanning stream y, normalised as Pre-Norm's (DeiT "norm"; DiT: as is).
+      final_y_ = true;
+      if (!dit) {
+        final_kernel_ = true;
+        fin_ = add_final("norm", true);
+      }
+      break;
     case NormScheme::Post:
     case NormScheme::DeepNorm: break;
   }
@@ -161,7 +169,7 @@ void Backbone::forward(const Tensor& h, const Tensor& c, const Tensor& out, bool
     siamese_input_forward(final_spec(), Tensor(), out, fmean_, frstd_);
   } else {
     Tensor o = out;
-    o.copy_from(xs_[L2].defined() ? xs_[L2] : ys_[L2]);
+    o.copy_from(xs_[L2].defined() && !final_y_ ? xs_[L2] : ys_[L2]);
   }
   has_forward_ = true;
 }
@@ -197,7 +205,7 @@ void Backbone::backward(const Tensor& dout, const Tensor& dh, const Tensor& dc) 
     siamese_input_backward(sp, fmean_, frstd_, g);
     live_x = final_x_, live_y = final_y_;
   } else {
-    const bool to_x = xs_[2 * active_].defined() && !alias_;
+    const bool to_x = xs_[2 * active_].defined() && !alias_ && !final_y_;
     (to_x ? gx_ : gy_).copy_from(dout);
     live_x = to_x, live_y = !to_x;
   }

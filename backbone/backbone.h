@@ -2,9 +2,9 @@
 // the scheme's final merge, with explicit forward and backward.
 //
 //   tokens h [B,T,D] (and DiT conditioning c [B,D]) -> out [B,T,D]
-//   DeiT  pre, mixln: norm(y)   hybrid: norm(x)   post, deepnorm: x
+//   DeiT  pre, mixln, spannorm: norm(y)   hybrid: norm(x)   post, deepnorm: x
 //         siamese: final_norm(pre_norm(x) + post_norm(y))   residual: x + dual_norm(y)
-//   DiT   pre, mixln, hybrid: the stream   post, deepnorm: x
+//   DiT   pre, mixln, hybrid: the stream   post, deepnorm: x   spannorm: y
 //         siamese: postnorm(x) + prenorm(y)   residual: x + LN(y) (non-affine)
 // Mix-LN's Post and Pre blocks share one stream (x and y alias).
 // (DiT's final layer and DeiT's head live in the model code above.)
@@ -55,7 +55,8 @@ class Backbone {
   // Root mean square over all elements of the x and y streams at each active
   // block's output, from the last forward: x[l], y[l] for block l, NaN where
   // block l does not carry that stream (a Mix-LN block carries x if Post, y if
-  // Pre). Throws std::logic_error before the first forward.
+  // Pre; a SpanNorm block's y is the spanning path, its x the normalised b).
+  // Throws std::logic_error before the first forward.
   struct StreamRms {
     std::vector<double> x, y;
   };

@@ -49,6 +49,10 @@ Block::Block(ParamStore& store, const BackboneConfig& cfg, int64_t index)
     c_ = static_cast<float>(alpha);
     after_eps_ = static_cast<float>(cfg.eps / (alpha * alpha));
   }
+  if (scheme_ == NormScheme::SpanNorm) {
+    span_ = true;
+    span_alpha_ = static_cast<float>(cfg.spannorm_scale());
+  }
   drop_rate_ = cfg.drop_path.empty() ? 0.0f : cfg.drop_path[index];
   // Registration order follows the released models' module order.
   for (int k = 0; k < 2; ++k) {
@@ -67,6 +71,7 @@ Block::Block(ParamStore& store, const BackboneConfig& cfg, int64_t index)
         break;
       case NormScheme::Post:
       case NormScheme::DeepNorm:
+      case NormScheme::SpanNorm:  // the Post chain inside the span (x_in reads y[0] first)
         s.after = add_norm(store, p + "norm" + ks, true, !dit);
         s.in_x = s.out_x = true;
         break;
@@ -131,7 +136,7 @@ SiameseInputSpec Block::input_spec(int k, const BlockIO& io) const {
   const Sub& s = sub_[k];
   SiameseInputSpec sp;
   sp.eps = cfg_.eps;
-  if (s.in_x) sp.x = io.x[k];
+  if (s.in_x) sp.x = x_in(k, io);
   if (s.in_y) sp.y = io.y[k];
   sp.post = norm_of(s.post);
   sp.pre = norm_of(s.pre);
@@ -147,6 +152,25 @@ void Block::forward(const BlockIO& io, const Tensor& silu_c, bool training, uint
                     BlockScratch& s) {
   if (cfg_.conditioned()) ada_.forward(silu_c, mod_);
   for (int k = 0; k < 2; ++k) sub_forward(k, io, training, seed, step, s);
+  if (span_) {
+    Sub& s0 = sub_[0];
+    if (drop_rate_ > 0.0f) {
+      if (training)
+        drop_path_scales(drop_rate_, seed, philox_stream(step, index_, 0), s0.drop, sample_offset_, sample_stride_);
+      else s0.drop.fill(1.0f);
+    }
+    siamese_residual_forward(span_spec(io), io.y[2], Tensor());
+  }
+}
+
+SiameseResidualSpec Block::span_spec(const BlockIO& io) const {
+  SiameseResidualSpec rs;
+  rs.u = io.y[0];
+  rs.f = io.x[2];
+  rs.inv_c = span_alpha_;
+  if (cfg_.conditioned()) rs.gate = mod_chunk(mod_, 5);
+  if (drop_rate_ > 0.0f) rs.drop_scale = sub_[0].drop;
+  return rs;
 }
 
 void Block::sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, uint64_t step, BlockScratch& s) {
@@ -161,14 +185,14 @@ void Block::sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, 
   SiameseResidualSpec rs;
   rs.f = f;
   rs.inv_c = 1.0f / c_;
-  if (cfg_.conditioned()) rs.gate = mod_chunk(mod_, 3 * k + 2);
-  if (drop_rate_ > 0.0f) {
+  if (sub_gated(k)) rs.gate = mod_chunk(mod_, 3 * k + 2);
+  if (drop_rate_ > 0.0f && !span_) {
     if (training)
       drop_path_scales(drop_rate_, seed, philox_stream(step, index_, k), sb.drop, sample_offset_, sample_stride_);
     else sb.drop.fill(1.0f);
     rs.drop_scale = sb.drop;
   }
-  if (sb.out_x) rs.u = base_is_u ? s.u : io.x[k];
+  if (sb.out_x) rs.u = base_is_u ? s.u : x_in(k, io);
   if (sb.out_y) rs.y = io.y[k];
   const Tensor x_out = !sb.out_x ? Tensor() : sb.after.enabled ? sb.r : io.x[k + 1];
   siamese_residual_forward(rs, x_out, sb.out_y ? io.y[k + 1] : Tensor());
@@ -180,7 +204,13 @@ void Block::sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, 
 
 void Block::backward(const BlockIO& io, const Tensor& silu_c, Tensor& gx, const Tensor& gy,
                      const Tensor& d_silu_acc, BlockScratch& s) {
+  if (span_)  // gx := d b = d y[2] * alpha * gate_mlp * drop (b feeds nothing else); dgate_mlp
+    siamese_residual_backward(span_spec(io), gy, Tensor(), gx, cfg_.conditioned() ? mod_chunk(s.dmod, 5) : Tensor());
   for (int k = 1; k >= 0; --k) sub_backward(k, io, gx, gy, s);
+  if (span_) {  // gx is now d y[0] through the Post chain; add it to the identity path
+    axpy(1.0f, gx, gy);
+    gx.zero();  // x[0] is not read
+  }
   if (cfg_.conditioned()) {
     ada_.backward(s.dmod, silu_c, s.d_silu);
     axpy(1.0f, s.d_silu, d_silu_acc);  // an op, not a host loop: the tensors may live on the GPU
@@ -203,11 +233,11 @@ void Block::sub_backward(int k, const BlockIO& io, Tensor& gx, const Tensor& gy,
   SiameseResidualSpec rs;
   rs.f = cfg_.conditioned() ? sb.f : s.f;
   rs.inv_c = 1.0f / c_;
-  if (cfg_.conditioned()) rs.gate = mod_chunk(mod_, 3 * k + 2);
-  if (drop_rate_ > 0.0f) rs.drop_scale = sb.drop;
+  if (sub_gated(k)) rs.gate = mod_chunk(mod_, 3 * k + 2);
+  if (drop_rate_ > 0.0f && !span_) rs.drop_scale = sb.drop;
   // A y stream the input does not read (ResiDual's dual) passes gy unchanged.
   siamese_residual_backward(rs, du, sb.out_y ? gy : Tensor(), s.df,
-                            cfg_.conditioned() ? mod_chunk(s.dmod, 3 * k + 2) : Tensor());
+                            sub_gated(k) ? mod_chunk(s.dmod, 3 * k + 2) : Tensor());
   if (k == 0) attn_.backward(s.df, sb.z, s.dz, s.mod);
   else mlp_.backward(s.df, sb.z, s.dz, s.mod);
 

@@ -7,7 +7,10 @@
 //   (3) siamese_residual       -> streams  (+ a LayerNorm after the add for Post-Norm)
 // with streams x (Post-Norm stream) and y (Pre-Norm stream); Pre-Norm uses
 // only y, Post-Norm only x. What each scheme switches on is one Route per
-// sublayer (see Block::Route).
+// sublayer (see Block::Route). SpanNorm runs two Post-Norm sublayers whose
+// chain starts from y (sublayer 0 reads y[0] where the others read x[0]),
+// leaves b in x[2], then adds the spanning branch y[2] = y[0] + alpha * b
+// through the same residual kernel (u = y[0], f = b, 1/c = alpha).
 //
 // Saved per sublayer for backward: z (F's input), the norm statistics [3, R],
 // F's own activations, f when a gate (DiT) needs it, the pre-norm sum r for
@@ -63,7 +66,7 @@ class Block {
   NormScheme scheme() const { return scheme_; }
   // Whether the block reads or writes the x / y stream.
   bool uses_x() const { return sub_[0].in_x || sub_[0].out_x || sub_[1].in_x || sub_[1].out_x; }
-  bool uses_y() const { return sub_[0].in_y || sub_[0].out_y || sub_[1].in_y || sub_[1].out_y; }
+  bool uses_y() const { return span_ || sub_[0].in_y || sub_[0].out_y || sub_[1].in_y || sub_[1].out_y; }
   // Mean |weight| of every affine LayerNorm of the block, by state-dict name
   // (without ".weight"), in registration order.
   std::vector<std::pair<std::string, double>> norm_scales() const;
@@ -86,6 +89,12 @@ class Block {
   SiameseNorm norm_of(const Norm& n) const;
   SiameseNorm norm_grad(const Norm& n, bool bias) const;
   SiameseInputSpec input_spec(int k, const BlockIO& io) const;
+  // The x-side input of sublayer k: io.x[k], except y[0] for SpanNorm's first.
+  const Tensor& x_in(int k, const BlockIO& io) const { return span_ && k == 0 ? io.y[0] : io.x[k]; }
+  // Whether sublayer k's output is gated (DiT; SpanNorm's gate_mlp gates the span instead).
+  bool sub_gated(int k) const { return cfg_.conditioned() && !(span_ && k == 1); }
+  // SpanNorm's spanning residual y[2] = y[0] + drop(gate_mlp * alpha * x[2]).
+  SiameseResidualSpec span_spec(const BlockIO& io) const;
   void sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, uint64_t step, BlockScratch& s);
   void sub_backward(int k, const BlockIO& io, Tensor& gx, const Tensor& gy, BlockScratch& s);
   Tensor mod_chunk(const Tensor& m, int i) const;
@@ -96,7 +105,9 @@ class Block {
   int64_t index_;
   float c_ = 1.0f;       // the x residual adds o / c_ (SiameseNorm's c_l, DeepNet's alpha)
   float after_eps_;      // eps of the norm after the add (DeepNorm: eps / alpha^2)
-  float drop_rate_ = 0.0f;
+  float drop_rate_ = 0.0f;  // SpanNorm: on the spanning branch (mask in sub_[0].drop), else per sublayer
+  bool span_ = false;       // SpanNorm
+  float span_alpha_ = 1.0f;
   int64_t sample_offset_ = 0, sample_stride_ = 1;  // see set_sample_keys
   Attention attn_;
   Mlp mlp_;

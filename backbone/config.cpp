@@ -13,8 +13,9 @@ NormScheme norm_scheme_from_name(const std::string& name) {
   if (name == "deepnorm") return NormScheme::DeepNorm;
   if (name == "residual") return NormScheme::ResiDual;
   if (name == "hybrid") return NormScheme::Hybrid;
+  if (name == "spannorm") return NormScheme::SpanNorm;
   throw std::invalid_argument("model.norm.scheme: unknown scheme '" + name +
-                              "' (expected pre, post, siamese, mixln, deepnorm, residual or hybrid)");
+                              "' (expected pre, post, siamese, mixln, deepnorm, residual, hybrid or spannorm)");
 }
 
 const char* norm_scheme_name(NormScheme s) {
@@ -26,6 +27,7 @@ const char* norm_scheme_name(NormScheme s) {
     case NormScheme::DeepNorm: return "deepnorm";
     case NormScheme::ResiDual: return "residual";
     case NormScheme::Hybrid: return "hybrid";
+    case NormScheme::SpanNorm: return "spannorm";
   }
   return "?";
 }
@@ -44,6 +46,8 @@ void BackboneConfig::validate() const {
   if (eps <= 0.0f) bad("eps must be positive");
   if (!(mixln_alpha >= 0.0 && mixln_alpha <= 1.0))
     bad("mixln_alpha must be in [0, 1], got " + std::to_string(mixln_alpha));
+  if (spannorm_alpha && !(std::isfinite(*spannorm_alpha) && *spannorm_alpha > 0.0))
+    bad("spannorm_alpha must be finite and positive, got " + std::to_string(*spannorm_alpha));
 }
 
 int64_t BackboneConfig::mixln_post_blocks() const {
@@ -52,6 +56,9 @@ int64_t BackboneConfig::mixln_post_blocks() const {
 
 double BackboneConfig::deepnorm_alpha() const { return std::pow(2.0 * static_cast<double>(depth), 0.25); }
 double BackboneConfig::deepnorm_beta() const { return std::pow(8.0 * static_cast<double>(depth), -0.25); }
+double BackboneConfig::spannorm_scale() const {
+  return spannorm_alpha ? *spannorm_alpha : 1.0 / std::sqrt(static_cast<double>(depth));
+}
 
 NormScheme BackboneConfig::block_scheme(int64_t index) const {
   if (scheme != NormScheme::MixLN) return scheme;

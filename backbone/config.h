@@ -2,6 +2,7 @@
 // and one Backbone serve DeiT and DiT and every normalisation scheme.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,11 +33,25 @@ namespace vt {
 //            FFN x' = norm2(x), x = x' + FFN(x'); final norm as Pre. Per-head
 //            q/k/v norms as timm's Attention(qk_norm=True) and the OLMo HybridNorm
 //            model file released with SiameseNorm (Qwen-Applications/SiameseNorm).
+//   SpanNorm SpanNorm (Wang et al., arXiv 2601.22580), as READ FROM ITS ABSTRACT
+//            (the full text and the authors' code were not available; this is
+//            not their implementation): one clean identity path spanning the
+//            whole block and Post-Norm inside it,
+//              a = norm1(x + Attn(x));  b = norm2(a + FFN(a));  x = x + alpha * b
+//            with alpha = spannorm_alpha, by default 1/sqrt(N) (each block
+//            adds alpha * b with b normalised, variance ~1 at unit norm2
+//            weights, so for uncorrelated b var(x_N) ~ var(x_0) + 1: the
+//            abstract's "bounded signal variance"); drop-path acts on
+//            alpha * b (the whole block, as stochastic depth); final norm as
+//            Pre. Streams: y is the spanning path, x holds b.
 // DiT variants: the same with modulate/gate around F_k, non-affine block norms.
-// SpanNorm (arXiv 2601.22580) is not implemented: only its abstract was
-// available, which does not fix the block formula or the scaling.
-enum class NormScheme { Pre, Post, Siamese, MixLN, DeepNorm, ResiDual, Hybrid };
-// "pre" / "post" / "siamese" / "mixln" / "deepnorm" / "residual" / "hybrid";
+// DiT SpanNorm (adaLN-Zero): modulate(., shift_k, scale_k) on each sublayer's
+// input as Post-Norm does; gate_msa on Attn's output as Post-Norm does, while
+// gate_mlp moves from FFN's output onto the spanning branch,
+// x = x + alpha * gate_mlp * b, so that the zero-initialised adaLN makes
+// every block the identity at initialisation, as in DiT.
+enum class NormScheme { Pre, Post, Siamese, MixLN, DeepNorm, ResiDual, Hybrid, SpanNorm };
+// "pre" / "post" / "siamese" / "mixln" / "deepnorm" / "residual" / "hybrid" / "spannorm";
 // throws std::invalid_argument naming the string.
 NormScheme norm_scheme_from_name(const std::string& name);
 const char* norm_scheme_name(NormScheme s);
@@ -53,6 +68,8 @@ struct BackboneConfig {
   bool normalized_input = true;  // siamese only: keep input_norm_k / norm_k
   bool depth_scaling = true;     // siamese only: c_l = sqrt(2 (l + 1)), else 1
   double mixln_alpha = 0.25;     // mixln only: fraction of Post blocks, in [0, 1]
+  // spannorm only: scale of the spanning branch, > 0; unset: 1/sqrt(depth).
+  std::optional<double> spannorm_alpha;
   int64_t dim = 384;
   int64_t depth = 12;
   int64_t heads = 6;
@@ -70,6 +87,8 @@ struct BackboneConfig {
   // DeepNet's residual scale alpha = (2N)^(1/4) and init gain beta = (8N)^(-1/4).
   double deepnorm_alpha() const;
   double deepnorm_beta() const;
+  // SpanNorm's alpha: spannorm_alpha, or 1/sqrt(depth) when unset.
+  double spannorm_scale() const;
   // The per-block scheme: Pre or Post for MixLN by index, else scheme itself.
   NormScheme block_scheme(int64_t index) const;
   // Throws std::invalid_argument naming the offending field.

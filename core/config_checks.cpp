@@ -41,6 +41,12 @@ double real_in(const Config& c, const std::string& key, double lo, double hi, bo
   return v;
 }
 
+void reject_unread(const Config& c, const std::string& key, bool read, const std::string& reader,
+                   double default_value) {
+  if (read || !c.has(key) || c.get<double>(key) == default_value) return;
+  bad_value(c, key, "is read only by " + reader + "; remove it (got " + num(c.get<double>(key)) + ")");
+}
+
 std::string run_name(const Config& c, const std::string& key) {
   const std::string name = c.get<std::string>(key);
   const bool chars_ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {

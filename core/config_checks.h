@@ -23,6 +23,14 @@ int64_t int_in(const Config& cfg, const std::string& key, int64_t lo,
 double real_in(const Config& cfg, const std::string& key, double lo, double hi, bool open_lo = false,
                bool open_hi = false);
 
+// A float key only some settings read (model.norm.mixln_alpha: the mixln
+// scheme). When `read` is false, a value other than `default_value` (the
+// schema's default; NaN when that is null; null always passes) is a ConfigError naming the
+// key and `reader`, instead of being silently ignored. A run's saved
+// config.yaml, which spells every default out, therefore still loads.
+void reject_unread(const Config& cfg, const std::string& key, bool read, const std::string& reader,
+                   double default_value);
+
 // A run name is one path component under out_dir: letters, digits, '-', '_',
 // '.', and neither '.' nor '..'.
 std::string run_name(const Config& cfg, const std::string& key = "name");

@@ -69,6 +69,7 @@ DiT::DiT(const DiTConfig& cfg) : cfg_(cfg) {
   bc.normalized_input = cfg_.normalized_input;
   bc.depth_scaling = cfg_.depth_scaling;
   bc.mixln_alpha = cfg_.mixln_alpha;
+  bc.spannorm_alpha = cfg_.spannorm_alpha;
   bc.dim = D;
   bc.depth = cfg_.depth;
   bc.heads = cfg_.heads;

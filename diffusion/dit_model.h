@@ -26,6 +26,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backbone/backbone.h"
@@ -49,6 +50,7 @@ struct DiTConfig {
   bool normalized_input = true;
   bool depth_scaling = true;
   double mixln_alpha = 0.25;  // mixln: fraction of leading Post-Norm blocks
+  std::optional<double> spannorm_alpha;  // spannorm: span scale (unset: 1/sqrt(depth))
 
   int64_t out_channels() const { return learn_sigma ? 2 * in_channels : in_channels; }
   int64_t grid() const { return input_size / patch; }

@@ -30,9 +30,10 @@ const ConfigSchema& dittrain_schema() {
         .optional("model.mlp_ratio", T::Float, "4.0", "MLP hidden / D")
         .optional("model.num_classes", T::Int, "1000", "classes; the null class id is num_classes")
         .optional("model.class_dropout", T::Float, "0.1", "label -> null class probability in training")
-        .optional("model.norm.scheme", T::String, "siamese", "pre | post | siamese | mixln | deepnorm | residual | hybrid")
+        .optional("model.norm.scheme", T::String, "siamese", "pre | post | siamese | mixln | deepnorm | residual | hybrid | spannorm")
         .optional("model.norm.normalized_input", T::Bool, "true", "siamese: keep norm_k on x + prenorm(y)")
         .optional("model.norm.mixln_alpha", T::Float, "0.25", "mixln: fraction of leading Post-Norm blocks, in [0, 1]")
+        .optional("model.norm.spannorm_alpha", T::Float, "~", "spannorm: scale of the spanning branch, > 0 (unset: 1/sqrt(depth))")
         .optional("model.norm.depth_scaling", T::Bool, "true", "siamese: c_l = sqrt(2(l+1)) (else 1)")
         .optional("diffusion.num_timesteps", T::Int, "1000", "T of the linear schedule")
         .optional("diffusion.t0_term", T::String, "nll",
@@ -129,6 +130,13 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   } catch (const std::invalid_argument& e) {
     throw ConfigError(std::string("model/diffusion: ") + e.what());
   }
+  reject_unread(c, "model.norm.mixln_alpha", m.scheme == NormScheme::MixLN, "model.norm.scheme: mixln",
+                DiTConfig{}.mixln_alpha);
+  reject_unread(c, "model.norm.spannorm_alpha", m.scheme == NormScheme::SpanNorm, "model.norm.scheme: spannorm",
+                std::numeric_limits<double>::quiet_NaN());
+  if (c.has("model.norm.spannorm_alpha"))
+    m.spannorm_alpha = real_in(c, "model.norm.spannorm_alpha", 0, std::numeric_limits<double>::infinity(),
+                               /*open_lo=*/true);
   t.model = m;
   t.num_timesteps = static_cast<int>(int_in(c, "diffusion.num_timesteps", 2, 100000));
   t.data_kind = c.get<std::string>("data.kind");

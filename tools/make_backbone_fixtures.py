@@ -25,12 +25,17 @@ the DeiT and DiT transformer stacks of vtrain for each norm scheme:
                        (q, k, v LayerNorm'ed over head_dim after the projection,
                        attn.{q,k,v}_norm), n = norm2(x), x = n + F_2(n); final
                        norm as Pre
+  spannorm           : SpanNorm (arXiv 2601.22580) as read from its abstract
+                       (not the authors' code): a = norm1(x + Attn(x)),
+                       b = norm2(a + FFN(a)), x = x + alpha * b, alpha = 1/sqrt(L);
+                       final norm as Pre. DiT: gate_msa on Attn as Post-Norm,
+                       gate_mlp on the span (x = x + alpha * gate_mlp * b)
 
 DeiT stack: tokens h [B,T,D] -> blocks -> out
-    pre, mixln, hybrid: norm(stream);  post, deepnorm: x;
+    pre, mixln, hybrid, spannorm: norm(stream);  post, deepnorm: x;
     siamese: final_norm(pre_norm(x) + post_norm(y));  residual: x + dual_norm(d)
 DiT stack: tokens h [B,T,D], conditioning c [B,D] -> blocks -> out
-    pre/post/mixln/deepnorm/hybrid: the stream;  siamese: postnorm(x) + prenorm(y);
+    pre/post/mixln/deepnorm/hybrid/spannorm: the stream;  siamese: postnorm(x) + prenorm(y);
     residual: x + LN(d) (non-affine, as DiT's block norms)
 
 Every parameter (adaLN and LayerNorm affine included) is random and
@@ -71,6 +76,10 @@ NEW_SCHEMES = {
     "deepnorm": ("deepnorm", True, True),
     "residual": ("residual", True, True),
     "hybrid": ("hybrid", True, True),
+}
+# Added after those; seeded separately again.
+SPAN_SCHEMES = {
+    "spannorm": ("spannorm", True, True),
 }
 
 
@@ -140,7 +149,7 @@ def build_params(variant, scheme, normalized_input, gen):
             for n in ("q", "k", "v"):
                 P.norm(b + f"attn.{n}_norm", DH)
         elif variant == "deit":
-            if scheme in ("pre", "post", "mixln", "deepnorm", "residual"):
+            if scheme in ("pre", "post", "mixln", "deepnorm", "residual", "spannorm"):
                 P.norm(b + "norm1")
                 P.norm(b + "norm2")
             else:
@@ -161,7 +170,7 @@ def build_params(variant, scheme, normalized_input, gen):
         if variant == "dit":
             P.linear(b + "adaLN_modulation.1", 6 * D, D)
     if variant == "deit":
-        if scheme in ("pre", "mixln", "hybrid"):
+        if scheme in ("pre", "mixln", "hybrid", "spannorm"):
             P.norm("norm")
         elif scheme == "residual":
             P.norm("dual_norm")
@@ -174,8 +183,37 @@ def build_params(variant, scheme, normalized_input, gen):
     return P
 
 
+def spannorm_deit(h, P, gelu):
+    # One identity path spanning the block; Post-Norm inside it.
+    alpha = 1.0 / math.sqrt(L)
+    x = h
+    for l in range(L):
+        b = f"blocks.{l}."
+        a = ln(x + attn(x, P, b), P, b + "norm1")
+        out = ln(a + mlp(a, P, b, gelu), P, b + "norm2")
+        x = x + alpha * out
+    return ln(x, P, "norm")
+
+
+def spannorm_dit(h, cond, P, gelu):
+    # adaLN-Zero: modulate each sublayer's input, gate_msa on Attn (as Post),
+    # gate_mlp on the spanning branch so that zero gates give the identity.
+    alpha = 1.0 / math.sqrt(L)
+    x = h
+    for l in range(L):
+        b = f"blocks.{l}."
+        shift1, scale1, gate1, shift2, scale2, gate2 = lin(
+            torch.nn.functional.silu(cond), P, b + "adaLN_modulation.1").chunk(6, dim=1)
+        a = ln(x + gate1.unsqueeze(1) * attn(modulate(x, shift1, scale1), P, b))
+        out = ln(a + mlp(modulate(a, shift2, scale2), P, b, gelu))
+        x = x + alpha * gate2.unsqueeze(1) * out
+    return x
+
+
 def deit_forward(h, P, scheme, ni, ds):
     gelu = "none"
+    if scheme == "spannorm":
+        return spannorm_deit(h, P, gelu)
     if scheme == "mixln":
         x = h
         for l in range(L):
@@ -240,6 +278,8 @@ def deit_forward(h, P, scheme, ni, ds):
 
 def dit_forward(h, cond, P, scheme, ni, ds):
     gelu = "tanh"
+    if scheme == "spannorm":
+        return spannorm_dit(h, cond, P, gelu)
     if scheme in ("pre", "post", "mixln", "deepnorm"):
         alpha = (2 * L) ** 0.25 if scheme == "deepnorm" else 1.0
         x = h
@@ -288,7 +328,7 @@ def dit_forward(h, cond, P, scheme, ni, ds):
 
 
 def make(variant, name, out_dir, seed):
-    scheme, ni, ds = {**SCHEMES, **NEW_SCHEMES}[name]
+    scheme, ni, ds = {**SCHEMES, **NEW_SCHEMES, **SPAN_SCHEMES}[name]
     gen = torch.Generator().manual_seed(seed)
     P = build_params(variant, scheme, ni, gen)
     h = torch.randn(B, T, D, generator=gen).float().double().requires_grad_(True)
@@ -334,6 +374,11 @@ def main():
     seed = 5678
     for variant in ("deit", "dit"):
         for name in NEW_SCHEMES:
+            seed += 1
+            print(make(variant, name, out_dir, seed))
+    seed = 9012
+    for variant in ("deit", "dit"):
+        for name in SPAN_SCHEMES:
             seed += 1
             print(make(variant, name, out_dir, seed))
 

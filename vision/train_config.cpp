@@ -27,9 +27,10 @@ const ConfigSchema& vtrain_schema() {
         .optional("model.qkv_bias", T::Bool, "true", "bias on the qkv projection")
         .optional("model.num_classes", T::Int, "0", "classes (0: number of class folders)")
         .optional("model.drop_path", T::Float, "0.1", "stochastic depth, linear over blocks from 0")
-        .optional("model.norm.scheme", T::String, "siamese", "pre | post | siamese | mixln | deepnorm | residual | hybrid")
+        .optional("model.norm.scheme", T::String, "siamese", "pre | post | siamese | mixln | deepnorm | residual | hybrid | spannorm")
         .optional("model.norm.normalized_input", T::Bool, "true", "siamese: keep input_norm_k")
         .optional("model.norm.mixln_alpha", T::Float, "0.25", "mixln: fraction of leading Post-Norm blocks, in [0, 1]")
+        .optional("model.norm.spannorm_alpha", T::Float, "~", "spannorm: scale of the spanning branch, > 0 (unset: 1/sqrt(depth))")
         .optional("model.norm.depth_scaling", T::Bool, "true", "siamese: c_l = sqrt(2(l+1)) (else 1)")
         .required("data.root", T::String, "folder with <train_split>/ and <val_split>/ class folders")
         .optional("data.train_split", T::String, "train", "training sub-folder")
@@ -110,7 +111,7 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   try {
     scheme = norm_scheme_from_name(c.get<std::string>("model.norm.scheme"));
   } catch (const std::invalid_argument& e) {
-    bad_value(c, "model.norm.scheme", "expected pre | post | siamese | mixln | deepnorm | residual | hybrid, got '" + c.get<std::string>("model.norm.scheme") + "'");
+    bad_value(c, "model.norm.scheme", "expected pre | post | siamese | mixln | deepnorm | residual | hybrid | spannorm, got '" + c.get<std::string>("model.norm.scheme") + "'");
   }
   o.preset = c.get<std::string>("model.preset");
   o.drop_path = static_cast<float>(real_in(c, "model.drop_path", 0, 1));
@@ -143,6 +144,12 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   o.vit.backbone.normalized_input = c.get<bool>("model.norm.normalized_input");
   o.vit.backbone.depth_scaling = c.get<bool>("model.norm.depth_scaling");
   o.vit.backbone.mixln_alpha = real_in(c, "model.norm.mixln_alpha", 0, 1);
+  reject_unread(c, "model.norm.mixln_alpha", scheme == NormScheme::MixLN, "model.norm.scheme: mixln",
+                BackboneConfig{}.mixln_alpha);
+  reject_unread(c, "model.norm.spannorm_alpha", scheme == NormScheme::SpanNorm, "model.norm.scheme: spannorm",
+                std::numeric_limits<double>::quiet_NaN());
+  if (c.has("model.norm.spannorm_alpha"))
+    o.vit.backbone.spannorm_alpha = real_in(c, "model.norm.spannorm_alpha", 0, kInf, /*open_lo=*/true);
   o.vit.backbone.drop_path = drop_path_linspace(o.drop_path, o.vit.backbone.depth);
   // Whatever the model would still reject is a config error too (exit 2),
   // not a runtime failure after the data has been opened.

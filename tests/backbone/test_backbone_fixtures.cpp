@@ -1,6 +1,6 @@
 // Parity with the PyTorch reference (tools/make_backbone_fixtures.py): for
-// DeiT and DiT and the nine norm schemes (pre, post, siamese and its two
-// ablations, mixln, deepnorm, residual, hybrid), the C++ backbone loaded with the
+// DeiT and DiT and the ten norm schemes (pre, post, siamese and its two
+// ablations, mixln, deepnorm, residual, hybrid, spannorm), the C++ backbone loaded with the
 // fixture's parameters must reproduce the output and every gradient of
 // loss = sum(output * loss_weight) within 1e-5 (max error relative to the
 // tensor's largest reference magnitude; the reference is float64 arithmetic).
@@ -99,9 +99,9 @@ TEST_P(BackboneFixture, OutputAndAllGradientsMatchPyTorch) {
 INSTANTIATE_TEST_SUITE_P(All, BackboneFixture,
                          ::testing::Values("deit_pre", "deit_post", "deit_siamese", "deit_siamese_noinput",
                                            "deit_siamese_nodepth", "deit_mixln", "deit_deepnorm", "deit_residual",
-                                           "deit_hybrid", "dit_pre", "dit_post", "dit_siamese",
+                                           "deit_hybrid", "deit_spannorm", "dit_pre", "dit_post", "dit_siamese",
                                            "dit_siamese_noinput", "dit_siamese_nodepth", "dit_mixln",
-                                           "dit_deepnorm", "dit_residual", "dit_hybrid"));
+                                           "dit_deepnorm", "dit_residual", "dit_hybrid", "dit_spannorm"));
 
 }  // namespace
 }  // namespace vt

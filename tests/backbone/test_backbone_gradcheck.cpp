@@ -30,6 +30,7 @@ TEST_P(BackboneGradcheck, MatchesFiniteDifferences) {
   cfg.normalized_input = gc.normalized_input;
   cfg.dim = 8, cfg.depth = 2, cfg.heads = 2, cfg.mlp_ratio = 2.0;
   cfg.mixln_alpha = 0.5;  // Mix-LN: one Post block, then one Pre block
+  if (gc.scheme == NormScheme::SpanNorm) cfg.spannorm_alpha = 0.7;  // a set alpha (the fixtures use the default)
   const bool dit = gc.variant == ModelVariant::DiT;
   cfg.gelu = dit ? Activation::GeluTanh : Activation::GeluErf;
   if (!dit) cfg.drop_path = {0.3f, 0.5f};
@@ -95,7 +96,9 @@ INSTANTIATE_TEST_SUITE_P(
                       GcCase{"dit_mixln", ModelVariant::DiT, NormScheme::MixLN, true},
                       GcCase{"dit_deepnorm", ModelVariant::DiT, NormScheme::DeepNorm, true},
                       GcCase{"dit_residual", ModelVariant::DiT, NormScheme::ResiDual, true},
-                      GcCase{"dit_hybrid", ModelVariant::DiT, NormScheme::Hybrid, true}),
+                      GcCase{"dit_hybrid", ModelVariant::DiT, NormScheme::Hybrid, true},
+                      GcCase{"deit_spannorm", ModelVariant::DeiT, NormScheme::SpanNorm, true},
+                      GcCase{"dit_spannorm", ModelVariant::DiT, NormScheme::SpanNorm, true}),
     [](const ::testing::TestParamInfo<GcCase>& i) { return i.param.name; });
 
 TEST(Backbone, DropPathMasksFollowSeedAndVanishAtInference) {
@@ -133,7 +136,7 @@ TEST(Backbone, RejectsBadInputs) {
   EXPECT_THROW(bb.forward(Tensor::zeros({2, 3, 7}), Tensor(), out), std::invalid_argument);
   EXPECT_THROW(bb.forward(Tensor::zeros({2, 3, 8}), Tensor::zeros({2, 8}), out), std::invalid_argument);
   EXPECT_THROW(bb.backward(out, out, Tensor()), std::logic_error);
-  EXPECT_THROW(norm_scheme_from_name("spannorm"), std::invalid_argument);
+  EXPECT_THROW(norm_scheme_from_name("span_norm"), std::invalid_argument);
 }
 
 }  // namespace

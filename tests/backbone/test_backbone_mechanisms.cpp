@@ -1,7 +1,7 @@
 // The mechanism measurements of the Backbone (stream RMS, LayerNorm scales,
 // layer pruning) and the schemes' constants (Mix-LN split, DeepNet alpha,
-// beta and initialisation), each against a closed form or an independently
-// built model.
+// beta and initialisation, SpanNorm's alpha and adaLN-Zero identity), each
+// against a closed form or an independently built model.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -60,7 +60,10 @@ TEST_P(BackbonePruning, EqualsTheShallowerModel) {
   const PruneCase pc = GetParam();
   const bool dit = pc.variant == ModelVariant::DiT;
   ParamStore s3, s2;
-  Backbone deep(s3, tiny(pc.variant, pc.scheme, 3)), shallow(s2, tiny(pc.variant, pc.scheme, 2));
+  BackboneConfig cfg3 = tiny(pc.variant, pc.scheme, 3), cfg2 = tiny(pc.variant, pc.scheme, 2);
+  // SpanNorm's default alpha depends on the depth; pruning keeps the model's.
+  if (pc.scheme == NormScheme::SpanNorm) cfg3.spannorm_alpha = cfg2.spannorm_alpha = cfg3.spannorm_scale();
+  Backbone deep(s3, cfg3), shallow(s2, cfg2);
   s3.finalize();
   s2.finalize();
   randomize(s3, 7);
@@ -108,7 +111,9 @@ INSTANTIATE_TEST_SUITE_P(All, BackbonePruning,
                                            PruneCase{"deit_residual", ModelVariant::DeiT, NormScheme::ResiDual},
                                            PruneCase{"deit_hybrid", ModelVariant::DeiT, NormScheme::Hybrid},
                                            PruneCase{"dit_siamese", ModelVariant::DiT, NormScheme::Siamese},
-                                           PruneCase{"dit_post", ModelVariant::DiT, NormScheme::Post}),
+                                           PruneCase{"dit_post", ModelVariant::DiT, NormScheme::Post},
+                                           PruneCase{"deit_spannorm", ModelVariant::DeiT, NormScheme::SpanNorm},
+                                           PruneCase{"dit_spannorm", ModelVariant::DiT, NormScheme::SpanNorm}),
                          [](const ::testing::TestParamInfo<PruneCase>& i) { return i.param.name; });
 
 // DiT Pre-Norm has no final norm, so the output of the model pruned to l + 1
@@ -197,7 +202,7 @@ TEST(BackboneNormScales, MeanAbsoluteWeightPerNorm) {
 }
 
 TEST(NormSchemes, NamesRoundTripAndConstantsFollowThePapers) {
-  for (const char* n : {"pre", "post", "siamese", "mixln", "deepnorm", "residual", "hybrid"})
+  for (const char* n : {"pre", "post", "siamese", "mixln", "deepnorm", "residual", "hybrid", "spannorm"})
     EXPECT_STREQ(norm_scheme_name(norm_scheme_from_name(n)), n);
   BackboneConfig c;
   c.depth = 12;
@@ -211,6 +216,52 @@ TEST(NormSchemes, NamesRoundTripAndConstantsFollowThePapers) {
   c.depth = 8;  // DeepNet: alpha = (2N)^(1/4) = 2, beta = (8N)^(-1/4) = 1 / (2 sqrt 2)
   EXPECT_NEAR(c.deepnorm_alpha(), 2.0, 1e-12);
   EXPECT_NEAR(c.deepnorm_beta(), 1.0 / (2.0 * std::sqrt(2.0)), 1e-12);
+  c.depth = 16;  // SpanNorm: alpha = 1/sqrt(N) unless set; set values must be positive
+  EXPECT_NEAR(c.spannorm_scale(), 0.25, 1e-12);
+  c.spannorm_alpha = 0.5;
+  EXPECT_EQ(c.spannorm_scale(), 0.5);
+  c.mixln_alpha = 0.25;
+  EXPECT_NO_THROW(c.validate());
+  for (double bad : {0.0, -1.0, std::nan("")}) {
+    c.spannorm_alpha = bad;
+    EXPECT_THROW(c.validate(), std::invalid_argument) << bad;
+  }
+}
+
+// DiT SpanNorm with the zero-initialised adaLN (DiT's init): gate_mlp = 0 on
+// the spanning branch makes every block, and so the whole trunk, the identity.
+TEST(NormSchemes, DitSpanNormStartsAsIdentity) {
+  ParamStore store;
+  Backbone bb(store, tiny(ModelVariant::DiT, NormScheme::SpanNorm, 3));
+  store.finalize();
+  randomize(store, 12);
+  for (const ParamInfo& p : store.infos())
+    if (p.name.find("adaLN_modulation") != std::string::npos) store.value(store.id(p.name)).zero();
+  const Tensor h = randn({2, 3, 8}, 13), c = randn({2, 8}, 14);
+  Tensor out = Tensor::zeros(h.shape());
+  bb.forward(h, c, out);
+  EXPECT_EQ(out.to_vector(), h.to_vector());
+}
+
+// SpanNorm's streams: x holds each block's b = norm2(...) (non-affine in DiT:
+// RMS 1 up to eps), y the spanning path, which is DiT's output after pruning
+// to l + 1 blocks.
+TEST(BackboneStreamRms, SpanNormReportsTheNormalisedBranchAndTheSpan) {
+  ParamStore store;
+  Backbone bb(store, tiny(ModelVariant::DiT, NormScheme::SpanNorm, 3));
+  store.finalize();
+  randomize(store, 15);
+  const Tensor h = randn({2, 3, 8}, 16), c = randn({2, 8}, 17);
+  Tensor out = Tensor::zeros(h.shape());
+  bb.forward(h, c, out);
+  const Backbone::StreamRms r = bb.stream_rms();
+  ASSERT_EQ(r.x.size(), 3u);
+  for (int64_t l = 0; l < 3; ++l) {
+    EXPECT_NEAR(r.x[static_cast<size_t>(l)], 1.0, 1e-4) << "block " << l;
+    bb.set_active_depth(l + 1);
+    bb.forward(h, c, out);
+    EXPECT_NEAR(r.y[static_cast<size_t>(l)], rms(out), 1e-9 * rms(out)) << "block " << l;
+  }
 }
 
 // DeepNet's init: xavier_normal with gain 1 on q, k and beta on v, attn.proj,

@@ -69,7 +69,7 @@ TEST(DitSetup, ObviouslyInvalidValuesAreConfigErrorsNamingTheKey) {
         "sample.guided_channels=4", "sample.guided_channels=0", "sample.sampler=euler", "data.workers=-1",
         "data.latent_scale=0", "data.on_corrupt=ignore", "seed=-2", "name=a/b", "name=",
         "diffusion.num_timesteps=1", "model.norm.mixln_alpha=1.01", "model.norm.mixln_alpha=-1",
-        "model.norm.scheme=spannorm"}) {
+        "model.norm.scheme=span_norm", "model.norm.mixln_alpha=0.5", "model.norm.spannorm_alpha=0.5"}) {
     const std::string key = ov.substr(0, ov.find('='));
     const std::string msg = error_of_config(y, {ov});
     EXPECT_NE(msg.find(key), std::string::npos) << ov << " gave '" << msg << "'";
@@ -94,6 +94,24 @@ TEST(DitSetup, MixLnAlphaReachesTheBackbone) {
   for (int64_t l = 0; l < 4; ++l)  // floor(0.5 * 4) = 2 leading Post blocks
     EXPECT_EQ(model.backbone().config().block_scheme(l), l < 2 ? NormScheme::Post : NormScheme::Pre) << l;
   EXPECT_EQ(cfg_from(y).model.mixln_alpha, 0.25);
+}
+
+// model.norm.spannorm_alpha travels config -> DiTConfig -> the backbone, is
+// read only by spannorm, and must be positive.
+TEST(DitSetup, SpanNormAlphaReachesTheBackbone) {
+  const std::string y = yaml_for("/tmp/unused", "/tmp/unused");
+  const DitTrainConfig t = cfg_from(y, {"model.norm.scheme=spannorm", "model.norm.spannorm_alpha=0.3"});
+  DiT model(t.model);
+  ASSERT_TRUE(model.backbone().config().spannorm_alpha.has_value());
+  EXPECT_EQ(*model.backbone().config().spannorm_alpha, 0.3);
+  EXPECT_FALSE(cfg_from(y, {"model.norm.scheme=spannorm"}).model.spannorm_alpha.has_value());
+  for (const char* bad : {"model.norm.spannorm_alpha=0", "model.norm.spannorm_alpha=-2"})
+    EXPECT_NE(error_of_config(y, {"model.norm.scheme=spannorm", bad}).find("model.norm.spannorm_alpha"),
+              std::string::npos) << bad;
+  EXPECT_NE(error_of_config(y, {"model.norm.scheme=pre", "model.norm.spannorm_alpha=0.3"}).find("model.norm.scheme: spannorm"),
+            std::string::npos);
+  EXPECT_NE(error_of_config(y, {"model.norm.scheme=spannorm", "model.norm.mixln_alpha=0.5"}).find("model.norm.scheme: mixln"),
+            std::string::npos);
 }
 
 TEST(DitSetup, ResumeWordsNeverAndItsAliasNone) {

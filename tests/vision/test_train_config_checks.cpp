@@ -91,7 +91,9 @@ TEST(TrainConfigChecks, OutOfRangeValuesNameTheirKey) {
       {"model.norm.mixln_alpha=1.5", "model.norm.mixln_alpha"},
       {"model.norm.mixln_alpha=-0.25", "model.norm.mixln_alpha"},
       {"model.norm.mixln_alpha=.nan", "model.norm.mixln_alpha"},
-      {"model.norm.scheme=spannorm", "model.norm.scheme"},
+      {"model.norm.scheme=span_norm", "model.norm.scheme"},
+      {"model.norm.mixln_alpha=0.5", "model.norm.mixln_alpha"},        // the default scheme is siamese
+      {"model.norm.spannorm_alpha=0.5", "model.norm.spannorm_alpha"},  // likewise
   };
   for (const auto& [ov, key] : cases) {
     const std::string m = config_error({ov});
@@ -159,6 +161,41 @@ TEST(TrainConfigChecks, MixLnAlphaSetsThePostBlocksOfTheModel) {
     EXPECT_EQ(x_blocks, post) << "alpha " << alpha;
   }
   EXPECT_DOUBLE_EQ(options({}).vit.backbone.mixln_alpha, 0.25);  // Mix-LN's default
+}
+
+// A scheme's own key set for another scheme is an error naming the key and
+// the scheme that reads it; its default value (spelled out by a run's saved
+// config.yaml) passes, so a saved config loads again.
+TEST(TrainConfigChecks, SchemeKeysAreErrorsForOtherSchemes) {
+  for (const auto& [ov, reader] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"model.norm.scheme=pre", "model.norm.mixln_alpha=0.5"}, "mixln"},
+           {{"model.norm.scheme=mixln", "model.norm.spannorm_alpha=0.5"}, "spannorm"},
+           {{"model.norm.scheme=spannorm", "model.norm.mixln_alpha=0"}, "mixln"}}) {
+    const std::string m = config_error(ov);
+    EXPECT_EQ(m.rfind(ov[1].substr(0, ov[1].find('=')) + " (command line)", 0), 0u) << m;
+    EXPECT_NE(m.find("model.norm.scheme: " + reader), std::string::npos) << m;
+  }
+  for (const char* bad : {"model.norm.spannorm_alpha=0", "model.norm.spannorm_alpha=-1", "model.norm.spannorm_alpha=.inf"}) {
+    const std::string m = config_error({"model.norm.scheme=spannorm", bad});
+    EXPECT_EQ(m.rfind("model.norm.spannorm_alpha (command line)", 0), 0u) << bad << " -> " << m;
+  }
+  EXPECT_NO_THROW(options({"model.norm.scheme=pre", "model.norm.mixln_alpha=0.25"}));
+  const Config saved = Config::parse(kYaml, vtrain_schema(), {"model.norm.scheme=post"}, "test.yaml", ".");
+  EXPECT_NO_THROW(train_options(Config::parse(saved.to_yaml(), vtrain_schema(), {}, "config.yaml", "."), "config.yaml"));
+}
+
+// model.norm.spannorm_alpha reaches the model's backbone; unset it is
+// 1/sqrt(depth) there.
+TEST(TrainConfigChecks, SpanNormAlphaReachesTheModel) {
+  TrainOptions o = options({"model.norm.scheme=spannorm", "model.norm.spannorm_alpha=0.3"});
+  o.vit.num_classes = 3;
+  const VisionTransformer vit(o.vit);
+  ASSERT_TRUE(vit.backbone().config().spannorm_alpha.has_value());
+  EXPECT_EQ(*vit.backbone().config().spannorm_alpha, 0.3);
+  EXPECT_EQ(vit.backbone().config().scheme, NormScheme::SpanNorm);
+  const TrainOptions d = options({"model.norm.scheme=spannorm", "model.depth=4"});
+  EXPECT_FALSE(d.vit.backbone.spannorm_alpha.has_value());
+  EXPECT_DOUBLE_EQ(d.vit.backbone.spannorm_scale(), 0.5);
 }
 
 TEST(TrainConfigChecks, ResumeNoneIsNever) {
