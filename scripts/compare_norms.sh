@@ -25,8 +25,8 @@
 # so a 300-step run takes 3-5 minutes.
 #
 # Environment (defaults in brackets):
-#   SCHEMES  scheme labels [pre post siamese siamese_noinput siamese_nodepth hybrid mixln deepnorm residual]
-#            (siamese_noinput / siamese_nodepth: the paper's ablations; spannorm is not implemented)
+#   SCHEMES  scheme labels [pre post siamese siamese_noinput siamese_nodepth spannorm hybrid mixln deepnorm residual]
+#            (siamese_noinput / siamese_nodepth: the paper's ablations)
 #   LRS      peak learning rates [1e-3 1e-2]: conservative, aggressive (at 1e-2
 #            Post-Norm collapses to chance within 80 steps here)
 #   DEPTH DIM HEADS MLP_RATIO  [12 96 3 2]   the ViT (patch 4 on 32x32 images)
@@ -43,7 +43,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SCHEMES=${SCHEMES:-"pre post siamese siamese_noinput siamese_nodepth hybrid mixln deepnorm residual"}
+SCHEMES=${SCHEMES:-"pre post siamese siamese_noinput siamese_nodepth spannorm hybrid mixln deepnorm residual"}
 LRS=${LRS:-"1e-3 1e-2"}
 DEPTH=${DEPTH:-12} DIM=${DIM:-96} HEADS=${HEADS:-3} MLP_RATIO=${MLP_RATIO:-2}
 STEPS=${STEPS:-} EPOCHS=${EPOCHS:-3} BATCH=${BATCH:-64} CLIP=${CLIP:-}
@@ -65,7 +65,7 @@ scheme_overrides() {
   case $1 in
     siamese_noinput) echo "model.norm.scheme=siamese model.norm.normalized_input=false" ;;
     siamese_nodepth) echo "model.norm.scheme=siamese model.norm.depth_scaling=false" ;;
-    pre | post | siamese | hybrid | mixln | deepnorm | residual) echo "model.norm.scheme=$1" ;;
+    pre | post | siamese | spannorm | hybrid | mixln | deepnorm | residual) echo "model.norm.scheme=$1" ;;
     *) echo "compare_norms: unknown scheme label '$1'" >&2; return 1 ;;
   esac
 }
