@@ -24,8 +24,8 @@
 # about 10 minutes there; set STEPS to fit the time you have.
 #
 # Environment (defaults in brackets):
-#   SCHEMES  scheme labels [pre post siamese siamese_noinput siamese_nodepth hybrid mixln deepnorm residual]
-#            (siamese_noinput / siamese_nodepth: the paper's ablations; spannorm is not implemented)
+#   SCHEMES  scheme labels [pre post siamese siamese_noinput siamese_nodepth spannorm hybrid mixln deepnorm residual]
+#            (siamese_noinput / siamese_nodepth: the paper's ablations; spannorm: a reading of its abstract)
 #   LRS      peak learning rates [5e-4 3e-3]: conservative, aggressive
 #   DEPTH DIM HEADS MLP_RATIO  [12 96 3 2]   the ViT (patch 4 on 32x32 images)
 #   STEPS    optimizer steps per run [400];  EPOCHS  schedule length [1]
@@ -39,7 +39,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SCHEMES=${SCHEMES:-"pre post siamese siamese_noinput siamese_nodepth hybrid mixln deepnorm residual"}
+SCHEMES=${SCHEMES:-"pre post siamese siamese_noinput siamese_nodepth spannorm hybrid mixln deepnorm residual"}
 LRS=${LRS:-"5e-4 3e-3"}
 DEPTH=${DEPTH:-12} DIM=${DIM:-96} HEADS=${HEADS:-3} MLP_RATIO=${MLP_RATIO:-2}
 STEPS=${STEPS:-400} EPOCHS=${EPOCHS:-1} BATCH=${BATCH:-64} CLIP=${CLIP:-}
@@ -60,7 +60,7 @@ scheme_overrides() {
   case $1 in
     siamese_noinput) echo "model.norm.scheme=siamese model.norm.normalized_input=false" ;;
     siamese_nodepth) echo "model.norm.scheme=siamese model.norm.depth_scaling=false" ;;
-    pre | post | siamese | hybrid | mixln | deepnorm | residual) echo "model.norm.scheme=$1" ;;
+    pre | post | siamese | spannorm | hybrid | mixln | deepnorm | residual) echo "model.norm.scheme=$1" ;;
     *) echo "compare_norms: unknown scheme label '$1'" >&2; return 1 ;;
   esac
 }
