@@ -263,15 +263,20 @@ void Block::sub_backward(int k, const BlockIO& io, Tensor& gx, const Tensor& gy,
 
 std::vector<std::pair<std::string, double>> Block::norm_scales() const {
   std::vector<std::pair<std::string, double>> r;
+  auto mean_abs = [&](ParamId id) {
+    const Tensor w = store_->value(id);
+    const float* p = w.f32();
+    double a = 0;
+    for (int64_t i = 0; i < w.numel(); ++i) a += std::fabs(static_cast<double>(p[i]));
+    return a / static_cast<double>(w.numel());
+  };
   for (const Sub& s : sub_)
-    for (const Norm* n : {&s.post, &s.pre, &s.input, &s.after}) {
-      if (!n->affine) continue;
-      const Tensor w = store_->value(n->w);
-      const float* p = w.f32();
-      double a = 0;
-      for (int64_t i = 0; i < w.numel(); ++i) a += std::fabs(static_cast<double>(p[i]));
-      r.emplace_back(n->name, a / static_cast<double>(w.numel()));
-    }
+    for (const Norm* n : {&s.post, &s.pre, &s.input, &s.after})
+      if (n->affine) r.emplace_back(n->name, mean_abs(n->w));
+  for (ParamId id : attn_.norm_weights()) {
+    const std::string& name = store_->info(id).name;
+    r.emplace_back(name.substr(0, name.size() - std::string(".weight").size()), mean_abs(id));
+  }
   return r;
 }
 

@@ -68,7 +68,8 @@ class Block {
   bool uses_x() const { return sub_[0].in_x || sub_[0].out_x || sub_[1].in_x || sub_[1].out_x; }
   bool uses_y() const { return span_ || sub_[0].in_y || sub_[0].out_y || sub_[1].in_y || sub_[1].out_y; }
   // Mean |weight| of every affine LayerNorm of the block, by state-dict name
-  // (without ".weight"), in registration order.
+  // (without ".weight"), in registration order: the block norms, then
+  // HybridNorm's attn.{q,k,v}_norm. DiT's block norms have no weights.
   std::vector<std::pair<std::string, double>> norm_scales() const;
 
  private:

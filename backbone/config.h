@@ -38,10 +38,13 @@ namespace vt {
 //            not their implementation): one clean identity path spanning the
 //            whole block and Post-Norm inside it,
 //              a = norm1(x + Attn(x));  b = norm2(a + FFN(a));  x = x + alpha * b
-//            with alpha = spannorm_alpha, by default 1/sqrt(N) (each block
-//            adds alpha * b with b normalised, variance ~1 at unit norm2
-//            weights, so for uncorrelated b var(x_N) ~ var(x_0) + 1: the
-//            abstract's "bounded signal variance"); drop-path acts on
+//            with alpha = spannorm_alpha, by default 1/sqrt(N): each block
+//            adds alpha * b with b normalised (RMS ~1 at unit norm2 weights),
+//            so RMS(x_N) <= RMS(x_0) + sqrt(N) however the b's correlate, and
+//            var(x_N) ~ var(x_0) + 1 for uncorrelated b's (our reading of the
+//            abstract's "bounded signal variance"; at initialisation b ~
+//            norm(x) is aligned with x and the RMS grows by ~alpha per block,
+//            the first bound); drop-path acts on
 //            alpha * b (the whole block, as stochastic depth); final norm as
 //            Pre. Streams: y is the spanning path, x holds b.
 // DiT variants: the same with modulate/gate around F_k, non-affine block norms.

@@ -15,6 +15,7 @@
 //     saves fc1 output [B,T,hidden] and the activation [B,T,hidden].
 #pragma once
 #include <string>
+#include <vector>
 
 #include "backbone/linear.h"
 #include "kernels/activation.h"
@@ -41,6 +42,10 @@ class Attention {
   // dz OVERWRITTEN; parameter gradients accumulate.
   void backward(const Tensor& df, const Tensor& z, const Tensor& dz, ModuleScratch& s);
   int64_t saved_bytes() const;
+  // The weights of the q/k/v norms (attn.{q,k,v}_norm.weight), empty without qkv_norm.
+  std::vector<ParamId> norm_weights() const {
+    return qkv_norm_ ? std::vector<ParamId>{nw_[0], nw_[1], nw_[2]} : std::vector<ParamId>{};
+  }
 
  private:
   Linear qkv_, proj_;

@@ -113,6 +113,10 @@ void DitTrainer::open_run() {
              model_->num_params(), dataset_->size(), cfg_.batch, dist().world(), rank_batch_, run_->path(),
              run_->resume_path().empty() ? ""
                                          : ", resumed from " + run_->resume_path() + " at step " + std::to_string(step_));
+  if (cfg_.log_norm_scales && model_->backbone().norm_scales().empty())
+    log().warn("log.norm_scales: this {} DiT has no LayerNorm weights (DiT's block norms are non-affine; only "
+               "siamese's postnorm/prenorm and hybrid's q/k/v norms have them), so nothing is logged",
+               norm_scheme_name(cfg_.model.scheme));
 }
 
 DitTrainer::~DitTrainer() = default;

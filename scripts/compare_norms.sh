@@ -26,7 +26,7 @@
 #
 # Environment (defaults in brackets):
 #   SCHEMES  scheme labels [pre post siamese siamese_noinput siamese_nodepth spannorm hybrid mixln deepnorm residual]
-#            (siamese_noinput / siamese_nodepth: the paper's ablations)
+#            (siamese_noinput / siamese_nodepth: the paper's ablations; spannorm: a reading of its abstract)
 #   LRS      peak learning rates [1e-3 1e-2]: conservative, aggressive (at 1e-2
 #            Post-Norm collapses to chance within 80 steps here)
 #   DEPTH DIM HEADS MLP_RATIO  [12 96 3 2]   the ViT (patch 4 on 32x32 images)

@@ -4,14 +4,21 @@
 Reads OUT/<run>.result (written by the script when a run finished or
 diverged) and OUT/<run>/metrics.jsonl (vtrain: lines {"step", ..., "split"};
 split "train" carries "loss", split "val" carries "top1"). Runs are named
-cmp_<scheme>_lr<lr>_d<depth>w<dim>. Writes into OUT:
+cmp_<scheme>_lr<lr>_d<depth>w<dim>; a run directory without a .result file
+(still running, interrupted or failed) is listed as "unfinished" with what it
+logged so far, so a scheme none of whose runs finished still has its rows.
+Writes into OUT:
   results.csv   scheme, lr, status, steps, final / best top-1, diverged step
-                (status: finished | diverged (non-finite loss or gradient;
-                vtrain stopped at that step) | collapsed (finished, but the
-                final test top-1 is within 1 point of chance, 10%: a Post-Norm
-                ViT at a too-high rate often ends there without a NaN)
-  results.md    the same as a Markdown table
-  loss.png      training loss per scheme, one panel per learning rate
+                and loss (status: finished | diverged (non-finite loss or
+                gradient; vtrain stopped at that step) | collapsed (finished,
+                but the final test top-1 is within 1 point of chance, 10%: a
+                Post-Norm ViT at a too-high rate often ends there without a
+                NaN) | unfinished)
+  results.md    Markdown table: scheme | lr | final top-1 | best top-1 |
+                diverged (step, loss), under a line naming the ViT's depth x width
+  loss.png      training loss per scheme, one panel per learning rate; a
+                diverged run ends in an x at its last finite loss with a dotted
+                line at the step that went non-finite
   top1.png      test top-1 per scheme (final, as bars, one group per lr)
   stream_rms.png  the paper's Fig. 2: RMS of the x (solid) and y (dashed)
                 streams after each block, at the last metrics line that has
@@ -66,7 +73,7 @@ def read_metrics(path):
                 prof = stream_profile(m)
                 if prof["x"] or prof["y"]:
                     rms = prof
-            elif m.get("split") == "val" and "top1" in m:
+            elif m.get("split") == "val" and isinstance(m.get("top1"), (int, float)):
                 val.append((m["step"], m["top1"]))
                 got = {k[len("norm_scale/"):]: v for k, v in m.items() if k.startswith("norm_scale/")}
                 if got:
@@ -86,22 +93,35 @@ def read_prune(path):
     return pts
 
 
+def parse_divergence(line):
+    """(step, loss, gradient norm) as strings from vtrain's message "non-finite
+    training loss L / gradient norm G at step N ..."; "?" for a missing part."""
+    def find(pattern):
+        m = re.search(pattern, line)
+        return m.group(1) if m else "?"
+    return find(r"at step (\d+)"), find(r"loss (\S+)"), find(r"gradient norm (\S+)")
+
+
 def collect(out):
     rows = []
-    for name in sorted(os.listdir(out)):
-        if not name.endswith(".result"):
-            continue
-        run = name[: -len(".result")]
+    names = os.listdir(out)
+    runs = {n[: -len(".result")] for n in names if n.endswith(".result")}
+    runs |= {n for n in names if os.path.isdir(os.path.join(out, n))}
+    for run in sorted(runs):
         m = RUN.match(run)
         if not m:
             continue
-        with open(os.path.join(out, name)) as f:
-            lines = f.read().splitlines()
-        status = lines[0] if lines else "?"
-        div_step = ""
-        if status == "diverged" and len(lines) > 1:
-            s = re.search(r"at step (\d+)", lines[1])
-            div_step = s.group(1) if s else "?"
+        result = os.path.join(out, run + ".result")
+        lines = []
+        if os.path.exists(result):
+            with open(result) as f:
+                lines = f.read().splitlines()
+            status = lines[0] if lines else "?"
+        else:
+            status = "unfinished"
+        div_step = div_loss = div_gnorm = ""
+        if status == "diverged":
+            div_step, div_loss, div_gnorm = parse_divergence(lines[1] if len(lines) > 1 else "")
         train, val, rms, scales = read_metrics(os.path.join(out, run, "metrics.jsonl"))
         finite = [v for _, v in val if math.isfinite(v)]
         if status == "finished" and val and val[-1][1] <= CHANCE_TOP1 + 1.0:
@@ -111,14 +131,30 @@ def collect(out):
             "status": status, "steps": train[-1][0] if train else 0,
             "final_top1": f"{val[-1][1]:.2f}" if val else "",
             "best_top1": f"{max(finite):.2f}" if finite else "",
-            "diverged_step": div_step, "train": train, "val": val, "rms": rms, "scales": scales,
+            "diverged_step": div_step, "diverged_loss": div_loss, "diverged_grad_norm": div_gnorm,
+            "train": train, "val": val, "rms": rms, "scales": scales,
             "prune": read_prune(os.path.join(out, run + ".prune")),
         })
     return rows
 
 
+def diverged_cell(r):
+    """The Markdown table's "diverged (step, loss)" entry of a run."""
+    if r["status"] == "diverged":
+        cell = f"yes: step {r['diverged_step']}, loss {r['diverged_loss']}"
+        try:
+            loss_finite = math.isfinite(float(r["diverged_loss"]))
+        except ValueError:
+            loss_finite = False
+        # A finite loss there means the gradient norm was the non-finite one.
+        return cell + (f" (gradient norm {r['diverged_grad_norm']})" if loss_finite else "")
+    return {"collapsed": "no (collapsed to chance)",
+            "unfinished": f"not finished (step {r['steps']})"}.get(r["status"], "no")
+
+
 def write_tables(out, rows):
-    cols = ["scheme", "lr", "depth", "dim", "status", "steps", "final_top1", "best_top1", "diverged_step"]
+    cols = ["scheme", "lr", "depth", "dim", "status", "steps", "final_top1", "best_top1", "diverged_step",
+            "diverged_loss"]
     tmp = os.path.join(out, "results.csv.tmp")
     with open(tmp, "w", newline="") as f:
         w = csv.writer(f)
@@ -126,14 +162,15 @@ def write_tables(out, rows):
         for r in rows:
             w.writerow([r[c] for c in cols])
     os.replace(tmp, os.path.join(out, "results.csv"))
-    head = "| scheme | peak lr | depth x width | steps | final top-1 | best top-1 | diverged |\n"
-    head += "|---|---|---|---|---|---|---|\n"
+    shapes = sorted({f"{r['depth']} x {r['dim']}" for r in rows})
+    head = f"ViT depth x width: {', '.join(shapes)}; top-1 on the CIFAR-10 test set (%).\n\n"
+    head += "| scheme | lr | final top-1 | best top-1 | diverged (step, loss) |\n"
+    head += "|---|---|---|---|---|\n"
     body = ""
-    for r in sorted(rows, key=lambda r: (float(r["lr"]), r["scheme"])):
-        div = {"diverged": f"yes (non-finite at step {r['diverged_step']})",
-               "collapsed": "collapsed to chance"}.get(r["status"], "no")
-        body += (f"| {r['scheme']} | {r['lr']} | {r['depth']} x {r['dim']} | {r['steps']} | "
-                 f"{r['final_top1'] or '-'} | {r['best_top1'] or '-'} | {div} |\n")
+    for r in sorted(rows, key=lambda r: (float(r["lr"]), r["scheme"], int(r["depth"]), int(r["dim"]))):
+        scheme = r["scheme"] + (f" (d{r['depth']}w{r['dim']})" if len(shapes) > 1 else "")
+        body += (f"| {scheme} | {r['lr']} | {r['final_top1'] or '-'} | {r['best_top1'] or '-'} | "
+                 f"{diverged_cell(r)} |\n")
     tmp = os.path.join(out, "results.md.tmp")
     with open(tmp, "w") as f:
         f.write(head + body)
@@ -149,10 +186,18 @@ def plot(out, rows):
     fig, axes = plt.subplots(1, len(lrs), figsize=(6 * len(lrs), 4), squeeze=False)
     for ax, lr in zip(axes[0], lrs):
         for r in sorted((r for r in rows if r["lr"] == lr), key=lambda r: r["scheme"]):
-            pts = [(s, v) for s, v in r["train"] if math.isfinite(v)]
+            pts = [(s, v) for s, v in r["train"] if v is not None and math.isfinite(v)]
+            label = r["scheme"] + (f" ({r['status']})" if r["status"] != "finished" else "")
+            color = None
             if pts:
-                label = r["scheme"] + (f" ({r['status']})" if r["status"] != "finished" else "")
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, linewidth=1)
+                line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, linewidth=1)
+                color = line.get_color()
+            if r["status"] == "diverged" and r["diverged_step"].isdigit():
+                step = int(r["diverged_step"])
+                if pts:  # the last finite loss logged before the step that went non-finite
+                    ax.plot([pts[-1][0]], [pts[-1][1]], "x", color=color, markersize=8)
+                ax.axvline(step, color=color or "gray", linestyle=":", linewidth=1,
+                           label=None if pts else label)
         ax.set_title(f"training loss, peak lr {lr}")
         ax.set_xlabel("step")
         ax.set_ylabel("loss")
@@ -169,11 +214,16 @@ def plot(out, rows):
         vals = []
         for s in schemes:
             r = next((r for r in rows if r["lr"] == lr and r["scheme"] == s), None)
-            vals.append(float(r["final_top1"]) if r and r["final_top1"] and r["status"] != "diverged" else 0.0)
+            if r and r["status"] == "diverged":
+                vals.append(0.0)
+            elif r and r["final_top1"] and r["status"] != "unfinished":
+                vals.append(float(r["final_top1"]))
+            else:
+                vals.append(float("nan"))  # no run, or not finished: no bar
         ax.bar([k + i * width for k in range(len(schemes))], vals, width, label=f"lr {lr}")
     ax.set_xticks([k + width * (len(lrs) - 1) / 2 for k in range(len(schemes))])
     ax.set_xticklabels(schemes, rotation=30, fontsize=8)
-    ax.set_ylabel("final test top-1 (%), 0 = diverged")
+    ax.set_ylabel("final test top-1 (%), 0 = diverged, none = unfinished")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "top1.png"), dpi=90)
@@ -269,7 +319,7 @@ def main():
         sys.exit(f"plot_compare.py: no such directory '{out}'")
     rows = collect(out)
     if not rows:
-        sys.exit(f"plot_compare.py: no finished runs (*.result) in '{out}'")
+        sys.exit(f"plot_compare.py: no runs (cmp_* directories or *.result files) in '{out}'")
     write_tables(out, rows)
     plot(out, rows)
     extra = (", norm_scales.png" if any(r["scales"] for r in rows) else "") + \

@@ -201,6 +201,41 @@ TEST(BackboneNormScales, MeanAbsoluteWeightPerNorm) {
   EXPECT_EQ(got.back().first, "final_norm");
 }
 
+// HybridNorm's per-head q/k/v norms are affine in DeiT and DiT and follow the
+// block norms; DiT's non-affine block norms (Pre-Norm, SpanNorm) give nothing.
+TEST(BackboneNormScales, HybridQkvNormsAndNothingForNonAffineDiT) {
+  for (ModelVariant v : {ModelVariant::DeiT, ModelVariant::DiT}) {
+    ParamStore store;
+    Backbone bb(store, tiny(v, NormScheme::Hybrid, 1));
+    store.finalize();
+    store.init(1);
+    std::map<std::string, double> want;
+    int k = 0;
+    for (const ParamInfo& p : store.infos()) {
+      if (p.name.find("norm") == std::string::npos || p.name.find(".weight") == std::string::npos) continue;
+      const double val = 0.5 * (++k);
+      float* w = store.value(store.id(p.name)).f32();
+      for (int64_t i = 0; i < p.numel; ++i) w[i] = static_cast<float>(i % 3 ? val : -val);
+      want[p.name.substr(0, p.name.size() - 7)] = val;
+    }
+    const auto got = bb.norm_scales();
+    // DeiT: norm2, q/k/v norms, final norm; DiT: q/k/v norms only.
+    ASSERT_EQ(got.size(), v == ModelVariant::DeiT ? 5u : 3u);
+    ASSERT_EQ(want.size(), got.size());
+    for (const auto& e : got) {
+      ASSERT_TRUE(want.count(e.first)) << e.first;
+      EXPECT_NEAR(e.second, want[e.first], 1e-7) << e.first;
+    }
+    EXPECT_EQ(got[got.size() - (v == ModelVariant::DeiT ? 2 : 1)].first, "blocks.0.attn.v_norm");
+  }
+  for (NormScheme s : {NormScheme::Pre, NormScheme::Post, NormScheme::SpanNorm}) {
+    ParamStore store;
+    Backbone bb(store, tiny(ModelVariant::DiT, s, 2));
+    store.finalize();
+    EXPECT_TRUE(bb.norm_scales().empty()) << norm_scheme_name(s);
+  }
+}
+
 TEST(NormSchemes, NamesRoundTripAndConstantsFollowThePapers) {
   for (const char* n : {"pre", "post", "siamese", "mixln", "deepnorm", "residual", "hybrid", "spannorm"})
     EXPECT_STREQ(norm_scheme_name(norm_scheme_from_name(n)), n);
