@@ -42,6 +42,7 @@
 #   VEVAL    [build/veval]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/compare_lib.sh
 
 SCHEMES=${SCHEMES:-"pre post siamese siamese_noinput siamese_nodepth spannorm hybrid mixln deepnorm residual"}
 LRS=${LRS:-"1e-3 1e-2"}
@@ -84,29 +85,14 @@ for lr in $LRS; do
     [[ -n $STEPS ]] && steps="train.max_steps=$STEPS"
     [[ -n $CLIP ]] && clip="train.clip_grad=$CLIP"
     echo "$(date -u +%H:%M:%S) run $run"
-    set +e
     # shellcheck disable=SC2086  # $ov is a list of overrides
-    "$VTRAIN" "$BASE" name="$run" out_dir="$OUT" resume=auto $ov \
+    run_recorded compare_norms "$result" "$OUT/$run.log" \
+      "$VTRAIN" "$BASE" name="$run" out_dir="$OUT" resume=auto $ov \
       model.depth="$DEPTH" model.dim="$DIM" model.heads="$HEADS" model.mlp_ratio="$MLP_RATIO" \
       train.lr="$lr" train.epochs="$EPOCHS" "$steps" train.batch_size="$BATCH" "$clip" \
       data.max_train_images="$TRAIN_IMAGES" eval.max_images="$EVAL_IMAGES" threads="$THREADS" \
       train.warmup_epochs=0.1 train.ema=false log.every_steps=10 log.stream_rms=true log.norm_scales=true \
-      eval.every_epochs=1 ckpt.every_steps=50 \
-      > "$OUT/$run.log" 2>&1
-    rc=$?
-    set -e
-    tmp="$result.tmp"
-    if [[ $rc -eq 0 ]]; then
-      echo "finished" > "$tmp"
-    elif grep -q "non-finite" "$OUT/$run.log"; then
-      # vtrain: "non-finite training loss (nan) at step N; stopping, last good checkpoint: ..."
-      { echo "diverged"; grep -o "non-finite[^;]*" "$OUT/$run.log" | tail -n1; } > "$tmp"
-    else
-      echo "compare_norms: $run failed (exit $rc), see $OUT/$run.log; not marking it finished" >&2
-      tail -n 5 "$OUT/$run.log" >&2
-      continue
-    fi
-    mv "$tmp" "$result"  # atomic: a result file is always complete
+      eval.every_epochs=1 ckpt.every_steps=50 || continue
   done
 done
 

@@ -26,6 +26,7 @@
 #   OUT [runs/compare_norms_dit];  DITTRAIN [build/dittrain];  VEVAL [build/veval];  PYTHON [python3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/compare_lib.sh
 
 SCHEMES=${SCHEMES:-"pre post siamese spannorm"}
 LRS=${LRS:-"1e-3"}
@@ -66,24 +67,11 @@ for lr in $LRS; do
     result="$OUT/$run.result"
     if [[ ! -f $result ]]; then
       echo "$(date -u +%H:%M:%S) run $run"
-      set +e
-      "$DITTRAIN" "$BASE" name="$run" out_dir="$OUT" resume=auto model.norm.scheme="$s" \
+      run_recorded compare_norms_dit "$result" "$OUT/$run.log" \
+        "$DITTRAIN" "$BASE" name="$run" out_dir="$OUT" resume=auto model.norm.scheme="$s" \
         model.depth="$DEPTH" model.hidden="$DIM" model.heads="$HEADS" model.patch="$PATCH" \
         train.lr="$lr" train.steps="$STEPS" train.batch_size="$BATCH" threads="$THREADS" \
-        log.every_steps=10 log.stream_rms=true ckpt.every_steps=100 sample.every=0 \
-        > "$OUT/$run.log" 2>&1
-      rc=$?
-      set -e
-      if [[ $rc -eq 0 ]]; then
-        echo "finished" > "$result.tmp"
-      elif grep -q "non-finite" "$OUT/$run.log"; then
-        { echo "diverged"; grep -o "non-finite[^;]*" "$OUT/$run.log" | tail -n1; } > "$result.tmp"
-      else
-        echo "compare_norms_dit: $run failed (exit $rc), see $OUT/$run.log; not marking it finished" >&2
-        tail -n 5 "$OUT/$run.log" >&2
-        continue
-      fi
-      mv "$result.tmp" "$result"
+        log.every_steps=10 log.stream_rms=true ckpt.every_steps=100 sample.every=0 || continue
     fi
     [[ $(head -n1 "$result") == finished ]] || continue
     fid="$OUT/$run.fid"

@@ -33,15 +33,17 @@ Writes into OUT:
 
 Usage: tools/plot_compare.py OUT
 """
-import csv
-import json
 import math
 import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_common import (list_runs, parse_divergence, plot_loss_panel, read_jsonl, read_result,  # noqa: E402
+                            run_pattern, save_figure, write_csv, write_text)
+
 CHANCE_TOP1 = 10.0  # CIFAR-10
-RUN = re.compile(r"^cmp_(?P<scheme>.+)_lr(?P<lr>[^_]+)_d(?P<depth>\d+)w(?P<dim>\d+)$")
+RUN = run_pattern("cmp")
 
 
 def stream_profile(m):
@@ -60,24 +62,17 @@ def read_metrics(path):
     """(train [(step, loss)], val [(step, top1)], last stream profile {x, y} or None,
     last evaluation's norm scales {state-dict name: mean |weight|})."""
     train, val, rms, scales = [], [], None, {}
-    if not os.path.exists(path):
-        return train, val, rms, scales
-    with open(path) as f:
-        for line in f:
-            try:
-                m = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut by an interrupted run
-            if m.get("split") == "train" and "loss" in m:
-                train.append((m["step"], m["loss"]))
-                prof = stream_profile(m)
-                if prof["x"] or prof["y"]:
-                    rms = prof
-            elif m.get("split") == "val" and isinstance(m.get("top1"), (int, float)):
-                val.append((m["step"], m["top1"]))
-                got = {k[len("norm_scale/"):]: v for k, v in m.items() if k.startswith("norm_scale/")}
-                if got:
-                    scales = got
+    for m in read_jsonl(path):
+        if m.get("split") == "train" and "loss" in m:
+            train.append((m["step"], m["loss"]))
+            prof = stream_profile(m)
+            if prof["x"] or prof["y"]:
+                rms = prof
+        elif m.get("split") == "val" and isinstance(m.get("top1"), (int, float)):
+            val.append((m["step"], m["top1"]))
+            got = {k[len("norm_scale/"):]: v for k, v in m.items() if k.startswith("norm_scale/")}
+            if got:
+                scales = got
     return train, val, rms, scales
 
 
@@ -93,35 +88,10 @@ def read_prune(path):
     return pts
 
 
-def parse_divergence(line):
-    """(step, loss, gradient norm) as strings from vtrain's message "non-finite
-    training loss L / gradient norm G at step N ..."; "?" for a missing part."""
-    def find(pattern):
-        m = re.search(pattern, line)
-        return m.group(1) if m else "?"
-    return find(r"at step (\d+)"), find(r"loss (\S+)"), find(r"gradient norm (\S+)")
-
-
 def collect(out):
     rows = []
-    names = os.listdir(out)
-    runs = {n[: -len(".result")] for n in names if n.endswith(".result")}
-    runs |= {n for n in names if os.path.isdir(os.path.join(out, n))}
-    for run in sorted(runs):
-        m = RUN.match(run)
-        if not m:
-            continue
-        result = os.path.join(out, run + ".result")
-        lines = []
-        if os.path.exists(result):
-            with open(result) as f:
-                lines = f.read().splitlines()
-            status = lines[0] if lines else "?"
-        else:
-            status = "unfinished"
-        div_step = div_loss = div_gnorm = ""
-        if status == "diverged":
-            div_step, div_loss, div_gnorm = parse_divergence(lines[1] if len(lines) > 1 else "")
+    for run, m in list_runs(out, RUN):
+        status, (div_step, div_loss, div_gnorm) = read_result(out, run)
         train, val, rms, scales = read_metrics(os.path.join(out, run, "metrics.jsonl"))
         finite = [v for _, v in val if math.isfinite(v)]
         if status == "finished" and val and val[-1][1] <= CHANCE_TOP1 + 1.0:
@@ -132,7 +102,7 @@ def collect(out):
             "final_top1": f"{val[-1][1]:.2f}" if val else "",
             "best_top1": f"{max(finite):.2f}" if finite else "",
             "diverged_step": div_step, "diverged_loss": div_loss, "diverged_grad_norm": div_gnorm,
-            "train": train, "val": val, "rms": rms, "scales": scales,
+            "loss": train, "val": val, "rms": rms, "scales": scales,
             "prune": read_prune(os.path.join(out, run + ".prune")),
         })
     return rows
@@ -155,13 +125,7 @@ def diverged_cell(r):
 def write_tables(out, rows):
     cols = ["scheme", "lr", "depth", "dim", "status", "steps", "final_top1", "best_top1", "diverged_step",
             "diverged_loss"]
-    tmp = os.path.join(out, "results.csv.tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for r in rows:
-            w.writerow([r[c] for c in cols])
-    os.replace(tmp, os.path.join(out, "results.csv"))
+    write_csv(os.path.join(out, "results.csv"), cols, rows)
     shapes = sorted({f"{r['depth']} x {r['dim']}" for r in rows})
     head = f"ViT depth x width: {', '.join(shapes)}; top-1 on the CIFAR-10 test set (%).\n\n"
     head += "| scheme | lr | final top-1 | best top-1 | diverged (step, loss) |\n"
@@ -171,10 +135,7 @@ def write_tables(out, rows):
         scheme = r["scheme"] + (f" (d{r['depth']}w{r['dim']})" if len(shapes) > 1 else "")
         body += (f"| {scheme} | {r['lr']} | {r['final_top1'] or '-'} | {r['best_top1'] or '-'} | "
                  f"{diverged_cell(r)} |\n")
-    tmp = os.path.join(out, "results.md.tmp")
-    with open(tmp, "w") as f:
-        f.write(head + body)
-    os.replace(tmp, os.path.join(out, "results.md"))
+    write_text(os.path.join(out, "results.md"), head + body)
 
 
 def plot(out, rows):
@@ -185,26 +146,12 @@ def plot(out, rows):
     lrs = sorted({r["lr"] for r in rows}, key=float)
     fig, axes = plt.subplots(1, len(lrs), figsize=(6 * len(lrs), 4), squeeze=False)
     for ax, lr in zip(axes[0], lrs):
-        for r in sorted((r for r in rows if r["lr"] == lr), key=lambda r: r["scheme"]):
-            pts = [(s, v) for s, v in r["train"] if v is not None and math.isfinite(v)]
-            label = r["scheme"] + (f" ({r['status']})" if r["status"] != "finished" else "")
-            color = None
-            if pts:
-                line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, linewidth=1)
-                color = line.get_color()
-            if r["status"] == "diverged" and r["diverged_step"].isdigit():
-                step = int(r["diverged_step"])
-                if pts:  # the last finite loss logged before the step that went non-finite
-                    ax.plot([pts[-1][0]], [pts[-1][1]], "x", color=color, markersize=8)
-                ax.axvline(step, color=color or "gray", linestyle=":", linewidth=1,
-                           label=None if pts else label)
+        plot_loss_panel(ax, sorted((r for r in rows if r["lr"] == lr), key=lambda r: r["scheme"]),
+                        lambda r: r["scheme"] + (f" ({r['status']})" if r["status"] != "finished" else ""))
         ax.set_title(f"training loss, peak lr {lr}")
-        ax.set_xlabel("step")
         ax.set_ylabel("loss")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "loss.png"), dpi=90)
+    save_figure(fig, os.path.join(out, "loss.png"))
     plt.close(fig)
 
     schemes = sorted({r["scheme"] for r in rows})
@@ -226,7 +173,7 @@ def plot(out, rows):
     ax.set_ylabel("final test top-1 (%), 0 = diverged, none = unfinished")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "top1.png"), dpi=90)
+    save_figure(fig, os.path.join(out, "top1.png"))
     plt.close(fig)
 
     plot_per_lr(plt, out, rows, lrs, "stream_rms.png", plot_stream_rms)
@@ -264,7 +211,7 @@ def plot_norm_scales(plt, out, runs):
         if per_norm:
             ax.legend(fontsize=5)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "norm_scales.png"), dpi=90)
+    save_figure(fig, os.path.join(out, "norm_scales.png"))
     plt.close(fig)
 
 
@@ -276,7 +223,7 @@ def plot_per_lr(plt, out, rows, lrs, name, draw):
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, name), dpi=90)
+    save_figure(fig, os.path.join(out, name))
     plt.close(fig)
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks tools/plot_compare.py on a synthetic compare_norms.sh output folder.
+"""Checks tools/plot_compare.py on a synthetic compare_norms.sh output folder,
+and tools/plot_compare_dit.py on a synthetic compare_norms_dit.sh one.
 
 The grid holds one run of each kind the script must handle: finished,
 collapsed to chance, diverged on a non-finite loss, diverged on a non-finite
@@ -21,6 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("plot_compare", os.path.join(HERE, "plot_compare.py"))
 pc = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(pc)
+spec = importlib.util.spec_from_file_location("plot_compare_dit", os.path.join(HERE, "plot_compare_dit.py"))
+pcd = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(pcd)
 
 FAILS = []
 
@@ -56,6 +60,48 @@ def table_rows(md):
         if len(cells) == 5 and cells[0] not in ("scheme", "---"):
             rows[(cells[0], cells[1])] = cells[2:]
     return rows
+
+
+def check_dit_grid():
+    """plot_compare_dit.py: final loss = mean of the last 5 logged losses, FID
+    from the .fid file, diverged and unfinished runs marked."""
+    with tempfile.TemporaryDirectory() as out:
+        def run(name, losses, result=None, fid=None):
+            os.makedirs(os.path.join(out, name))
+            with open(os.path.join(out, name, "metrics.jsonl"), "w") as f:
+                for step, loss in losses:
+                    f.write(json.dumps({"step": step, "loss": loss}) + "\n")
+                f.write('{"step": 9')  # cut line
+            if result is not None:
+                with open(os.path.join(out, name + ".result"), "w") as f:
+                    f.write(result)
+            if fid is not None:
+                with open(os.path.join(out, name + ".fid"), "w") as f:
+                    f.write(fid + "\n")
+        pre = [(10 * i, 0.5 / i) for i in range(1, 9)]
+        run("cmpdit_pre_lr1e-3_d12w96", pre, "finished\n", "61.25")
+        run("cmpdit_post_lr1e-3_d12w96", [(10, 0.4), (20, None)],  # JSON null: a non-finite loss
+            "diverged\nnon-finite training loss inf / gradient norm nan at step 20\n")
+        run("cmpdit_siamese_lr1e-3_d12w96", [(10, 0.4)])
+        rows = pcd.collect(out)
+        pcd.write_tables(out, rows)
+        with open(os.path.join(out, "results.md")) as f:
+            md = f.read()
+        got = {}
+        for line in md.splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 7 and cells[0] not in ("scheme", "---"):
+                got[cells[0]] = cells
+        tail = [v for _, v in pre[-5:]]
+        check(got.get("pre", [None] * 7)[4:] == [f"{sum(tail) / len(tail):.4f}", "61.25", "no"],
+              f"DiT pre row: {got.get('pre')}")
+        check(got.get("post", [None] * 7)[6] == "yes (non-finite at step 20)", f"DiT post row: {got.get('post')}")
+        check(got.get("siamese", [None] * 7)[6] == "not finished (step 10)", f"DiT siamese row: {got.get('siamese')}")
+        if importlib.util.find_spec("matplotlib") is not None:
+            pcd.plot(out, rows)
+            p = os.path.join(out, "loss.png")
+            check(os.path.exists(p) and os.path.getsize(p) > 1000, "DiT loss.png written")
+            check(not [n for n in os.listdir(out) if ".tmp" in n], "no temporary files left")
 
 
 def main():
@@ -96,7 +142,7 @@ def main():
             csv_text = f.read()
         check("diverged_loss" in csv_text.splitlines()[0], "results.csv has the diverged loss column")
         post = next(r for r in rows if r["scheme"] == "post")
-        check(post["steps"] == 30 and math.isnan(post["train"][-1][1]), "the diverged run's last metrics line")
+        check(post["steps"] == 30 and math.isnan(post["loss"][-1][1]), "the diverged run's last metrics line")
 
         if importlib.util.find_spec("matplotlib") is None:
             print("plot_compare: matplotlib not installed, plots not checked")
@@ -106,6 +152,7 @@ def main():
                 p = os.path.join(out, png)
                 check(os.path.exists(p) and os.path.getsize(p) > 1000, f"{png} written")
 
+    check_dit_grid()
     if FAILS:
         for f in FAILS:
             print("FAIL:", f)
