@@ -241,6 +241,17 @@ vt_gpu_check_main() {
   esac
   vt_log "gpu_check: GPU: $smi"
 
+  # The machine's C library must be as new as the build needs (MANIFEST,
+  # written by scripts/bundle_gpu_build.sh).
+  local need have
+  need=$(sed -n 's/^glibc: //p' MANIFEST 2>/dev/null)
+  have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+  if [ -n "$need" ] && [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -1)" != "$need" ]; then
+    vt_log "gpu_check: the carried programs need glibc >= $need, this machine has $have. Nothing was run."
+    exit 2
+  fi
+  # Python (torch) keeps the machine's own library path.
+  VT_PY_LD=${LD_LIBRARY_PATH:-}
   # The bundle's own libraries (oneDNN, ...) first, then the CUDA ones found.
   export LD_LIBRARY_PATH="$here/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local -a progs=()
@@ -256,6 +267,11 @@ vt_gpu_check_main() {
   local libs_ok=0
   vt_add_cuda_libs "${progs[@]}" > >(tee -a "$VT_LOG") || libs_ok=1
   wait
+  # This machine's C++ runtime older than the build's: the carried one.
+  if ldd "${progs[@]}" 2>&1 | grep -q -E "version .(GLIBCXX|CXXABI|GCC)_[0-9.]*. not found"; then
+    vt_log "gpu_check: this machine's libstdc++ is older than the build's; using the carried one ($BUILD/lib/cxx)"
+    export LD_LIBRARY_PATH="$here/$BUILD/lib/cxx:$LD_LIBRARY_PATH"
+  fi
   vt_log "gpu_check: LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   if [ "$libs_ok" != 0 ]; then
     vt_log "gpu_check: the carried programs need libraries this machine lacks (above); nothing was run."
@@ -291,13 +307,14 @@ vt_gpu_check_main() {
         vt_stage_prog nccl 45 "NCCL all-reduce, world 1" "$BUILD/bench/bench_allreduce" cifar 32 10 cuda ;;
       step_deit|step_dit)
         local tool=tools/bench_timm_step.py args="--batch 256 --iters 10"
-        [ "$s" = step_dit ] && tool=tools/bench_dit_step.py
+        [ "$s" = step_dit ] && tool=tools/bench_dit_step.py args="--model DiT-L/4 --batch 256 --iters 10"
         # Only a tool that can run on the GPU: the CPU comparison says nothing here.
         if [ ! -f "$tool" ] || ! grep -q -- '"--device"' "$tool"; then
           vt_record "$s" "not built" 0 "$tool has no --device (GPU step benchmark)"
         else
           # shellcheck disable=SC2086
-          vt_stage "$s" 120 "vs PyTorch + torch.compile, bf16" python3 "$tool" --device cuda --bf16 --compile $args --bench-dir "$BUILD/bench"
+          vt_stage "$s" 120 "vs PyTorch + torch.compile, bf16" env LD_LIBRARY_PATH="$VT_PY_LD" VT_BENCH_LD_LIBRARY_PATH="$LD_LIBRARY_PATH" \
+            python3 "$tool" --device cuda --bf16 --compile $args
         fi ;;
       *) vt_log "gpu_check: unknown stage $s"; VT_STATUS=1 ;;
     esac
