@@ -7,7 +7,8 @@
 #     fake tree: it finds them (the program then runs) and names a missing
 #     soname together with the versions that exist;
 #  4. the whole script with a fake nvidia-smi and a fake build: no GPU and
-#     a hidden GPU exit 2 having run nothing; stages pass, fail, time out,
+#     a hidden GPU and a bundle needing a newer glibc exit 2 having run
+#     nothing; stages pass, fail, time out,
 #     are skipped for budget or "not built", and the summary says so, in
 #     $OUT/gpu_check.log.
 set -uo pipefail
@@ -121,6 +122,14 @@ check "stages: nccl TIMEOUT" contains "$L" "^nccl  *TIMEOUT"
 check "stages: step benchmark without a GPU mode not built" contains "$L" "^step_dit  *not built"
 check "stages: skipped for budget" contains "$L" "^cuda  *SKIP .*budget spent"
 check "stages: summary table" contains "$L" "=== summary"
+
+# A bundle that needs a newer C library than this machine's is refused.
+echo "glibc: 99.1" >"$W/MANIFEST"
+PATH=$T/bin:$BASEPATH OUT=$T/o5 VT_PY_SITE_DIRS= "$W/scripts/gpu_check.sh" cuda >"$T/o5.out" 2>&1
+rc=$?
+check "newer glibc needed: exit 2" test "$rc" = 2
+check "newer glibc needed: says so" contains "$T/o5/gpu_check.log" "need glibc >= 99.1, this machine has"
+rm "$W/MANIFEST"
 
 # A test binary that skipped its tests (CUDA saw no GPU) fails the stage.
 printf '#!/bin/sh\necho "[  SKIPPED ] 3 tests, listed below:"\n' >"$W/build-gpu/tests/test_cuda"
