@@ -50,10 +50,10 @@ OPTIONAL="bench/gpu/check_train_device bench/gpu/check_dit_device"
 
 if [ "${VT_BUNDLE_NO_BUILD:-0}" != 1 ]; then
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVT_CUDA=ON -DVT_MPI=OFF
-  targets=""
+  targets="" known=$(cmake --build "$BUILD" --target help)
   for p in $REQUIRED $OPTIONAL; do
     t=$(basename "$p")
-    if cmake --build "$BUILD" --target help | grep -q "^$t:"; then targets="$targets $t"; fi
+    if grep -q "^$t:" <<<"$known"; then targets="$targets $t"; fi
   done
   # shellcheck disable=SC2086
   cmake --build "$BUILD" -j "${VT_JOBS:-$(nproc)}" --target $targets

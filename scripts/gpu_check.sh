@@ -229,8 +229,11 @@ vt_gpu_check_main() {
   vt_log "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build $BUILD, budget ${VT_BUDGET}s, log $VT_LOG"
   vt_log "gpu_check: stages: $stages"
 
-  local smi
-  if ! smi=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1) || [ -z "$smi" ]; then
+  local smi smi_ok=0
+  if ! command -v nvidia-smi >/dev/null 2>&1; then smi="not found"
+  elif ! smi=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1); then :
+  else smi_ok=1; fi
+  if [ "${smi_ok:-0}" != 1 ] || [ -z "$smi" ]; then
     vt_log "gpu_check: no NVIDIA GPU visible (nvidia-smi: ${smi:-not found}); this check needs one. Nothing was run."
     exit 2
   fi
