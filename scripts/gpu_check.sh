@@ -42,7 +42,8 @@ set -uo pipefail
 # The folders that may hold CUDA libraries, best first, one per line:
 # CUDA_HOME / CUDA_PATH / CUDA_ROOT, /usr/local/cuda and /usr/local/cuda-X.Y
 # (newest version first), each with lib64, lib and targets/*/lib; the pip
-# wheels nvidia/*/lib (cublas, cudnn, nccl, cuda_runtime, ...) and torch/lib
+# wheels nvidia/*/lib (CUDA 12: nvidia/cublas/lib, nvidia/cudnn/lib, ...;
+# CUDA 13: nvidia/cu13/lib for all but nvidia/nccl/lib) and torch/lib
 # under every site-packages python3 knows; the system library folders.
 # VT_LIB_ROOT (tests) prefixes the fixed system paths; VT_PY_SITE_DIRS
 # (space-separated) replaces asking python3 for its site-packages.

@@ -29,12 +29,12 @@ if command -v shellcheck >/dev/null; then check shellcheck shellcheck "$S"; fi
 R=$T/root
 mkdir -p "$R/usr/local/cuda-12.4/targets/x86_64-linux/lib" "$R/usr/local/cuda-12.10/lib64" \
          "$T/site/nvidia/cublas/lib" "$T/site/nvidia/cudnn/lib" "$T/site/nvidia/nccl/lib" "$T/home/lib64" \
-         "$T/site/torch/lib" "$T/site/nvidia/cuda_sanitizer_api/compute-sanitizer"
+         "$T/site/torch/lib" "$T/site/nvidia/cuda_sanitizer_api/compute-sanitizer" "$T/site/nvidia/cu13/lib"
 touch "$R/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12" "$R/usr/local/cuda-12.4/targets/x86_64-linux/lib/libnvrtc.so.12" \
       "$R/usr/local/cuda-12.10/lib64/libcudart.so.12" \
       "$T/site/nvidia/cublas/lib/libcublas.so.12" "$T/site/nvidia/cublas/lib/libcublasLt.so.12" \
       "$T/site/nvidia/cudnn/lib/libcudnn.so.9" "$T/site/nvidia/nccl/lib/libnccl.so.2" \
-      "$T/home/lib64/libcublas.so.12" "$T/site/torch/lib/libc10.so"
+      "$T/home/lib64/libcublas.so.12" "$T/site/torch/lib/libc10.so" "$T/site/nvidia/cu13/lib/libcublasLt.so.13"
 printf '#!/bin/sh\n' >"$T/site/nvidia/cuda_sanitizer_api/compute-sanitizer/compute-sanitizer"
 chmod +x "$T/site/nvidia/cuda_sanitizer_api/compute-sanitizer/compute-sanitizer"
 
@@ -51,6 +51,7 @@ check "wheel nvidia/nccl/lib" lookup libnccl.so.2 "$T/site/nvidia/nccl/lib"
 check "cuda-12.10 before cuda-12.4" lookup libcudart.so.12 "$R/usr/local/cuda-12.10/lib64"
 check "targets/x86_64-linux/lib" lookup libnvrtc.so.12 "$R/usr/local/cuda-12.4/targets/x86_64-linux/lib"
 check "torch/lib" lookup libc10.so "$T/site/torch/lib"
+check "CUDA 13 wheels: nvidia/cu13/lib" lookup libcublasLt.so.13 "$T/site/nvidia/cu13/lib"
 check "absent soname" bash -c "! VT_LIB_ROOT=$R VT_PY_SITE_DIRS=$T/site CUDA_HOME= bash -c \"source '$S'; vt_find_lib libcublas.so.13\""
 san=$(VT_LIB_ROOT=$R VT_PY_SITE_DIRS=$T/site CUDA_HOME=$T/home PATH=/usr/bin:/bin bash -c "source '$S'; vt_find_sanitizer")
 check "compute-sanitizer from the pip wheel" test "$san" = "$T/site/nvidia/cuda_sanitizer_api/compute-sanitizer/compute-sanitizer"
@@ -101,14 +102,14 @@ check "no GPU: exit 2" test "$rc" = 2
 check "no GPU: says so" contains "$T/o1/gpu_check.log" "no NVIDIA GPU visible"
 check "no GPU: nothing ran" bash -c "! grep -q '===' '$T/o1/gpu_check.log'"
 
-PATH=$T/bin:$BASEPATH CUDA_VISIBLE_DEVICES= OUT=$T/o2 "$W/scripts/gpu_check.sh" >"$T/o2.out" 2>&1
+PATH=$T/bin:$BASEPATH CUDA_VISIBLE_DEVICES='' OUT=$T/o2 "$W/scripts/gpu_check.sh" >"$T/o2.out" 2>&1
 rc=$?
 check "hidden GPU: exit 2" test "$rc" = 2
 check "hidden GPU: says so" contains "$T/o2/gpu_check.log" "hides every GPU"
 
 # Budget 28 s: cuda passes, kernels fails, nccl runs into the budget's limit
 # (28 - 10 s margin), then cuda once more is skipped for budget.
-PATH=$T/bin:$BASEPATH OUT=$T/o3 VT_GPU_BUDGET_S=28 VT_PY_SITE_DIRS= \
+PATH=$T/bin:$BASEPATH OUT=$T/o3 VT_GPU_BUDGET_S=28 VT_PY_SITE_DIRS='' \
   "$W/scripts/gpu_check.sh" cuda agree_deit_fp32 kernels nccl step_dit cuda >"$T/o3.out" 2>&1
 rc=$?
 L=$T/o3/gpu_check.log
@@ -125,7 +126,7 @@ check "stages: summary table" contains "$L" "=== summary"
 
 # A bundle that needs a newer C library than this machine's is refused.
 echo "glibc: 99.1" >"$W/MANIFEST"
-PATH=$T/bin:$BASEPATH OUT=$T/o5 VT_PY_SITE_DIRS= "$W/scripts/gpu_check.sh" cuda >"$T/o5.out" 2>&1
+PATH=$T/bin:$BASEPATH OUT=$T/o5 VT_PY_SITE_DIRS='' "$W/scripts/gpu_check.sh" cuda >"$T/o5.out" 2>&1
 rc=$?
 check "newer glibc needed: exit 2" test "$rc" = 2
 check "newer glibc needed: says so" contains "$T/o5/gpu_check.log" "need glibc >= 99.1, this machine has"
@@ -133,7 +134,7 @@ rm "$W/MANIFEST"
 
 # A test binary that skipped its tests (CUDA saw no GPU) fails the stage.
 printf '#!/bin/sh\necho "[  SKIPPED ] 3 tests, listed below:"\n' >"$W/build-gpu/tests/test_cuda"
-PATH=$T/bin:$BASEPATH OUT=$T/o4 VT_PY_SITE_DIRS= "$W/scripts/gpu_check.sh" cuda >"$T/o4.out" 2>&1
+PATH=$T/bin:$BASEPATH OUT=$T/o4 VT_PY_SITE_DIRS='' "$W/scripts/gpu_check.sh" cuda >"$T/o4.out" 2>&1
 rc=$?
 check "skipped tests: exit 1" test "$rc" = 1
 check "skipped tests: FAIL named" contains "$T/o4/gpu_check.log" "^cuda  *FAIL .*tests skipped"
