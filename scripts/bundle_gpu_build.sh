@@ -68,9 +68,12 @@ cp tools/bench_timm_step.py tools/bench_dit_step.py "$B/tools/"
 
 progs=()
 for p in $REQUIRED $OPTIONAL; do
-  if [ -x "$BUILD/$p" ]; then
+  src=$BUILD/$p
+  # A program of bench/gpu/ may be built into bench/ (one CMake folder).
+  [ -x "$src" ] || src=$BUILD/bench/$(basename "$p")
+  if [ -x "$src" ] && [ -f "$src" ]; then
     mkdir -p "$B/build-gpu/$(dirname "$p")"
-    cp "$BUILD/$p" "$B/build-gpu/$p"
+    cp "$src" "$B/build-gpu/$p"
     strip --strip-unneeded "$B/build-gpu/$p"
     progs+=("$B/build-gpu/$p")
   elif [[ " $REQUIRED " == *" $p "* ]]; then
