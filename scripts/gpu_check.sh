@@ -167,9 +167,9 @@ vt_stage() {
   timeout -k 10 "$t" "$@" 2>&1 | tee "$VT_TMP/stage.out" | tee -a "$VT_LOG"
   rc=${PIPESTATUS[0]}
   secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}')
-  # A GoogleTest binary that skipped tests found no usable GPU: on this
-  # machine that is a failure, not a pass.
-  if [ "$rc" = 0 ] && grep -q '^\[  SKIPPED \]' "$VT_TMP/stage.out"; then
+  # A GoogleTest binary that skipped tests, or a benchmark that saw no
+  # device, found no usable GPU: on this machine a failure, not a pass.
+  if [ "$rc" = 0 ] && grep -q -E '^\[  SKIPPED \]|no CUDA device' "$VT_TMP/stage.out"; then
     vt_record "$name" FAIL "$secs" "tests skipped: CUDA found no usable GPU; $note"; VT_STATUS=1
   elif [ "$rc" = 0 ]; then vt_record "$name" PASS "$secs" "$note"
   elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then vt_record "$name" TIMEOUT "$secs" "limit ${t}s; $note"; VT_STATUS=1

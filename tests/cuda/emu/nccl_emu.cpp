@@ -12,12 +12,21 @@
 // own ring/tree order: on a GPU the results agree to rounding only.
 // Supported: ncclFloat, ncclDouble, ncclInt32, ncclInt64; ncclSum, ncclProd,
 // ncclMax, ncclMin, ncclAvg; anything else returns ncclInvalidArgument.
+// Built without MPI (VT_MPI unset) it serves a world of 1 only, so any
+// emulator binary that links vt_train (whose all-reduce factory references
+// NCCL) can include it.
+#ifdef VT_MPI
 #include <mpi.h>
+#endif
 #include <nccl.h>
 
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#ifndef VT_MPI
+using MPI_Comm = int;
+#endif
 
 struct ncclComm {
   MPI_Comm comm;
@@ -26,15 +35,24 @@ struct ncclComm {
 
 namespace {
 
-bool mpi_type(ncclDataType_t t, MPI_Datatype* m, size_t* size) {
+size_t type_size(ncclDataType_t t) {
   switch (t) {
-    case ncclFloat32: *m = MPI_FLOAT, *size = 4; return true;
-    case ncclFloat64: *m = MPI_DOUBLE, *size = 8; return true;
-    case ncclInt32: *m = MPI_INT32_T, *size = 4; return true;
-    case ncclInt64: *m = MPI_INT64_T, *size = 8; return true;
-    default: return false;
+    case ncclFloat32: case ncclInt32: return 4;
+    case ncclFloat64: case ncclInt64: return 8;
+    default: return 0;
   }
 }
+
+#ifdef VT_MPI
+MPI_Datatype mpi_type(ncclDataType_t t) {
+  switch (t) {
+    case ncclFloat32: return MPI_FLOAT;
+    case ncclFloat64: return MPI_DOUBLE;
+    case ncclInt32: return MPI_INT32_T;
+    default: return MPI_INT64_T;
+  }
+}
+#endif
 
 template <class T>
 void scale(void* p, size_t n, int nranks) {
@@ -67,24 +85,32 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
-  int init = 0, size = 0, me = 0;
-  MPI_Initialized(&init);
-  if (!init) return ncclInvalidUsage;
   if (std::strcmp(id.internal, "vt-nccl-emu") != 0) return ncclInvalidArgument;  // not broadcast from rank 0
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+#ifdef VT_MPI
+  int init = 0, size = 1, me = 0;
+  MPI_Initialized(&init);
+  if (init) {
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  }
   if (nranks != size || rank != me) return ncclInvalidArgument;
   auto* c = new ncclComm{MPI_COMM_NULL, rank, nranks};
-  MPI_Comm_dup(MPI_COMM_WORLD, &c->comm);
+  if (init) MPI_Comm_dup(MPI_COMM_WORLD, &c->comm);
+#else
+  if (nranks != 1 || rank != 0) return ncclInvalidArgument;
+  auto* c = new ncclComm{0, 0, 1};
+#endif
   *comm = c;
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm) {
+#ifdef VT_MPI
     int fin = 0;
     MPI_Finalized(&fin);
-    if (!fin) MPI_Comm_free(&comm->comm);
+    if (!fin && comm->comm != MPI_COMM_NULL) MPI_Comm_free(&comm->comm);
+#endif
     delete comm;
   }
   return ncclSuccess;
@@ -102,24 +128,23 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t) {
-  MPI_Datatype mt;
-  size_t size = 0;
-  if (!comm || !mpi_type(type, &mt, &size)) return ncclInvalidArgument;
-  MPI_Op mop;
-  switch (op) {
-    case ncclSum: case ncclAvg: mop = MPI_SUM; break;
-    case ncclProd: mop = MPI_PROD; break;
-    case ncclMax: mop = MPI_MAX; break;
-    case ncclMin: mop = MPI_MIN; break;
-    default: return ncclInvalidArgument;
-  }
-  // MPI counts are int: reduce in chunks.
-  const size_t chunk = size_t(1) << 30;
-  for (size_t off = 0; off < count; off += chunk) {
-    const int n = static_cast<int>(count - off < chunk ? count - off : chunk);
-    char* r = static_cast<char*>(recv) + off * size;
-    const char* s = static_cast<const char*>(send) + off * size;
-    MPI_Allreduce(s == r ? MPI_IN_PLACE : s, r, n, mt, mop, comm->comm);
+  const size_t size = type_size(type);
+  if (!comm || size == 0) return ncclInvalidArgument;
+  if (op != ncclSum && op != ncclAvg && op != ncclProd && op != ncclMax && op != ncclMin) return ncclInvalidArgument;
+  if (comm->nranks == 1) {
+    if (send != recv) std::memmove(recv, send, count * size);
+  } else {
+#ifdef VT_MPI
+    const MPI_Op mop = op == ncclProd ? MPI_PROD : op == ncclMax ? MPI_MAX : op == ncclMin ? MPI_MIN : MPI_SUM;
+    // MPI counts are int: reduce in chunks.
+    const size_t chunk = size_t(1) << 30;
+    for (size_t off = 0; off < count; off += chunk) {
+      const int n = static_cast<int>(count - off < chunk ? count - off : chunk);
+      char* r = static_cast<char*>(recv) + off * size;
+      const char* s = static_cast<const char*>(send) + off * size;
+      MPI_Allreduce(s == r ? MPI_IN_PLACE : s, r, n, mpi_type(type), mop, comm->comm);
+    }
+#endif
   }
   if (op == ncclAvg) {
     switch (type) {
