@@ -1,5 +1,5 @@
 // Data-parallel cost on this machine (core/dist.h, train/grad_allreduce.h):
-//   mpirun -np W bench_allreduce [preset=cifar] [batch=32] [iters=10]
+//   mpirun -np W bench_allreduce [preset=cifar] [batch=32] [iters=10] [device=cpu|cuda]
 // 1. The gradient all-reduce (MPI_Allreduce sum + / world, in place, fp32)
 //    on buffers of 1 M, the preset's parameter count and 22 M values
 //    (DeiT-S): median seconds, algorithm bandwidth (bytes / s) and bus
@@ -8,9 +8,15 @@
 //    backward, gradient all-reduce, AdamW) with the all-reduce timed apart.
 //    Run it with -np 1 and -np 2 and compare step_s: the overhead of 2 ranks.
 // Prints JSON lines on rank 0. Synthetic images; the data pipeline is not timed.
+// device=cuda: part 1 only, with NCCL (train/grad_allreduce_nccl.h) on
+// buffers on the GPU of the local rank, timed to the end of the all-reduce
+// (cudaDeviceSynchronize); with one process NCCL still runs its kernel (a
+// world of 1: what scripts/gpu_check.sh measures on a 1-GPU machine), so
+// algbw is reported for any world. Needs a build with NCCL (VT_NCCL).
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +30,11 @@
 #include "kernels/cross_entropy.h"
 #include "train/grad_allreduce.h"
 #include "vision/vit.h"
+#ifdef VT_NCCL
+#include <cuda_runtime.h>
+
+#include "train/grad_allreduce_nccl.h"
+#endif
 
 using namespace vt;
 
@@ -46,6 +57,11 @@ int main(int argc, char** argv) {
   const std::string preset = argc > 1 ? argv[1] : "cifar";
   const int64_t B = argc > 2 ? std::atoll(argv[2]) : 32;
   const int iters = argc > 3 ? std::atoi(argv[3]) : 10;
+  const std::string device = argc > 4 ? argv[4] : "cpu";
+  if (device != "cpu" && device != "cuda") {
+    std::fprintf(stderr, "bench_allreduce: device must be cpu or cuda, got '%s'\n", device.c_str());
+    return 2;
+  }
   VitConfig cfg;
   if (preset == "cifar") {
     cfg.img_size = 32, cfg.patch_size = 4;
@@ -57,6 +73,42 @@ int main(int argc, char** argv) {
   VisionTransformer model(cfg);
   model.init(0);
   ParamStore& ps = model.params();
+  if (device == "cuda") {
+#ifdef VT_NCCL
+    if (cudaSetDevice(d.local_rank()) != cudaSuccess) {
+      std::fprintf(stderr, "bench_allreduce: no CUDA device %d\n", d.local_rank());
+      return 1;
+    }
+    NcclGradientAllReduce nccl;
+    for (int64_t n : {int64_t(1) << 20, ps.numel(), int64_t(22050664)}) {
+      Tensor buf = Tensor::full({n}, 1.0f).to(Device::cuda(d.local_rank()));
+      std::vector<double> t;
+      for (int it = 0; it <= iters; ++it) {
+        cudaDeviceSynchronize();
+        d.barrier();
+        const double t0 = now_s();
+        nccl.mean(buf);
+        cudaDeviceSynchronize();
+        if (it > 0) t.push_back(now_s() - t0);
+      }
+      // Every rank holds ones, so the mean is 1 everywhere.
+      const Tensor back = buf.to(Device::cpu());
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < n; ++i) wrong += std::fabs(back.f32()[i] - 1.0f) > 1e-6f;
+      const double s = median(t), alg = static_cast<double>(n) * 4 / s / 1e9;
+      if (d.is_root())
+        std::printf("{\"bench\": \"allreduce_nccl\", \"world\": %d, \"values\": %lld, \"median_s\": %.6f, "
+                    "\"algbw_gb_s\": %.3f, \"busbw_gb_s\": %.3f, \"wrong_values\": %lld}\n",
+                    d.world(), static_cast<long long>(n), s, alg, alg * 2.0 * (d.world() - 1) / d.world(),
+                    static_cast<long long>(wrong));
+      if (wrong) return 1;
+    }
+    return 0;
+#else
+    std::fprintf(stderr, "bench_allreduce: built without NCCL (VT_NCCL), device=cuda is not available\n");
+    return 1;
+#endif
+  }
   MpiGradientAllReduce reduce;
 
   for (int64_t n : {int64_t(1) << 20, ps.numel(), int64_t(22050664)}) {

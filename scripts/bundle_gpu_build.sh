@@ -1,19 +1,130 @@
 #!/usr/bin/env bash
-# Builds the CUDA test binary and the CUDA kernel benchmark into build-gpu/
-# and copies the non-CUDA shared libraries they need into build-gpu/lib/, so
-# the folder can be carried to a GPU machine that has only the CUDA toolkit.
-#   scripts/bundle_gpu_build.sh && <carry build-gpu> && scripts/gpu_check.sh
+# Packs what scripts/gpu_check.sh runs into build-gpu.tar.gz (at most
+# 64 MiB), for a GPU machine that has the CUDA toolkit (or PyTorch's
+# nvidia-* wheels), the driver and python3 with torch/timm, but none of this
+# project's Debian libraries:
+#
+#   vtrain-gpu/scripts/gpu_check.sh, tools/bench_{timm,dit}_step.py
+#   vtrain-gpu/build-gpu/tests/test_cuda        CUDA kernels vs CPU twins
+#   vtrain-gpu/build-gpu/bench/...              bench_cuda_kernels, bench_allreduce
+#                                               (NCCL), bench/gpu/check_* when built
+#   vtrain-gpu/build-gpu/lib/                   every shared library they need except
+#                                               the CUDA/driver ones, the C library and
+#                                               the C++ runtime (oneDNN, OpenMP, spdlog, ...)
+#   vtrain-gpu/build-gpu/lib/cxx/               libstdc++ and libgcc_s of this machine,
+#                                               used there only when its own are too old
+#   vtrain-gpu/MANIFEST                         commit, CUDA version, newest glibc
+#                                               symbol needed, files and sizes
+#
+# The C library is the GPU machine's: MANIFEST names the newest GLIBC_x.y
+# the programs need, and gpu_check.sh refuses (exit 2) a machine with an
+# older one. The C++ runtime is the machine's when it is new enough (this
+# one's libstdc++ needs glibc 2.36). The CUDA libraries are the GPU
+# machine's too (libcublasLt alone is over 500 MB): the build's CUDA major
+# version must be the machine's.
+# The build has no MPI (VT_MPI=OFF): the check machine runs one process
+# (NCCL as a world of 1), and Debian's OpenMPI brings libevent, which needs
+# glibc 2.36, newer than common GPU images (Ubuntu 22.04: 2.35).
+# vtrain, dittrain and veval are left out: with OpenCV, TurboJPEG and their
+# dependencies (GDAL, codecs) they need about 220 MB of libraries, beyond
+# the 64 MiB; the agreement programs (bench/gpu/check_*) test their steps.
+# Test fixtures are left out too: no carried program reads them.
+#
+#   usage: scripts/bundle_gpu_build.sh
+#   VT_GPU_BUILD   build folder (default build-gpu; configured here with
+#                  VT_CUDA=ON, VT_MPI=OFF, Release, unless VT_BUNDLE_NO_BUILD=1)
+#   VT_JOBS        parallel jobs for the build (default: all cores)
+# Then: carry build-gpu.tar.gz; there `tar xzf build-gpu.tar.gz &&
+# vtrain-gpu/scripts/gpu_check.sh` (OUT=DIR for the log's folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$PWD
 BUILD=${VT_GPU_BUILD:-build-gpu}
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVT_CUDA=ON
-cmake --build "$BUILD" -j "${VT_JOBS:-$(nproc)}" --target test_cuda bench_cuda_kernels
-mkdir -p "$BUILD/lib"
-for bin in "$BUILD/tests/test_cuda" "$BUILD/bench/bench_cuda_kernels"; do
-  strip --strip-debug "$bin" || true
-  # Everything outside the C runtime and the CUDA toolkit/driver travels along.
-  ldd "$bin" | awk '/=> \//{print $3}' |
-    grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux|libgcc_s|libstdc\+\+)\.so|libcuda|libcublas|libcudart|libnvidia' |
-    while read -r lib; do cp -uL "$lib" "$BUILD/lib/"; done
+LIMIT=$((64 * 1024 * 1024))
+TARBALL=$ROOT/build-gpu.tar.gz
+
+# Programs gpu_check.sh runs (paths inside the build); optional ones are
+# packed when the build has them.
+REQUIRED="tests/test_cuda bench/bench_cuda_kernels bench/bench_allreduce"
+OPTIONAL="bench/gpu/check_train_device bench/gpu/check_dit_device"
+
+if [ "${VT_BUNDLE_NO_BUILD:-0}" != 1 ]; then
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVT_CUDA=ON -DVT_MPI=OFF
+  targets="" known=$(cmake --build "$BUILD" --target help)
+  for p in $REQUIRED $OPTIONAL; do
+    t=$(basename "$p")
+    if grep -q "^$t:" <<<"$known"; then targets="$targets $t"; fi
+  done
+  # shellcheck disable=SC2086
+  cmake --build "$BUILD" -j "${VT_JOBS:-$(nproc)}" --target $targets
+fi
+
+STAGE=$(mktemp -d)
+trap 'rm -rf "$STAGE"' EXIT
+B=$STAGE/vtrain-gpu
+mkdir -p "$B/scripts" "$B/tools" "$B/build-gpu/lib/cxx"
+cp scripts/gpu_check.sh "$B/scripts/"
+cp tools/bench_timm_step.py tools/bench_dit_step.py "$B/tools/"
+
+progs=()
+for p in $REQUIRED $OPTIONAL; do
+  src=$BUILD/$p
+  # A program of bench/gpu/ may be built into bench/ (one CMake folder).
+  [ -x "$src" ] || src=$BUILD/bench/$(basename "$p")
+  if [ -x "$src" ] && [ -f "$src" ]; then
+    mkdir -p "$B/build-gpu/$(dirname "$p")"
+    cp "$src" "$B/build-gpu/$p"
+    strip --strip-unneeded "$B/build-gpu/$p"
+    progs+=("$B/build-gpu/$p")
+  elif [[ " $REQUIRED " == *" $p "* ]]; then
+    echo "bundle_gpu_build: $BUILD/$p is missing (a VT_CUDA build with NCCL is needed)" >&2
+    exit 1
+  else
+    echo "bundle_gpu_build: $p not built, left out"
+  fi
 done
-du -sh "$BUILD/lib" "$BUILD/tests/test_cuda" "$BUILD/bench/bench_cuda_kernels"
+
+# The libraries the programs load, less the GPU machine's own: the C
+# library and loader (its glibc), the CUDA runtime, math libraries, NCCL and
+# the driver (its CUDA install). What remains is copied with its soname,
+# then the same again for what those libraries load.
+skip='/(libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux[^/]*)\.so|/lib(cuda|cudart|cublas|cublasLt|cudnn[^/]*|nccl|nvidia-[^/]*|nvrtc[^/]*|nvJitLink|cufft|curand|cusparse|cusolver)\.so'
+for _ in 1 2 3; do
+  { ldd "${progs[@]}" "$B"/build-gpu/lib/*.so* 2>/dev/null || true; } | awk '/=> \//{print $1, $3}' | sort -u |
+    while read -r soname path; do
+      dest=$B/build-gpu/lib
+      if echo "$path" | grep -q -E '/lib(stdc\+\+|gcc_s)\.so'; then dest=$dest/cxx; fi
+      if ! echo "$path" | grep -q -E "$skip" && [ ! -e "$dest/$soname" ]; then
+        cp -L "$path" "$dest/$soname"
+        strip --strip-unneeded "$dest/$soname" 2>/dev/null || true
+      fi
+    done
+done
+
+# The newest glibc symbol version the programs and lib/ need (lib/cxx is
+# used only where the machine's C++ runtime is older, i.e. rarely).
+glibc=$(for f in "${progs[@]}" "$B"/build-gpu/lib/*.so*; do objdump -T "$f" 2>/dev/null; done |
+        grep -o 'GLIBC_[0-9][0-9.]*' | sort -u -V | tail -1 || true)
+{
+  echo "vtrain GPU bundle, made $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
+  echo "cuda: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo unknown)"
+  echo "cuda libraries needed: $({ ldd "${progs[@]}" || true; } | awk '{print $1}' | grep -E 'lib(cudart|cublas|cublasLt|nccl|cudnn)' | sort -u | tr '\n' ' ' || true)"
+  echo "glibc: ${glibc#GLIBC_}"
+  echo "files:"
+  (cd "$B" && find . -type f -printf '%s %p\n' | sort -k2)
+} >"$B/MANIFEST"
+
+tar -C "$STAGE" -czf "$TARBALL" vtrain-gpu
+size=$(stat -c %s "$TARBALL")
+raw=$(du -sb "$B" | cut -f1)
+awk -v f="$TARBALL" -v s="$size" -v r="$raw" \
+  'BEGIN{printf "bundle_gpu_build: %s: %d bytes = %.1f MiB (unpacked %.1f MiB; limit 64 MiB)\n", f, s, s / 1048576, r / 1048576}'
+(cd "$B" && du -ab build-gpu/tests build-gpu/bench build-gpu/lib | sort -n -r | head -24 |
+  awk '{printf "  %8.1f MiB  %s\n", $1 / 1048576, $2}')
+echo "  needs on the GPU machine: $(grep '^cuda libraries' "$B/MANIFEST" | cut -d: -f2-), glibc >= ${glibc#GLIBC_}"
+if [ "$size" -gt "$LIMIT" ]; then
+  echo "bundle_gpu_build: $size bytes is over the 64 MiB that can be carried; not keeping it" >&2
+  rm -f "$TARBALL"
+  exit 1
+fi

@@ -10,7 +10,14 @@ learned-sigma loss (MSE + VB with detached eps, t = 0 NLL), backward, AdamW
 
 usage: python3 tools/bench_dit_step.py [--batch 32] [--iters 5] [--threads N]
        [--cpp build/bench_dit_step]   # also runs the C++ bench, prints the ratio
+       [--model DiT-S/4|DiT-L/4] [--device cpu|cuda] [--bf16] [--compile]
 Prints one JSON line (and the ratio line with --cpp).
+
+On a GPU (--device cuda): synchronised CUDA step times, peak memory
+(torch.cuda.max_memory_allocated) and model FLOP utilisation, 3 x forward
+FLOPs over the dense bf16 peak (--peak-tflops; known for A100/H100/H200).
+Forward FLOPs are 2 x DiT's published multiply-adds: DiT-S/4 1.41 G,
+DiT-L/4 19.7 G per 32x32x4 latent (DiT paper, Table 4).
 """
 import argparse
 import copy
@@ -54,7 +61,7 @@ class LabelEmbedder(nn.Module):
 
     def forward(self, labels, train):
         if train and self.dropout_prob > 0:
-            drop = torch.rand(labels.shape[0]) < self.dropout_prob
+            drop = torch.rand(labels.shape[0], device=labels.device) < self.dropout_prob
             labels = torch.where(drop, self.num_classes, labels)
         return self.embedding_table(labels)
 
@@ -124,6 +131,11 @@ class Diffusion:
         self.c1, self.c2 = f(b * np.sqrt(acp) / (1 - ac)), f((1 - acp) * np.sqrt(1 - b) / (1 - ac))
         self.minlog, self.maxlog = f(np.log(np.append(pv[1], pv[1:]))), f(np.log(b))
 
+    def to(self, device):
+        for k, v in vars(self).items():
+            setattr(self, k, v.to(device))
+        return self
+
     def loss(self, model, x0, t, y, noise):
         e = lambda a: a[t].view(-1, 1, 1, 1)
         xt = e(self.sqrt_ac) * x0 + e(self.sqrt_1mac) * noise
@@ -149,39 +161,70 @@ class Diffusion:
         return (mse + vb).mean()
 
 
+# name: (DiT constructor arguments, forward multiply-adds per latent)
+MODELS = {"DiT-S/4": (dict(hidden=384, depth=12, heads=6), 1.41e9),
+          "DiT-L/4": (dict(hidden=1024, depth=24, heads=16), 19.7e9)}
+# Dense bf16 tensor-core peaks, TFLOP/s (NVIDIA data sheets, SXM parts).
+PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--cpp", default="")
+    ap.add_argument("--model", default="DiT-S/4", choices=sorted(MODELS))
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--bf16", action="store_true", help="bf16 autocast (GPU)")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model")
+    ap.add_argument("--peak-tflops", type=float, default=0.0, help="dense bf16 peak for the MFU (default: by GPU name)")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = DiT()
+    dev, cuda = a.device, a.device == "cuda"
+    kwargs, macs = MODELS[a.model]
+    model = DiT(**kwargs).to(dev)
     ema = copy.deepcopy(model).requires_grad_(False)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0)
-    diff = Diffusion()
+    diff = Diffusion().to(dev)
     B = a.batch
-    x0, noise = torch.randn(B, 4, 32, 32), torch.randn(B, 4, 32, 32)
-    t, y = torch.randint(0, 1000, (B,)), torch.randint(0, 1000, (B,))
+    x0, noise = torch.randn(B, 4, 32, 32, device=dev), torch.randn(B, 4, 32, 32, device=dev)
+    t, y = torch.randint(0, 1000, (B,), device=dev), torch.randint(0, 1000, (B,), device=dev)
     model.train()
+    fwd = torch.compile(model) if a.compile else model
     secs = []
-    for it in range(a.iters + 1):
+    warmup = 3 if cuda else 1  # torch.compile compiles in the first step
+    for it in range(a.iters + warmup):
+        if cuda:
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
-        loss = diff.loss(model, x0, t, y, noise)
+        with torch.autocast(device_type=dev, dtype=torch.bfloat16, enabled=a.bf16):
+            loss = diff.loss(fwd, x0, t, y, noise)
         opt.zero_grad()
         loss.backward()
         opt.step()
         with torch.no_grad():
             for pe, pm in zip(ema.parameters(), model.parameters()):
                 pe.mul_(0.9999).add_(pm, alpha=1 - 0.9999)
-        if it > 0:
+        if cuda:
+            torch.cuda.synchronize()
+        if it >= warmup:
             secs.append(time.perf_counter() - t0)
     med = sorted(secs)[len(secs) // 2]
-    ref = {"bench": "dit_step_torch", "model": "DiT-S/4", "batch": B, "threads": torch.get_num_threads(),
+    ref = {"bench": "dit_step_torch", "model": a.model, "batch": B, "device": dev, "bf16": a.bf16,
+           "compile": a.compile, "threads": torch.get_num_threads(),
            "sec_per_step": round(med, 4), "img_per_s": round(B / med, 2), "torch": torch.__version__}
+    if cuda:
+        name = torch.cuda.get_device_name()
+        peak = a.peak_tflops or next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), 0.0)
+        ref.update(gpu=name, peak_gpu_mb=round(torch.cuda.max_memory_allocated() / 2**20, 1))
+        if peak:
+            ref.update(mfu=round(B / med * 3 * 2 * macs / (peak * 1e12), 4), peak_tflops=peak)
+        if not a.cpp:
+            # No GPU mode in bench_dit_step yet: DiT's figures alone.
+            print(json.dumps({"bench": "dit_step_vtrain", "device": "cuda", "status": "not built (no GPU step benchmark)"}))
     print(json.dumps(ref))
     if a.cpp:
         out = subprocess.run([a.cpp, str(B), str(a.iters)], capture_output=True, text=True, check=True).stdout

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""DeiT-S training step on CPU: vtrain vs timm in PyTorch eager (issue 5).
+"""DeiT-S training step: vtrain vs timm in PyTorch (eager on the CPU; on a
+GPU with --device cuda, optionally bf16 autocast and torch.compile).
 
 Runs, one after the other in fresh processes with the same thread count:
   1. bench/bench_train_step (vtrain: forward with drop-path, label-smoothing
@@ -14,6 +15,14 @@ PyTorch's; >= 1.0 means vtrain is at least as fast).
 
 usage: tools/bench_timm_step.py [--bin build/bench/bench_train_step]
        [--batch 32] [--iters 5] [--threads N (default: all cores)]
+       [--device cpu|cuda] [--bf16] [--compile]
+
+On a GPU (--device cuda) the timings are synchronised CUDA steps, memory is
+torch.cuda.max_memory_allocated, and the line adds model FLOP utilisation:
+3 x forward FLOPs (2 x 4.6 G multiply-adds per image for DeiT-S at 224 px)
+over the GPU's dense bf16 peak (--peak-tflops; known for A100/H100/H200).
+The vtrain side runs only when its step benchmark has a GPU mode; until then
+the line says so and only timm's figures are printed (scripts/gpu_check.sh).
 """
 import argparse
 import json
@@ -24,13 +33,29 @@ import sys
 import time
 
 
-def torch_side(batch, iters, threads):
+# DeiT-S forward: 4.6 G multiply-adds per 224 px image (timm/DeiT's "GFLOPs").
+DEIT_S_FWD_FLOP = 2 * 4.6e9
+# Dense bf16 tensor-core peaks, TFLOP/s (NVIDIA data sheets, SXM parts).
+PEAK_BF16_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0}
+
+
+def peak_tflops(name, given):
+    if given:
+        return given
+    for k, v in PEAK_BF16_TFLOPS.items():
+        if k in name:
+            return v
+    return 0.0
+
+
+def torch_side(batch, iters, threads, device="cpu", bf16=False, compile_=False, peak=0.0):
     import torch
     import timm
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    model = timm.create_model("deit_small_patch16_224", pretrained=False, drop_path_rate=0.1)
+    cuda = device == "cuda"
+    model = timm.create_model("deit_small_patch16_224", pretrained=False, drop_path_rate=0.1).to(device)
     model.train()
     decay, no_decay = [], []
     for n, p in model.named_parameters():
@@ -39,27 +64,41 @@ def torch_side(batch, iters, threads):
                             lr=5e-4, betas=(0.9, 0.999), eps=1e-8)
     ema = [p.detach().clone() for p in model.parameters()]
     crit = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
-    x = torch.randn(batch, 3, 224, 224)
-    y = torch.randint(0, 1000, (batch,))
+    x = torch.randn(batch, 3, 224, 224, device=device)
+    y = torch.randint(0, 1000, (batch,), device=device)
+    fwd = torch.compile(model) if compile_ else model
     times = []
-    for it in range(iters + 1):
+    warmup = 3 if cuda else 1  # torch.compile compiles in the first step
+    for it in range(iters + warmup):
+        if cuda:
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = crit(model(x), y)
+        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
+            loss = crit(fwd(x), y)
         loss.backward()
         opt.step()
         with torch.no_grad():
             torch._foreach_mul_(ema, 0.99996)
             torch._foreach_add_(ema, [p.detach() for p in model.parameters()], alpha=1 - 0.99996)
-        if it > 0:
+        if cuda:
+            torch.cuda.synchronize()
+        if it >= warmup:
             times.append(time.perf_counter() - t0)
     times.sort()
     med = times[len(times) // 2]
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print(json.dumps({"bench": "timm_train_step", "model": "deit_small_patch16_224", "batch": batch,
-                      "threads": torch.get_num_threads(), "torch": torch.__version__, "timm": timm.__version__,
-                      "median_s": round(med, 4), "best_s": round(times[0], 4),
-                      "img_per_s": round(batch / med, 2), "peak_rss_mb": round(rss, 1)}))
+    out = {"bench": "timm_train_step", "model": "deit_small_patch16_224", "batch": batch, "device": device,
+           "bf16": bf16, "compile": compile_, "threads": torch.get_num_threads(), "torch": torch.__version__,
+           "timm": timm.__version__, "median_s": round(med, 4), "best_s": round(times[0], 4),
+           "img_per_s": round(batch / med, 2), "peak_rss_mb": round(rss, 1)}
+    if cuda:
+        name = torch.cuda.get_device_name()
+        peak = peak_tflops(name, peak)
+        out.update(gpu=name, peak_gpu_mb=round(torch.cuda.max_memory_allocated() / 2**20, 1))
+        if peak:
+            out.update(mfu=round(batch / med * 3 * DEIT_S_FWD_FLOP / (peak * 1e12), 4), peak_tflops=peak)
+    print(json.dumps(out))
 
 
 def main():
@@ -69,10 +108,17 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--bf16", action="store_true", help="bf16 autocast (GPU)")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model")
+    ap.add_argument("--peak-tflops", type=float, default=0.0, help="dense bf16 peak for the MFU (default: by GPU name)")
     ap.add_argument("--torch-only", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.torch_only:
-        return torch_side(a.batch, a.iters, a.threads)
+    if a.torch_only or a.device == "cuda":
+        if a.device == "cuda" and not a.torch_only:
+            # No GPU mode in bench_train_step yet: timm's figures alone.
+            print(json.dumps({"bench": "vtrain_train_step", "device": "cuda", "status": "not built (no GPU step benchmark)"}))
+        return torch_side(a.batch, a.iters, a.threads, a.device, a.bf16, a.compile, a.peak_tflops)
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     vt = subprocess.run([a.bin, "deit_small", str(a.batch), str(a.iters), "224", "pre"], env=env, check=True,
                         capture_output=True, text=True).stdout.strip().splitlines()[-1]

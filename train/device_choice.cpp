@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/allocator.h"
+#include "core/dist.h"
 #include "kernels/matmul.h"
 
 namespace vt {
@@ -45,7 +46,7 @@ int cuda_index(const std::string& d) {
 DeviceChoice choose_device(const std::string& device, const std::string& precision, const std::string& device_where,
                            const std::string& precision_where) {
   DeviceChoice c;
-  const int idx = cuda_index(device);
+  int idx = cuda_index(device);
   if (device != "auto" && device != "cpu" && idx < 0)
     bad(device_where, "expected auto | cpu | cuda | cuda:N, got '" + device + "'");
   if (idx >= 0) {
@@ -57,6 +58,15 @@ DeviceChoice choose_device(const std::string& device, const std::string& precisi
     if (n == 0)
       bad(device_where, "'" + device + "' asked, but no CUDA device is visible (no GPU, no driver, or "
                         "CUDA_VISIBLE_DEVICES hides them); use cpu or auto");
+    // Data parallel: one process per GPU, plain "cuda" is the local rank's
+    // (core/dist.h; torchrun's LOCAL_RANK).
+    if (device == "cuda" && dist().world() > 1) {
+      idx = dist().local_rank();
+      if (idx >= n)
+        bad(device_where, "'cuda' in a data-parallel run takes the GPU of the local rank, " + std::to_string(idx) +
+                              ", but only " + std::to_string(n) + " CUDA device" + (n == 1 ? " is" : "s are") +
+                              " visible on " + dist().host() + ": start at most one process per GPU");
+    }
     if (idx >= n)
       bad(device_where, "'" + device + "' asked, but only " + std::to_string(n) + " CUDA device" +
                             (n == 1 ? " is" : "s are") + " visible (cuda:0" +

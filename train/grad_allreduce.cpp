@@ -1,8 +1,12 @@
 #include "train/grad_allreduce.h"
 
 #include <stdexcept>
+#include <string>
 
 #include "core/dist.h"
+#ifdef VT_NCCL
+#include "train/grad_allreduce_nccl.h"
+#endif
 
 namespace vt {
 
@@ -18,9 +22,15 @@ void MpiGradientAllReduce::mean(Tensor& grads) {
   for (size_t i = 0; i < n; ++i) g[i] *= inv;
 }
 
-std::unique_ptr<GradientAllReduce> make_gradient_allreduce() {
+std::unique_ptr<GradientAllReduce> make_gradient_allreduce(Device device) {
   if (dist().world() == 1) return nullptr;
-  return std::make_unique<MpiGradientAllReduce>();
+  if (device.is_cpu()) return std::make_unique<MpiGradientAllReduce>();
+#ifdef VT_NCCL
+  return std::make_unique<NcclGradientAllReduce>();
+#else
+  throw std::runtime_error("gradients on " + device.str() + " across " + std::to_string(dist().world()) +
+                           " processes need NCCL, and this build has none (VT_NCCL: NCCL from the CUDA toolkit)");
+#endif
 }
 
 double mean_over_ranks(double value) {

@@ -7,7 +7,8 @@
 // is the gradient of the mean loss over the global batch.
 //
 // Implementations: MPI_Allreduce on host buffers (this file); NCCL on CUDA
-// buffers (train/grad_allreduce_nccl.h, built with VT_CUDA and NCCL).
+// buffers (train/grad_allreduce_nccl.h, built with VT_CUDA and NCCL). The
+// training loop picks one by the device of the gradients.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -32,8 +33,11 @@ class MpiGradientAllReduce : public GradientAllReduce {
   void mean(Tensor& grads) override;
 };
 
-// The reducer for this process's buffers: nullptr in a single process.
-std::unique_ptr<GradientAllReduce> make_gradient_allreduce();
+// The reducer for gradients on `device`: nullptr in a single process; MPI
+// for CPU buffers; NCCL for CUDA buffers (collective then: every rank calls
+// it). Throws std::runtime_error for CUDA gradients in a build without NCCL
+// (VT_NCCL), naming the world size.
+std::unique_ptr<GradientAllReduce> make_gradient_allreduce(Device device = Device::cpu());
 
 // The mean over ranks of a scalar (a loss, a metric): one MPI_Allreduce.
 double mean_over_ranks(double value);

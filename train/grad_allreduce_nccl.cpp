@@ -23,30 +23,43 @@ void check(cudaError_t r, const char* what) {
 
 struct NcclGradientAllReduce::Impl {
   ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;   // NCCL's own
+  cudaStream_t compute = nullptr;  // where the gradients are written and read
+  cudaEvent_t grads_ready = nullptr, reduced = nullptr;
 };
 
-NcclGradientAllReduce::NcclGradientAllReduce() : impl_(std::make_unique<Impl>()) {
+NcclGradientAllReduce::NcclGradientAllReduce(void* compute_stream) : impl_(std::make_unique<Impl>()) {
   const Dist& d = dist();
+  impl_->compute = static_cast<cudaStream_t>(compute_stream);
   ncclUniqueId id{};
   if (d.is_root()) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
   d.broadcast(&id, sizeof id, 0);
-  check(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  // Non-blocking: no implicit ordering with the legacy default stream; the
+  // two events below order the streams instead.
+  check(cudaStreamCreateWithFlags(&impl_->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  check(cudaEventCreateWithFlags(&impl_->grads_ready, cudaEventDisableTiming), "cudaEventCreate");
+  check(cudaEventCreateWithFlags(&impl_->reduced, cudaEventDisableTiming), "cudaEventCreate");
   check(ncclCommInitRank(&impl_->comm, d.world(), id, d.rank()), "ncclCommInitRank");
 }
 
 NcclGradientAllReduce::~NcclGradientAllReduce() {
   if (impl_->comm) ncclCommDestroy(impl_->comm);
+  if (impl_->grads_ready) cudaEventDestroy(impl_->grads_ready);
+  if (impl_->reduced) cudaEventDestroy(impl_->reduced);
   if (impl_->stream) cudaStreamDestroy(impl_->stream);
 }
 
 void NcclGradientAllReduce::mean(Tensor& grads) {
   if (grads.dtype() != DType::F32 || !grads.device().is_cuda() || !grads.is_contiguous())
-    throw std::invalid_argument("NcclGradientAllReduce: gradients must be a contiguous fp32 CUDA buffer");
+    throw std::invalid_argument("NcclGradientAllReduce: gradients must be a contiguous fp32 CUDA buffer, got " +
+                                std::string(dtype_name(grads.dtype())) + " on " + grads.device().str());
   void* p = grads.raw();
+  check(cudaEventRecord(impl_->grads_ready, impl_->compute), "cudaEventRecord");
+  check(cudaStreamWaitEvent(impl_->stream, impl_->grads_ready, 0), "cudaStreamWaitEvent");
   check(ncclAllReduce(p, p, static_cast<size_t>(grads.numel()), ncclFloat, ncclAvg, impl_->comm, impl_->stream),
         "ncclAllReduce");
-  check(cudaStreamSynchronize(impl_->stream), "cudaStreamSynchronize");
+  check(cudaEventRecord(impl_->reduced, impl_->stream), "cudaEventRecord");
+  check(cudaStreamWaitEvent(impl_->compute, impl_->reduced, 0), "cudaStreamWaitEvent");
 }
 
 }  // namespace vt

@@ -3,8 +3,18 @@
 // (the unique id is made on rank 0 and broadcast with core/dist.h), as
 // torch DistributedDataParallel's NCCL backend. Each rank drives the GPU
 // of its local rank. Built when VT_CUDA is on and NCCL (nccl.h, libnccl,
-// shipped with the CUDA toolkit) is found: VT_NCCL. Not bucketed yet: the
-// one flat buffer is reduced after the backward pass.
+// shipped with the CUDA toolkit) is found: VT_NCCL.
+//
+// Stream order, no host synchronisation: the NCCL stream waits for an event
+// recorded on the compute stream (the backward pass that wrote the
+// gradients), runs the all-reduce, and the compute stream waits for an
+// event recorded after it, so the optimizer kernels queued next read the
+// reduced gradients. Not bucketed: the one flat buffer is reduced after the
+// whole backward pass.
+//
+// Checked without a GPU under the CUDA emulator (tests/cuda/emu/nccl_emu.cpp
+// forwards the NCCL calls to MPI; ctest emu.nccl_allreduce_np2/np3); the
+// real NCCL runs only on a GPU machine (scripts/gpu_check.sh, a world of 1).
 #pragma once
 #include <memory>
 
@@ -15,11 +25,13 @@ namespace vt {
 class NcclGradientAllReduce : public GradientAllReduce {
  public:
   // Collective: every rank constructs it, after cudaSetDevice(local rank).
-  // Throws std::runtime_error with NCCL's/CUDA's message on failure.
-  NcclGradientAllReduce();
+  // compute_stream: the cudaStream_t the gradients are written on, passed
+  // as an opaque handle (nullptr: the legacy default stream, which the op
+  // library uses). Throws std::runtime_error with NCCL's/CUDA's message.
+  explicit NcclGradientAllReduce(void* compute_stream = nullptr);
   ~NcclGradientAllReduce() override;
-  // grads: contiguous fp32 on this rank's CUDA device; returns once the
-  // reduced values are in place (the stream is synchronised).
+  // grads: contiguous fp32 on this rank's CUDA device, replaced by the mean
+  // over ranks in stream order (see above); returns without waiting.
   // Throws std::invalid_argument for a host or non-fp32 tensor.
   void mean(Tensor& grads) override;
 

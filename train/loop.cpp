@@ -7,6 +7,10 @@ namespace vt {
 int64_t TrainLoop::run(StepTask& task, int64_t first, int64_t end) {
   for (int64_t s = first + 1; s <= end; ++s) {
     StepTask::Output out = task.forward_backward(s);
+    if (!allreduce_made_) {
+      allreduce_ = make_gradient_allreduce(params_.grads().device());
+      allreduce_made_ = true;
+    }
     if (allreduce_) {
       Tensor g = params_.grads();
       allreduce_->mean(g);

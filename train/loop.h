@@ -62,7 +62,7 @@ class TrainLoop {
  public:
   // All referenced objects must outlive the loop.
   TrainLoop(ParamStore& params, OptimizerState& opt, NonFiniteGuard& guard, RunDirectory& run, LoopOptions o)
-      : params_(params), opt_(opt), guard_(guard), run_(run), o_(std::move(o)), allreduce_(make_gradient_allreduce()) {}
+      : params_(params), opt_(opt), guard_(guard), run_(run), o_(std::move(o)) {}
 
   // Runs steps first + 1 .. end; returns end. Throws NonFiniteLoss when the
   // policy stops, and whatever the task throws.
@@ -74,7 +74,10 @@ class TrainLoop {
   NonFiniteGuard& guard_;
   RunDirectory& run_;
   LoopOptions o_;
-  std::unique_ptr<GradientAllReduce> allreduce_;  // null in a single process
+  // Made at the first step for the gradients' device (MPI for CPU, NCCL
+  // for CUDA buffers); stays null in a single process.
+  std::unique_ptr<GradientAllReduce> allreduce_;
+  bool allreduce_made_ = false;
 };
 
 }  // namespace vt

@@ -422,10 +422,14 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
                       std::to_string(epoch_samples) + " samples of an epoch of data.train_split '" + o.train_split +
                       "'" + (o.repeated_aug > 1 ? " (data.repeated_aug = " + std::to_string(o.repeated_aug) + ")" : ""));
 
-  if (o.compute.device.is_cuda() && world > 1)
+  // Data parallel on GPUs: gradients are averaged by NCCL (train/loop.h).
+  // Mixup/CutMix pair samples across ranks (mix_global_batch), which the
+  // device step does not do yet.
+  if (o.compute.device.is_cuda() && world > 1 && o.mixing())
     throw ConfigError("device (" + I.cfg.source("device") + "): " + o.compute.device.str() + " with " +
-                      std::to_string(world) + " processes: data-parallel GPU training is not implemented yet; "
-                      "run one process per GPU job or use device=cpu");
+                      std::to_string(world) + " processes and Mixup/CutMix (data.mixup, data.cutmix): mixing the "
+                      "global batch on GPUs is not implemented yet; set data.mixup=0 data.cutmix=0, run one "
+                      "process, or use device=cpu");
   apply_device_choice(o.compute);
   I.model = std::make_unique<VisionTransformer>(o.vit);
   I.model->init(o.seed);

@@ -37,9 +37,18 @@ cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
 cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { std::memmove(d, s, n); return cudaSuccess; }
 cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t) { std::memmove(d, s, n); return cudaSuccess; }
 cudaError_t cudaMemset(void* d, int v, size_t n) { std::memset(d, v, n); return cudaSuccess; }
-cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
-cudaError_t cudaSetDevice(int) { return cudaSuccess; }
-cudaError_t cudaGetDeviceCount(int* n) { *n = 1; return cudaSuccess; }
+// One emulated device, or VT_EMU_DEVICES of them (data-parallel tests: one
+// per rank, as on a multi-GPU node); all of them are host memory.
+namespace vt_emu {
+int current_device = 0;
+}
+cudaError_t cudaGetDevice(int* d) { *d = vt_emu::current_device; return cudaSuccess; }
+cudaError_t cudaSetDevice(int d) { vt_emu::current_device = d; return cudaSuccess; }
+cudaError_t cudaGetDeviceCount(int* n) {
+  const char* e = std::getenv("VT_EMU_DEVICES");
+  *n = e && std::atoi(e) > 0 ? std::atoi(e) : 1;
+  return cudaSuccess;
+}
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
   std::memset(p, 0, sizeof *p);
   std::strcpy(p->name, "CUDA emulator (host memory)");
@@ -74,3 +83,8 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t) { std::memset(d, v, n); return cudaSuccess; }
+// Stream flags and cross-stream waits: work has already run at launch, so a
+// wait is satisfied at once (train/grad_allreduce_nccl.cpp orders its NCCL
+// stream after the compute stream with them).
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }

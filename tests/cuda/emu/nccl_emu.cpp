@@ -1,0 +1,163 @@
+// The NCCL calls of train/grad_allreduce_nccl.cpp served by MPI, for the
+// CUDA emulator only: "device" buffers are host memory there (runtime.cpp),
+// so the collective is MPI_Allreduce over the communicator's ranks, which
+// mpirun starts as for a real multi-GPU run. This lets `mpirun -np 2` of
+// emulated-GPU code check the NCCL path's plumbing (unique id broadcast,
+// communicator ranks, in-place reduce, the average) without a GPU.
+//
+// ncclAvg is the sum followed by a multiplication with 1/nranks in the
+// buffer's type, exactly what MpiGradientAllReduce does on the CPU, so an
+// emulated run averages bitwise as the CPU path does. Real NCCL computes
+// the float average as a sum of inputs premultiplied by 1/nranks, in its
+// own ring/tree order: on a GPU the results agree to rounding only.
+// Supported: ncclFloat, ncclDouble, ncclInt32, ncclInt64; ncclSum, ncclProd,
+// ncclMax, ncclMin, ncclAvg; anything else returns ncclInvalidArgument.
+// Built without MPI (VT_MPI unset) it serves a world of 1 only, so any
+// emulator binary that links vt_train (whose all-reduce factory references
+// NCCL) can include it.
+#ifdef VT_MPI
+#include <mpi.h>
+#endif
+#include <nccl.h>
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#ifndef VT_MPI
+using MPI_Comm = int;
+#endif
+
+struct ncclComm {
+  MPI_Comm comm;
+  int rank, nranks;
+};
+
+namespace {
+
+size_t type_size(ncclDataType_t t) {
+  switch (t) {
+    case ncclFloat32: case ncclInt32: return 4;
+    case ncclFloat64: case ncclInt64: return 8;
+    default: return 0;
+  }
+}
+
+#ifdef VT_MPI
+MPI_Datatype mpi_type(ncclDataType_t t) {
+  switch (t) {
+    case ncclFloat32: return MPI_FLOAT;
+    case ncclFloat64: return MPI_DOUBLE;
+    case ncclInt32: return MPI_INT32_T;
+    default: return MPI_INT64_T;
+  }
+}
+#endif
+
+template <class T>
+void scale(void* p, size_t n, int nranks) {
+  T* v = static_cast<T*>(p);
+  if constexpr (std::is_floating_point_v<T>) {
+    const T inv = T(1) / static_cast<T>(nranks);
+    for (size_t i = 0; i < n; ++i) v[i] *= inv;
+  } else {
+    for (size_t i = 0; i < n; ++i) v[i] /= nranks;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* ncclGetErrorString(ncclResult_t r) {
+  switch (r) {
+    case ncclSuccess: return "no error";
+    case ncclInvalidArgument: return "invalid argument (NCCL emulator: unsupported type or op, or bad rank)";
+    case ncclInvalidUsage: return "invalid usage (NCCL emulator: MPI not initialised)";
+    default: return "NCCL emulator error";
+  }
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  std::memset(id, 0, sizeof *id);
+  std::strcpy(id->internal, "vt-nccl-emu");
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  if (std::strcmp(id.internal, "vt-nccl-emu") != 0) return ncclInvalidArgument;  // not broadcast from rank 0
+#ifdef VT_MPI
+  int init = 0, size = 1, me = 0;
+  MPI_Initialized(&init);
+  if (init) {
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  }
+  if (nranks != size || rank != me) return ncclInvalidArgument;
+  auto* c = new ncclComm{MPI_COMM_NULL, rank, nranks};
+  if (init) MPI_Comm_dup(MPI_COMM_WORLD, &c->comm);
+#else
+  if (nranks != 1 || rank != 0) return ncclInvalidArgument;
+  auto* c = new ncclComm{0, 0, 1};
+#endif
+  *comm = c;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (comm) {
+#ifdef VT_MPI
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin && comm->comm != MPI_COMM_NULL) MPI_Comm_free(&comm->comm);
+#endif
+    delete comm;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  *count = comm->nranks;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  *rank = comm->rank;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t) {
+  const size_t size = type_size(type);
+  if (!comm || size == 0) return ncclInvalidArgument;
+  if (op != ncclSum && op != ncclAvg && op != ncclProd && op != ncclMax && op != ncclMin) return ncclInvalidArgument;
+  if (comm->nranks == 1) {
+    if (send != recv) std::memmove(recv, send, count * size);
+  } else {
+#ifdef VT_MPI
+    const MPI_Op mop = op == ncclProd ? MPI_PROD : op == ncclMax ? MPI_MAX : op == ncclMin ? MPI_MIN : MPI_SUM;
+    // MPI counts are int: reduce in chunks.
+    const size_t chunk = size_t(1) << 30;
+    for (size_t off = 0; off < count; off += chunk) {
+      const int n = static_cast<int>(count - off < chunk ? count - off : chunk);
+      char* r = static_cast<char*>(recv) + off * size;
+      const char* s = static_cast<const char*>(send) + off * size;
+      MPI_Allreduce(s == r ? MPI_IN_PLACE : s, r, n, mpi_type(type), mop, comm->comm);
+    }
+#endif
+  }
+  if (op == ncclAvg) {
+    switch (type) {
+      case ncclFloat32: scale<float>(recv, count, comm->nranks); break;
+      case ncclFloat64: scale<double>(recv, count, comm->nranks); break;
+      case ncclInt32: scale<int32_t>(recv, count, comm->nranks); break;
+      default: scale<int64_t>(recv, count, comm->nranks); break;
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupStart() { return ncclSuccess; }
+ncclResult_t ncclGroupEnd() { return ncclSuccess; }
+
+}  // extern "C"

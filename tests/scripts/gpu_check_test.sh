@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Tests of scripts/gpu_check.sh that need no GPU (ctest scripts.gpu_check):
+#  1. syntax (bash -n) and shellcheck when installed;
+#  2. the library search against a fake tree: CUDA_HOME before
+#     /usr/local/cuda-X.Y (newest first) before the pip nvidia-* wheels;
+#  3. vt_add_cuda_libs on real ELF programs whose libraries sit only in the
+#     fake tree: it finds them (the program then runs) and names a missing
+#     soname together with the versions that exist;
+#  4. the whole script with a fake nvidia-smi and a fake build: no GPU and
+#     a hidden GPU and a bundle needing a newer glibc exit 2 having run
+#     nothing; stages pass, fail, time out,
+#     are skipped for budget or "not built", and the summary says so, in
+#     $OUT/gpu_check.log.
+set -uo pipefail
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+S=$SRC/scripts/gpu_check.sh
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+check() {  # check DESCRIPTION COMMAND...
+  if "${@:2}"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi
+}
+contains() { grep -q -- "$2" "$1" || { echo "  '$2' not in $1:"; sed 's/^/  | /' "$1"; return 1; }; }
+
+check "bash -n" bash -n "$S"
+if command -v shellcheck >/dev/null; then check shellcheck shellcheck "$S"; fi
+
+# --- 2. the search order on a fake tree -------------------------------------
+R=$T/root
+mkdir -p "$R/usr/local/cuda-12.4/targets/x86_64-linux/lib" "$R/usr/local/cuda-12.10/lib64" \
+         "$T/site/nvidia/cublas/lib" "$T/site/nvidia/cudnn/lib" "$T/site/nvidia/nccl/lib" "$T/home/lib64" \
+         "$T/site/torch/lib" "$T/site/nvidia/cuda_sanitizer_api/compute-sanitizer" "$T/site/nvidia/cu13/lib"
+touch "$R/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12" "$R/usr/local/cuda-12.4/targets/x86_64-linux/lib/libnvrtc.so.12" \
+      "$R/usr/local/cuda-12.10/lib64/libcudart.so.12" \
+      "$T/site/nvidia/cublas/lib/libcublas.so.12" "$T/site/nvidia/cublas/lib/libcublasLt.so.12" \
+      "$T/site/nvidia/cudnn/lib/libcudnn.so.9" "$T/site/nvidia/nccl/lib/libnccl.so.2" \
+      "$T/home/lib64/libcublas.so.12" "$T/site/torch/lib/libc10.so" "$T/site/nvidia/cu13/lib/libcublasLt.so.13"
+printf '#!/bin/sh\n' >"$T/site/nvidia/cuda_sanitizer_api/compute-sanitizer/compute-sanitizer"
+chmod +x "$T/site/nvidia/cuda_sanitizer_api/compute-sanitizer/compute-sanitizer"
+
+lookup() {  # lookup SONAME EXPECTED_DIR
+  local got
+  got=$(VT_LIB_ROOT=$R VT_PY_SITE_DIRS=$T/site CUDA_HOME=$T/home CUDA_PATH='' CUDA_ROOT='' PATH=/usr/bin:/bin \
+        bash -c "source '$S'; vt_find_lib $1")
+  [ "$got" = "$2" ] || { echo "  $1: got '$got', expected '$2'"; return 1; }
+}
+check "CUDA_HOME before the wheels" lookup libcublas.so.12 "$T/home/lib64"
+check "wheel nvidia/cublas/lib" lookup libcublasLt.so.12 "$T/site/nvidia/cublas/lib"
+check "wheel nvidia/cudnn/lib" lookup libcudnn.so.9 "$T/site/nvidia/cudnn/lib"
+check "wheel nvidia/nccl/lib" lookup libnccl.so.2 "$T/site/nvidia/nccl/lib"
+check "cuda-12.10 before cuda-12.4" lookup libcudart.so.12 "$R/usr/local/cuda-12.10/lib64"
+check "targets/x86_64-linux/lib" lookup libnvrtc.so.12 "$R/usr/local/cuda-12.4/targets/x86_64-linux/lib"
+check "torch/lib" lookup libc10.so "$T/site/torch/lib"
+check "CUDA 13 wheels: nvidia/cu13/lib" lookup libcublasLt.so.13 "$T/site/nvidia/cu13/lib"
+check "absent soname" bash -c "! VT_LIB_ROOT=$R VT_PY_SITE_DIRS=$T/site CUDA_HOME= bash -c \"source '$S'; vt_find_lib libcublas.so.13\""
+san=$(VT_LIB_ROOT=$R VT_PY_SITE_DIRS=$T/site CUDA_HOME=$T/home PATH=/usr/bin:/bin bash -c "source '$S'; vt_find_sanitizer")
+check "compute-sanitizer from the pip wheel" test "$san" = "$T/site/nvidia/cuda_sanitizer_api/compute-sanitizer/compute-sanitizer"
+
+# --- 3. resolving real programs ---------------------------------------------
+if command -v cc >/dev/null; then
+  mkdir -p "$T/site/nvidia/fakert/lib" "$T/site/nvidia/fakeblas/lib" "$T/build"
+  echo 'int vt_fake_rt(void) { return 41; }' >"$T/rt.c"
+  echo 'int vt_fake_rt(void); int vt_fake_blas(void) { return vt_fake_rt() + 1; }' >"$T/blas.c"
+  cc -shared -fPIC -Wl,-soname,libvtfakert.so.12 -o "$T/site/nvidia/fakert/lib/libvtfakert.so.12" "$T/rt.c"
+  # The "BLAS" needs the "runtime" (found only on the second pass).
+  cc -shared -fPIC -Wl,-soname,libvtfakeblas.so.12 -o "$T/site/nvidia/fakeblas/lib/libvtfakeblas.so.12" "$T/blas.c" \
+     "$T/site/nvidia/fakert/lib/libvtfakert.so.12"
+  printf '#include <stdio.h>\nint vt_fake_blas(void);\nint main(void) { printf("%%d\\n", vt_fake_blas()); return 0; }\n' >"$T/prog.c"
+  cc -o "$T/build/prog" "$T/prog.c" "$T/site/nvidia/fakeblas/lib/libvtfakeblas.so.12" -Wl,--allow-shlib-undefined
+  # A program linked against a soname of which this "machine" has another version.
+  cc -shared -fPIC -Wl,-soname,libvtfakeblas.so.13 -o "$T/libvtfakeblas.so.13" "$T/blas.c" \
+     "$T/site/nvidia/fakert/lib/libvtfakert.so.12"
+  cc -o "$T/build/prog13" "$T/prog.c" "$T/libvtfakeblas.so.13" -Wl,--allow-shlib-undefined
+  env_fake=(VT_LIB_ROOT="$R" VT_PY_SITE_DIRS="$T/site" CUDA_HOME="$T/home" LD_LIBRARY_PATH=)
+  check "program does not load before" bash -c "! '$T/build/prog' 2>/dev/null"
+  env "${env_fake[@]}" bash -c "source '$S'; vt_add_cuda_libs '$T/build/prog' && '$T/build/prog'" >"$T/res.out" 2>&1
+  check "resolved: found both libraries, program runs" bash -c \
+    "grep -q 'found libvtfakeblas.so.12 in $T/site/nvidia/fakeblas/lib' '$T/res.out' && grep -q 'found libvtfakert.so.12' '$T/res.out' && grep -qx 42 '$T/res.out'"
+  env "${env_fake[@]}" bash -c "source '$S'; vt_add_cuda_libs '$T/build/prog13'" >"$T/res13.out" 2>&1
+  rc=$?
+  check "wrong major version: returns 1" test "$rc" = 1
+  check "wrong major version: names it and what exists" contains "$T/res13.out" \
+    "missing libvtfakeblas.so.13 (this machine has: $T/site/nvidia/fakeblas/lib/libvtfakeblas.so.12"
+fi
+
+# --- 4. the whole script with a fake GPU --------------------------------------
+# A copy of the script in a tree of its own, with a fake build.
+W=$T/tree
+mkdir -p "$W/scripts" "$W/build-gpu/tests" "$W/build-gpu/bench" "$T/bin" "$T/nogpu"
+cp "$S" "$W/scripts/"
+printf '#!/bin/sh\necho "NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver." >&2\nexit 9\n' >"$T/nogpu/nvidia-smi"
+printf '#!/bin/sh\necho "NVIDIA H200, 143771 MiB, 570.00"\n' >"$T/bin/nvidia-smi"
+printf '#!/bin/sh\necho "[==========] 3 tests ran."\necho "[  PASSED  ] 3 tests."\n' >"$W/build-gpu/tests/test_cuda"
+printf '#!/bin/sh\necho "layernorm fwd 2000 GB/s"\nexit 1\n' >"$W/build-gpu/bench/bench_cuda_kernels"
+printf '#!/bin/sh\nsleep 100\n' >"$W/build-gpu/bench/bench_allreduce"
+chmod +x "$T"/nogpu/* "$T"/bin/* "$W"/build-gpu/tests/* "$W"/build-gpu/bench/*
+BASEPATH=/usr/bin:/bin
+
+PATH=$T/nogpu:$BASEPATH OUT=$T/o1 "$W/scripts/gpu_check.sh" >"$T/o1.out" 2>&1
+rc=$?
+check "no GPU: exit 2" test "$rc" = 2
+check "no GPU: says so" contains "$T/o1/gpu_check.log" "no NVIDIA GPU visible"
+check "no GPU: nothing ran" bash -c "! grep -q '===' '$T/o1/gpu_check.log'"
+
+PATH=$T/bin:$BASEPATH CUDA_VISIBLE_DEVICES='' OUT=$T/o2 "$W/scripts/gpu_check.sh" >"$T/o2.out" 2>&1
+rc=$?
+check "hidden GPU: exit 2" test "$rc" = 2
+check "hidden GPU: says so" contains "$T/o2/gpu_check.log" "hides every GPU"
+
+# Budget 28 s: cuda passes, kernels fails, nccl runs into the budget's limit
+# (28 - 10 s margin), then cuda once more is skipped for budget.
+PATH=$T/bin:$BASEPATH OUT=$T/o3 VT_GPU_BUDGET_S=28 VT_PY_SITE_DIRS='' \
+  "$W/scripts/gpu_check.sh" cuda agree_deit_fp32 kernels nccl step_dit cuda >"$T/o3.out" 2>&1
+rc=$?
+L=$T/o3/gpu_check.log
+check "stages: exit 1 on a failure" test "$rc" = 1
+check "stages: GPU named" contains "$L" "GPU: NVIDIA H200"
+check "stages: cuda PASS" contains "$L" "^cuda  *PASS"
+check "stages: agreement not built" contains "$L" "^agree_deit_fp32  *not built"
+check "stages: kernels FAIL with its exit code" contains "$L" "^kernels  *FAIL .*exit 1"
+check "stages: figure in the log" contains "$L" "layernorm fwd 2000 GB/s"
+check "stages: nccl TIMEOUT" contains "$L" "^nccl  *TIMEOUT"
+check "stages: step benchmark without a GPU mode not built" contains "$L" "^step_dit  *not built"
+check "stages: skipped for budget" contains "$L" "^cuda  *SKIP .*budget spent"
+check "stages: summary table" contains "$L" "=== summary"
+
+# A bundle that needs a newer C library than this machine's is refused.
+echo "glibc: 99.1" >"$W/MANIFEST"
+PATH=$T/bin:$BASEPATH OUT=$T/o5 VT_PY_SITE_DIRS='' "$W/scripts/gpu_check.sh" cuda >"$T/o5.out" 2>&1
+rc=$?
+check "newer glibc needed: exit 2" test "$rc" = 2
+check "newer glibc needed: says so" contains "$T/o5/gpu_check.log" "need glibc >= 99.1, this machine has"
+rm "$W/MANIFEST"
+
+# A test binary that skipped its tests (CUDA saw no GPU) fails the stage.
+printf '#!/bin/sh\necho "[  SKIPPED ] 3 tests, listed below:"\n' >"$W/build-gpu/tests/test_cuda"
+PATH=$T/bin:$BASEPATH OUT=$T/o4 VT_PY_SITE_DIRS='' "$W/scripts/gpu_check.sh" cuda >"$T/o4.out" 2>&1
+rc=$?
+check "skipped tests: exit 1" test "$rc" = 1
+check "skipped tests: FAIL named" contains "$T/o4/gpu_check.log" "^cuda  *FAIL .*tests skipped"
+
+echo "$fails failure(s)"
+[ "$fails" = 0 ]
