@@ -43,7 +43,7 @@ void attention_forward(const Tensor& qkv, int64_t num_heads, const Tensor& out, 
   const char* op = "attention_forward";
   const AttnDims d = check_qkv(op, qkv, num_heads);
   opcheck::like(op, "out", out, {d.B, d.T, d.H * d.Dh}, qkv.dtype());
-  const bool lse = saved.defined() && saved_is_lse(op, d, saved, qkv.dtype());
+  [[maybe_unused]] const bool lse = saved.defined() && saved_is_lse(op, d, saved, qkv.dtype());
   opcheck::same_device(op, qkv.device(), {{"out", &out}, {"saved", &saved}});
 #ifndef VT_CUDA
   if (!qkv.device().is_cpu()) opcheck::no_cuda(op);

@@ -118,18 +118,22 @@ const Entry& graph_for(int64_t B, int64_t T, int64_t H, int64_t Dh, bool backwar
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   Entry e;
-  auto g = new_graph();
-  if (backward)
-    build_backward(*g, B, T, H, Dh);
-  else
-    build_forward(*g, B, T, H, Dh);
-  cudnnHandle_t h = handle_for_current_device();
-  fe::error_t st = g->build(h, {fe::HeurMode_t::A});
-  if (st.is_good()) st = g->get_workspace_size(e.workspace);
-  if (st.is_good())
-    e.graph = g;
-  else
-    e.error = st.get_message();
+  try {  // the frontend reports through error_t, but graph construction may also throw
+    auto g = new_graph();
+    if (backward)
+      build_backward(*g, B, T, H, Dh);
+    else
+      build_forward(*g, B, T, H, Dh);
+    cudnnHandle_t h = handle_for_current_device();
+    fe::error_t st = g->build(h, {fe::HeurMode_t::A});
+    if (st.is_good()) st = g->get_workspace_size(e.workspace);
+    if (st.is_good())
+      e.graph = g;
+    else
+      e.error = st.get_message();
+  } catch (const std::exception& ex) {
+    e.error = ex.what();
+  }
   return cache.emplace(key, std::move(e)).first->second;
 }
 

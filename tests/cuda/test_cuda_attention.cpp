@@ -188,8 +188,11 @@ TEST(CudaAttention, CudnnSdpaMatchesFlashAndCpu) {
   GTEST_SKIP() << "built without cuDNN SDPA (VT_CUDNN_SDPA)";
 #else
   VT_SKIP_WITHOUT_GPU();
-  for (auto [B, T, H] : {std::tuple<int64_t, int64_t, int64_t>{4, 197, 6}, {4, 64, 16}}) {
-    const int64_t Dh = 64;
+  struct Shape3 {
+    int64_t B, T, H;
+  };
+  for (const Shape3 sh : {Shape3{4, 197, 6}, Shape3{4, 64, 16}}) {
+    const int64_t B = sh.B, T = sh.T, H = sh.H, Dh = 64;
     SCOPED_TRACE("cudnn B=" + std::to_string(B) + " T=" + std::to_string(T) + " H=" + std::to_string(H));
     ASSERT_TRUE(cuda::cudnn_sdpa_supported(B, T, H, Dh));
     const DType io = DType::BF16;
