@@ -40,7 +40,10 @@ void Attention::plan(int64_t B, int64_t T) {
   const Device dev = store_->device();
   auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
   ensure(qkv_out_, {B, T, 3 * dim_});
-  ensure(probs_, {B, heads_, T, T});
+  // probs on the CPU (bitwise-stable training), logsumexp on CUDA (flash:
+  // no [T, T] tensor); kernels/attention.h.
+  const AttentionSavedSpec spec = attention_saved_spec(dev, B, T, heads_, dim_ / heads_);
+  ensure_workspace(saved_, spec.shape, dev, spec.dtype);
   ensure(a_, {B, T, dim_});
   if (qkv_norm_) {
     ensure(qkv_raw_, {B, T, 3 * dim_});
@@ -65,13 +68,13 @@ void Attention::forward(const Tensor& z, const Tensor& f, ModuleScratch& s) {
       qkv_out_.slice(2, j * dim_, (j + 1) * dim_).copy_from(s.qn_y);
     }
   }
-  attention_forward(qkv_out_, heads_, a_, probs_);
+  attention_forward(qkv_out_, heads_, a_, saved_);
   proj_.forward(a_, f);
 }
 
 void Attention::backward(const Tensor& df, const Tensor& z, const Tensor& dz, ModuleScratch& s) {
   proj_.backward(df, a_, s.d_a);
-  attention_backward(qkv_out_, probs_, s.d_a, heads_, s.d_qkv);
+  attention_backward(qkv_out_, a_, saved_, s.d_a, heads_, s.d_qkv);
   if (qkv_norm_) {
     const int64_t dh = dim_ / heads_;
     for (int j = 0; j < 3; ++j) {
@@ -88,7 +91,7 @@ void Attention::backward(const Tensor& df, const Tensor& z, const Tensor& dz, Mo
 }
 
 int64_t Attention::saved_bytes() const {
-  int64_t n = static_cast<int64_t>(qkv_out_.nbytes() + probs_.nbytes() + a_.nbytes());
+  int64_t n = static_cast<int64_t>(qkv_out_.nbytes() + saved_.nbytes() + a_.nbytes());
   if (qkv_norm_) n += static_cast<int64_t>(qkv_raw_.nbytes() + qn_mean_.nbytes() + qn_rstd_.nbytes());
   return n;
 }

@@ -55,7 +55,7 @@ class Attention {
   float eps_ = 1e-6f;
   ParamId nw_[3] = {0, 0, 0}, nb_[3] = {0, 0, 0};  // q_norm, k_norm, v_norm
   Tensor qkv_raw_, qn_mean_, qn_rstd_;             // qkv_norm only
-  Tensor qkv_out_, probs_, a_;
+  Tensor qkv_out_, saved_, a_;  // saved_: attention probs (CPU) or logsumexp (CUDA)
   ParamStore* store_ = nullptr;
 };
 

@@ -5,19 +5,27 @@
 //   qkv  [B, T, 3*D]  viewed as [B, T, 3, H, Dh], D = H*Dh:
 //        q[b,h,t,:] = qkv[b, t, 0*D + h*Dh : ...], k at 1*D, v at 2*D.
 //   out  [B, T, D]    in layout [B, T, H, Dh] (the input of attn.proj).
-//   probs[B, H, T, T] softmax(q k^T * Dh^-0.5) along the last axis, with the
-//        row maximum subtracted before exp. Saved by the forward for the
-//        backward: attention_saved_bytes() bytes per call (F32).
+//   saved  what the forward keeps for the backward, one of
+//        - probs [B, H, T, T] in the io dtype: softmax(q k^T * Dh^-0.5) along
+//          the last axis, row maximum subtracted before exp (CPU, and CUDA's
+//          cuBLAS path);
+//        - lse [B, H, T] F32 (CUDA only): the logsumexp of each row of
+//          scaled scores; the backward recomputes P from q, k and lse
+//          (FlashAttention-2, arXiv:2307.08691), so no [T, T] tensor exists.
+//        attention_saved_spec() says which one a device uses; Attention in
+//        backbone/modules.cpp allocates it from there.
 //
-// All tensors contiguous and of one dtype: F32, or BF16 on CUDA (probs then
-// saved in bf16; fp32 softmax statistics). Forward writes `out` and `probs` (pass an
-// undefined Tensor() as probs for inference: a per-thread [T, T] scratch is
-// used instead). Backward OVERWRITES dqkv (it is an activation gradient).
-// GEMMs per (batch, head) run through oneDNN's sgemm on CPU, OpenMP over
-// (batch, head). Errors: std::invalid_argument naming the op and the shapes
-// (D not divisible by num_heads, mismatched shapes or dtypes, non-contiguous).
-// CUDA: kernels/cuda/attention.h, cuBLAS strided-batched GEMMs
-// over the heads and a warp-per-row softmax.
+// All tensors contiguous; qkv/out/dout/dqkv/probs of one dtype: F32, or BF16
+// on CUDA. Forward writes `out` and `saved` (pass an undefined Tensor() for
+// inference: the CPU uses a per-thread [T, T] scratch, CUDA the flash kernel
+// without saving). Backward OVERWRITES dqkv (an activation gradient).
+// CPU: GEMMs per (batch, head) through oneDNN's sgemm, OpenMP over
+// (batch, head). CUDA (kernels/cuda/attention.h): probs -> cuBLAS strided-
+// batched GEMMs per sample; lse -> cuDNN's fused SDPA for BF16 when the
+// build has it (VT_CUDNN_SDPA), else the own flash kernel (one launch over
+// batch x heads; head_dim <= 128). Errors: std::invalid_argument naming the
+// op and the shapes (D not divisible by num_heads, mismatched shapes or
+// dtypes, non-contiguous, lse on the CPU).
 #pragma once
 #include <cstdint>
 
@@ -25,14 +33,27 @@
 
 namespace vt {
 
-void attention_forward(const Tensor& qkv, int64_t num_heads, const Tensor& out, const Tensor& probs);
+void attention_forward(const Tensor& qkv, int64_t num_heads, const Tensor& out, const Tensor& saved);
 
-// dout [B, T, D] -> dqkv [B, T, 3*D] (overwritten). qkv and probs are the
-// forward's input and saved probabilities.
+// dout [B, T, D] -> dqkv [B, T, 3*D] (overwritten). qkv, out and saved are
+// the forward's input, output and saved state (out is read only for lse).
+void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& saved, const Tensor& dout,
+                        int64_t num_heads, const Tensor& dqkv);
+// The same with saved probabilities (no out needed).
 void attention_backward(const Tensor& qkv, const Tensor& probs, const Tensor& dout, int64_t num_heads,
                         const Tensor& dqkv);
 
-// Bytes the forward saves for the backward (the probabilities), B*H*T*T*4.
+// The saved state training uses on `device` for io dtype `io`: lse [B, H, T]
+// F32 on CUDA when the flash path takes head_dim, else probs [B, H, T, T].
+struct AttentionSavedSpec {
+  Shape shape;
+  DType dtype;
+  bool lse;
+};
+AttentionSavedSpec attention_saved_spec(Device device, int64_t batch, int64_t tokens, int64_t num_heads,
+                                        int64_t head_dim, DType io = DType::F32);
+
+// Bytes of saved probabilities (the CPU's saved state), B*H*T*T*4.
 int64_t attention_saved_bytes(int64_t batch, int64_t tokens, int64_t num_heads);
 
 }  // namespace vt

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config git python3
+  build-essential cmake ninja-build ccache pkg-config git python3 python3-pip
   libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev ocl-icd-opencl-dev libomp-dev
   libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
@@ -31,10 +31,39 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# cuDNN frontend (header-only C++ graph API over the cuDNN that ships with the
+# CUDA toolkit; kernels/cuda/attention_cudnn.h uses it for fused SDPA). Its
+# headers ship in the PyPI wheel's include/ folder: pip downloads the pinned
+# wheel, the headers are unpacked into a cache folder CMake looks in
+# (VT_CUDNN_FRONTEND_INCLUDE). Skipped without nvcc; a failed download only
+# means the own flash attention kernel serves instead of cuDNN.
+CUDNN_FRONTEND_VERSION=1.32.0
+CUDNN_FRONTEND_DIR=${VT_CUDNN_FRONTEND_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vtrain/cudnn_frontend}
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  if [ "$(cat "$CUDNN_FRONTEND_DIR/VERSION" 2>/dev/null)" != "$CUDNN_FRONTEND_VERSION" ]; then
+    tmp=$(mktemp -d)
+    # Any platform's wheel carries the same headers; --platform pins one so
+    # pip never builds from source.
+    if python3 -m pip download --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
+         --python-version 3.11 -d "$tmp" "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION" >/dev/null; then
+      rm -rf "$CUDNN_FRONTEND_DIR" && mkdir -p "$CUDNN_FRONTEND_DIR"
+      python3 -c 'import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("include/")])' "$tmp"/*.whl "$CUDNN_FRONTEND_DIR"
+      echo "$CUDNN_FRONTEND_VERSION" > "$CUDNN_FRONTEND_DIR/VERSION"
+      echo "setup: cuDNN frontend $CUDNN_FRONTEND_VERSION headers in $CUDNN_FRONTEND_DIR/include"
+    else
+      echo "setup: could not download nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION; attention uses the own flash kernel"
+    fi
+    rm -rf "$tmp"
+  fi
+fi
+
 BUILD_DIR=${VT_BUILD_DIR:-build}
 JOBS=${VT_JOBS:-$(nproc)}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${VT_CMAKE_ARGS:-}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DVT_CUDNN_FRONTEND_INCLUDE="$CUDNN_FRONTEND_DIR/include" ${VT_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j "$JOBS"
 echo "setup: built into $BUILD_DIR"
 if [ "${VT_FUZZ_BUILD:-1}" != 0 ]; then

@@ -112,6 +112,38 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
 
 TEST(Attention, SavedBytes) { EXPECT_EQ(attention_saved_bytes(32, 197, 6), 32LL * 6 * 197 * 197 * 4); }
 
+// The CPU saves probabilities (what keeps CPU training bitwise as before);
+// the logsumexp form is CUDA-only and rejected here with a message saying so.
+TEST(Attention, CpuSavesProbabilities) {
+  const AttentionSavedSpec spec = attention_saved_spec(Device::cpu(), 2, 5, 2, 4);
+  EXPECT_FALSE(spec.lse);
+  EXPECT_EQ(spec.shape, (Shape{2, 2, 5, 5}));
+  EXPECT_EQ(spec.dtype, DType::F32);
+  Tensor qkv = Tensor::zeros({2, 5, 3 * 8}), out = Tensor::empty({2, 5, 8}), lse = Tensor::empty({2, 2, 5});
+  try {
+    attention_forward(qkv, 2, out, lse);
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA-only"), std::string::npos) << e.what();
+  }
+}
+
+// The backward overload taking out gives the probs-only overload's result
+// (out is not read for probs).
+TEST(Attention, BackwardOverloadsAgree) {
+  const int64_t B = 2, T = 7, H = 2, Dh = 4, D = H * Dh;
+  Philox rng(9, 1);
+  Tensor qkv = Tensor::empty({B, T, 3 * D}), dout = Tensor::empty({B, T, D});
+  for (int64_t i = 0; i < qkv.numel(); ++i) qkv.f32()[i] = static_cast<float>(rng.normal());
+  for (int64_t i = 0; i < dout.numel(); ++i) dout.f32()[i] = static_cast<float>(rng.normal());
+  Tensor out = Tensor::empty({B, T, D}), probs = Tensor::empty({B, H, T, T});
+  attention_forward(qkv, H, out, probs);
+  Tensor d1 = Tensor::empty(qkv.shape()), d2 = Tensor::empty(qkv.shape());
+  attention_backward(qkv, probs, dout, H, d1);
+  attention_backward(qkv, out, probs, dout, H, d2);
+  EXPECT_EQ(d1.to_vector(), d2.to_vector());
+}
+
 TEST(Attention, RejectsBadShapes) {
   Tensor qkv = Tensor::zeros({2, 5, 3 * 8});
   Tensor out = Tensor::empty({2, 5, 8}), probs = Tensor::empty({2, 3, 5, 5});
