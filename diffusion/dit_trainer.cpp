@@ -23,6 +23,7 @@
 #include "diffusion/image_grid.h"
 #include "vae/autoencoder_kl.h"
 #include "diffusion/sampler.h"
+#include "kernels/diffusion.h"
 #include "kernels/elementwise.h"
 #include "kernels/optim.h"
 #include "train/run_dir.h"
@@ -174,7 +175,7 @@ void DitTrainer::start_epoch() {
 }
 
 StepTask::Output DitTrainer::forward_backward(int64_t s) {
-  const int64_t B = rank_batch_, N = x0_.numel() / B;
+  const int64_t B = rank_batch_;
   const int rank = dist().rank(), world = dist().world();
   Batch batch;
   if (!loader_->next(batch)) throw std::logic_error("dittrain: loader ran dry inside an epoch");
@@ -196,13 +197,12 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
       tt_.f32()[g / world] = static_cast<float>(tg);
     }
   }
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    const uint64_t global_row = static_cast<uint64_t>(b * world + rank);
-    Philox rng(cfg_.seed, philox_stream(kPurposeNoise, static_cast<uint64_t>(s), global_row));
-    float* z = noise_.f32() + b * N;
-    for (int64_t i = 0; i < N; ++i) z[i] = static_cast<float>(rng.normal());
-  }
+  // Row b's noise: Philox(seed, philox_stream(noise, s, global_row)), the
+  // same draws on every device (kernels/diffusion.h).
+  NoiseRows rows;
+  rows.purpose = kPurposeNoise, rows.key = static_cast<uint64_t>(s), rows.row_last = true;
+  rows.offset = rank, rows.stride = world;
+  gaussian_noise(cfg_.seed, rows, noise_);
   const GaussianDiffusion& diff = diff_;
   diff.q_sample(x0_, t, noise_, xt_);
   model_->forward(xt_, tt_, y_, out_);

@@ -4,14 +4,18 @@
 #include <stdexcept>
 
 #include "core/philox.h"
+#include "kernels/diffusion.h"
 
 namespace vt {
 namespace {
 constexpr uint64_t kPurposeSampleInit = 0xD1F70010, kPurposeSampleStep = 0xD1F70011;
 
-void fill_normal(float* dst, int64_t n, uint64_t seed, uint64_t stream) {
-  Philox rng(seed, stream);
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(rng.normal());
+// Row b of a batch whose first sample is `first`: Philox(seed,
+// philox_stream(purpose, first + b, key)), drawn by kernels/diffusion.h.
+NoiseRows sample_rows(uint64_t purpose, int64_t first, uint64_t key) {
+  NoiseRows r;
+  r.purpose = purpose, r.key = key, r.row_last = false, r.offset = first, r.stride = 1;
+  return r;
 }
 }  // namespace
 
@@ -44,7 +48,7 @@ Tensor sample_images(DiT& model, const SampleOptions& opt, const std::vector<int
                                   std::to_string(mc.num_classes) + ")");
   const GaussianDiffusion diff = sampling_diffusion(opt);
   const int64_t N = static_cast<int64_t>(labels.size()), C = mc.in_channels, S = mc.input_size;
-  const int64_t per = C * S * S, K = diff.num_steps();
+  const int64_t K = diff.num_steps();
   const int64_t bs = std::max(1, opt.batch);
   Tensor result = Tensor::empty({N, C, S, S});
   const int64_t total = ((N + bs - 1) / bs) * K;
@@ -56,8 +60,8 @@ Tensor sample_images(DiT& model, const SampleOptions& opt, const std::vector<int
     Tensor tt = Tensor::empty({MB}), yy = Tensor::empty({MB}, DType::I32);
     Tensor mo = Tensor::empty({MB, 2 * C, S, S});
     Tensor guided = guide ? Tensor::empty({B, 2 * C, S, S}) : mo;
+    gaussian_noise(opt.seed, sample_rows(kPurposeSampleInit, index_base + first, 0), x);
     for (int64_t b = 0; b < B; ++b) {
-      fill_normal(x.f32() + b * per, per, opt.seed, philox_stream(kPurposeSampleInit, static_cast<uint64_t>(index_base + first + b)));
       yy.i32()[b] = labels[static_cast<size_t>(first + b)];
       if (guide) yy.i32()[B + b] = static_cast<int32_t>(mc.num_classes);
     }
@@ -70,10 +74,7 @@ Tensor sample_images(DiT& model, const SampleOptions& opt, const std::vector<int
       }
       model.forward(xin, tt, yy, mo);
       if (guide) cfg_combine(mo, opt.cfg_scale, opt.guided_channels, guided);
-      for (int64_t b = 0; b < B; ++b)
-        fill_normal(z.f32() + b * per, per, opt.seed,
-                    philox_stream(kPurposeSampleStep, static_cast<uint64_t>(index_base + first + b),
-                                  static_cast<uint64_t>(k)));
+      gaussian_noise(opt.seed, sample_rows(kPurposeSampleStep, index_base + first, static_cast<uint64_t>(k)), z);
       if (opt.sampler == "ddim")
         diff.ddim_step(guided, x, t, opt.eta, z, xn, opt.clip_denoised);
       else
