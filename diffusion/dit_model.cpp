@@ -100,17 +100,19 @@ void DiT::set_pos_embed() { sincos_pos_embed_2d(cfg_.grid(), cfg_.grid(), store_
 int64_t DiT::num_params() const { return store_.numel() - store_.info(pos_).numel; }
 
 void DiT::plan(int64_t B) {
-  if (B == B_) return;
+  if (B == B_ && patches_.defined() && patches_.device() == store_.weights().device()) return;
   B_ = B;
   const int64_t D = cfg_.hidden, N = cfg_.tokens(), p = cfg_.patch;
   const int64_t cpp = cfg_.in_channels * p * p, fo = p * p * cfg_.out_channels();
-  auto E = [](const Shape& s) { return Tensor::empty(s); };
+  // Workspaces live where the parameters do.
+  const Device dev = store_.weights().device();
+  auto E = [dev](const Shape& s) { return Tensor::empty(s, DType::F32, dev); };
   patches_ = E({B, N, cpp});
   h_ = E({B, N, D});
   t_freq_ = E({B, kFreqDim});
   t_h1_ = E({B, D});
   t_h2_ = E({B, D});
-  y_ids_ = Tensor::empty({B}, DType::I32);
+  y_ids_ = Tensor::empty({B}, DType::I32, dev);
   c_ = E({B, D});
   silu_c_ = E({B, D});
   ada_ = E({B, 2 * D});

@@ -93,14 +93,29 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   lc.on_corrupt = parse_on_corrupt(cfg_.on_corrupt);
   loader_ = std::make_unique<Loader>(dataset_, lc);
 
+  plan_step_buffers();
+}
+
+// The step's tensors on the model's device; the labels and timesteps are
+// drawn on the host (host_y_, host_t_, host_tt_) and copied over (on the
+// CPU the host and device tensors are the same).
+void DitTrainer::plan_step_buffers() {
+  const Device dev = model_->params().weights().device();
   const int64_t B = rank_batch_, C = cfg_.model.in_channels, S = cfg_.model.input_size;
-  x0_ = Tensor::empty({B, C, S, S});
-  xt_ = Tensor::empty({B, C, S, S});
-  noise_ = Tensor::empty({B, C, S, S});
-  tt_ = Tensor::empty({B});
-  y_ = Tensor::empty({B}, DType::I32);
-  out_ = Tensor::empty({B, 2 * C, S, S});
-  dout_ = Tensor::empty({B, 2 * C, S, S});
+  auto E = [dev](const Shape& s, DType dt = DType::F32) { return Tensor::empty(s, dt, dev); };
+  x0_ = E({B, C, S, S});
+  xt_ = E({B, C, S, S});
+  noise_ = E({B, C, S, S});
+  out_ = E({B, 2 * C, S, S});
+  dout_ = E({B, 2 * C, S, S});
+  stats_ = E({B, 2}, DType::I64);
+  host_tt_ = Tensor::empty({B});
+  host_y_ = Tensor::empty({B}, DType::I32);
+  host_t_ = Tensor::empty({B}, DType::I32);
+  tt_ = dev.is_cpu() ? host_tt_ : E({B});
+  y_ = dev.is_cpu() ? host_y_ : E({B}, DType::I32);
+  t_ = dev.is_cpu() ? host_t_ : E({B}, DType::I32);
+  schedule_ = diff_.schedule_on(dev);
 }
 
 const std::string& DitTrainer::run_dir() const { return run_->path(); }
@@ -181,11 +196,11 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
   if (!loader_->next(batch)) throw std::logic_error("dittrain: loader ran dry inside an epoch");
   x0_.copy_from(batch.images);
   if (cfg_.data_kind == "latents") scale(x0_, static_cast<float>(cfg_.latent_scale), x0_);
-  y_.copy_from(batch.labels);
+  host_y_.copy_from(batch.labels);
   // Per-sample draws are keyed by the global row (j * world + rank), so a
   // sample's t, noise and label dropout do not depend on the world size.
-  drop_labels(y_, cfg_.model.class_dropout, cfg_.model.num_classes, cfg_.seed, static_cast<uint64_t>(s), rank, world);
-  std::vector<int> t(static_cast<size_t>(B));
+  drop_labels(host_y_, cfg_.model.class_dropout, cfg_.model.num_classes, cfg_.seed, static_cast<uint64_t>(s), rank,
+              world);
   {
     // One stream per step over the global batch (rejection sampling draws a
     // variable count per sample): every rank walks it and keeps its rows.
@@ -193,9 +208,14 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
     for (int64_t g = 0; g < cfg_.batch; ++g) {
       const int tg = static_cast<int>(rng.integer(0, cfg_.num_timesteps - 1));
       if (g % world != rank) continue;
-      t[static_cast<size_t>(g / world)] = tg;
-      tt_.f32()[g / world] = static_cast<float>(tg);
+      host_t_.i32()[g / world] = tg;
+      host_tt_.f32()[g / world] = static_cast<float>(tg);
     }
+  }
+  if (!x0_.device().is_cpu()) {  // the step's host draws go to the device
+    y_.copy_from(host_y_);
+    t_.copy_from(host_t_);
+    tt_.copy_from(host_tt_);
   }
   // Row b's noise: Philox(seed, philox_stream(noise, s, global_row)), the
   // same draws on every device (kernels/diffusion.h).
@@ -203,10 +223,13 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
   rows.purpose = kPurposeNoise, rows.key = static_cast<uint64_t>(s), rows.row_last = true;
   rows.offset = rank, rows.stride = world;
   gaussian_noise(cfg_.seed, rows, noise_);
-  const GaussianDiffusion& diff = diff_;
-  diff.q_sample(x0_, t, noise_, xt_);
+  diffusion_q_sample(schedule_, t_, x0_, noise_, xt_);
   model_->forward(xt_, tt_, y_, out_);
-  const auto L = diff.training_losses(out_, x0_, xt_, noise_, t, dout_, cfg_.t0_term);
+  diffusion_training_losses(schedule_, t_, out_, x0_, xt_, noise_, diffusion_t0(cfg_.t0_term), stats_, dout_);
+  // The per-sample losses cross to the host (B x 2 doubles): the loop's
+  // non-finite policy and the metrics need the step's loss.
+  const Tensor stats = stats_.to(Device::cpu());
+  const auto L = GaussianDiffusion::losses_from_stats(f64_data(stats), B);
   ParamStore& ps = model_->params();
   ps.zero_grad();
   model_->backward(dout_);
