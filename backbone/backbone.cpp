@@ -6,16 +6,12 @@
 #include <string>
 #include <utility>
 
+#include "backbone/workspace.h"
 #include "kernels/activation.h"
 #include "kernels/elementwise.h"
 
 namespace vt {
 
-namespace {
-void ensure(Tensor& t, const Shape& s) {
-  if (!t.defined() || t.shape() != s) t = Tensor::empty(s);
-}
-}  // namespace
 
 Backbone::FinalNorm Backbone::add_final(const std::string& name, bool affine) {
   FinalNorm n;
@@ -83,8 +79,11 @@ void Backbone::set_active_depth(int64_t n) {
 }
 
 void Backbone::plan(int64_t B, int64_t T) {
-  if (B == B_ && T == T_ && !xs_.empty()) return;
+  if (B == B_ && T == T_ && !xs_.empty() && planned_on_ == store_->device()) return;
+  planned_on_ = store_->device();
   B_ = B, T_ = T;
+  const Device dev = store_->device();
+  auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
   const int64_t D = cfg_.dim, S = 2 * cfg_.depth + 1;
   bool hx = false, hy = false;
   for (const auto& b : blocks_) hx = hx || b->uses_x(), hy = hy || b->uses_y();
@@ -92,11 +91,11 @@ void Backbone::plan(int64_t B, int64_t T) {
   xs_.assign(S, Tensor());
   ys_.assign(S, Tensor());
   for (int64_t i = 0; i < S; ++i) {
-    if (hx) xs_[i] = Tensor::empty({B, T, D});
-    if (hy) ys_[i] = alias_ ? xs_[i] : Tensor::empty({B, T, D});
+    if (hx) xs_[i] = Tensor::empty({B, T, D}, DType::F32, dev);
+    if (hy) ys_[i] = alias_ ? xs_[i] : Tensor::empty({B, T, D}, DType::F32, dev);
   }
   for (auto& b : blocks_) b->plan(B, T);
-  scratch_.plan(cfg_, B, T);
+  scratch_.plan(cfg_, B, T, dev);
   ensure(fmean_, {3, B * T});
   ensure(frstd_, {3, B * T});
   ensure(gx_, {B, T, D});
@@ -231,7 +230,8 @@ void Backbone::backward(const Tensor& dout, const Tensor& dh, const Tensor& dc) 
 
 Backbone::StreamRms Backbone::stream_rms() const {
   if (!has_forward_) throw std::logic_error("Backbone::stream_rms: no forward to measure");
-  auto rms = [](const Tensor& t) {
+  auto rms = [](const Tensor& dev_t) {
+    const Tensor t = dev_t.to(Device::cpu());  // logging only: a copy when the model is on a GPU
     const float* p = t.f32();
     double a = 0;
     for (int64_t i = 0, n = t.numel(); i < n; ++i) a += static_cast<double>(p[i]) * p[i];
@@ -253,7 +253,7 @@ std::vector<std::pair<std::string, double>> Backbone::norm_scales() const {
     for (auto& e : b->norm_scales()) r.push_back(std::move(e));
   for (const FinalNorm* n : {&fx_, &fy_, &fin_}) {
     if (!n->affine) continue;
-    const Tensor w = store_->value(n->w);
+    const Tensor w = store_->value(n->w).to(Device::cpu());
     double a = 0;
     for (int64_t i = 0; i < w.numel(); ++i) a += std::fabs(static_cast<double>(w.f32()[i]));
     std::string name = store_->info(n->w).name;

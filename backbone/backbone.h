@@ -91,6 +91,7 @@ class Backbone {
   Tensor gx_, gy_;
   BlockScratch scratch_;
   int64_t B_ = 0, T_ = 0;
+  Device planned_on_;  // the store's device when the workspaces were planned
   bool has_forward_ = false;
 
   FinalNorm add_final(const std::string& name, bool affine);

@@ -3,21 +3,18 @@
 #include <cmath>
 
 #include "core/philox.h"
+#include "backbone/workspace.h"
 #include "kernels/drop_path.h"
 #include "kernels/elementwise.h"
 #include "kernels/layernorm.h"
 
 namespace vt {
 
-namespace {
-void ensure(Tensor& t, const Shape& s) {
-  if (!t.defined() || t.shape() != s) t = Tensor::empty(s);
-}
-}  // namespace
 
-void BlockScratch::plan(const BackboneConfig& cfg, int64_t B, int64_t T) {
+void BlockScratch::plan(const BackboneConfig& cfg, int64_t B, int64_t T, Device dev) {
+  auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
   const int64_t D = cfg.dim;
-  mod.plan(B, T, D, cfg.hidden(), cfg.scheme == NormScheme::Hybrid);
+  mod.plan(B, T, D, cfg.hidden(), cfg.scheme == NormScheme::Hybrid, dev);
   for (Tensor* t : {&u, &f, &dz, &df, &dr, &gx_alt}) ensure(*t, {B, T, D});
   if (cfg.conditioned()) {
     ensure(dmod, {B, 6 * D});
@@ -104,6 +101,8 @@ Block::Block(ParamStore& store, const BackboneConfig& cfg, int64_t index)
 }
 
 void Block::plan(int64_t B, int64_t T) {
+  const Device dev = store_->device();
+  auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
   B_ = B, T_ = T;
   const int64_t D = cfg_.dim, R = B * T;
   attn_.plan(B, T);
@@ -264,7 +263,7 @@ void Block::sub_backward(int k, const BlockIO& io, Tensor& gx, const Tensor& gy,
 std::vector<std::pair<std::string, double>> Block::norm_scales() const {
   std::vector<std::pair<std::string, double>> r;
   auto mean_abs = [&](ParamId id) {
-    const Tensor w = store_->value(id);
+    const Tensor w = store_->value(id).to(Device::cpu());  // logging only
     const float* p = w.f32();
     double a = 0;
     for (int64_t i = 0; i < w.numel(); ++i) a += std::fabs(static_cast<double>(p[i]));

@@ -39,7 +39,7 @@ struct BlockScratch {
   Tensor u, f, dz, df, dr, gx_alt;  // [B,T,D]
   Tensor dmod;                      // [B,6D] (DiT)
   Tensor d_silu;                    // [B,D]  (DiT)
-  void plan(const BackboneConfig& cfg, int64_t B, int64_t T);
+  void plan(const BackboneConfig& cfg, int64_t B, int64_t T, Device dev);  // on the parameters' device
 };
 
 class Block {

@@ -1,5 +1,9 @@
 #include "backbone/linear.h"
 
+#include <stdexcept>
+
+#include "backbone/workspace.h"
+#include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 
 namespace vt {
@@ -11,10 +15,27 @@ Linear::Linear(ParamStore& store, const std::string& name, int64_t in, int64_t o
   if (bias) b_ = store.add(name + ".bias", {out}, bias_init, /*weight_decay=*/false);
 }
 
-void Linear::forward(const Tensor& x, const Tensor& y) const { linear_forward(x, weight(), bias(), y); }
+void Linear::forward(const Tensor& x, const Tensor& y) const {
+  if (!store_->has_bf16_copy()) {
+    linear_forward(x, weight(), bias(), y);
+    return;
+  }
+  ensure_workspace(xb_, x.shape(), x.device(), DType::BF16);
+  convert(x, xb_);
+  linear_forward(xb_, store_->value_bf16(w_), bias(), y);
+}
 
 void Linear::backward(const Tensor& dy, const Tensor& x, const Tensor& dx) const {
-  linear_backward(dy, x, weight(), dx, store_->grad(w_), has_bias_ ? store_->grad(b_) : Tensor());
+  const Tensor dw = store_->grad(w_), db = has_bias_ ? store_->grad(b_) : Tensor();
+  if (!store_->has_bf16_copy()) {
+    linear_backward(dy, x, weight(), dx, dw, db);
+    return;
+  }
+  if (!xb_.defined() || xb_.shape() != x.shape())
+    throw std::logic_error("Linear::backward: no bf16 forward input saved for x " + x.str());
+  ensure_workspace(dyb_, dy.shape(), dy.device(), DType::BF16);
+  convert(dy, dyb_);
+  linear_backward(dyb_, xb_, store_->value_bf16(w_), dx, dw, db);
 }
 
 }  // namespace vt

@@ -1,18 +1,14 @@
 #include "backbone/modules.h"
 
+#include "backbone/workspace.h"
 #include "kernels/attention.h"
 #include "kernels/layernorm.h"
 
 namespace vt {
 
-namespace {
-// (Re)allocates t unless it already has this shape.
-void ensure(Tensor& t, const Shape& s) {
-  if (!t.defined() || t.shape() != s) t = Tensor::empty(s);
-}
-}  // namespace
 
-void ModuleScratch::plan(int64_t B, int64_t T, int64_t D, int64_t hidden, bool qkv_norm) {
+void ModuleScratch::plan(int64_t B, int64_t T, int64_t D, int64_t hidden, bool qkv_norm, Device dev) {
+  auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
   ensure(d_a, {B, T, D});
   ensure(d_qkv, {B, T, 3 * D});
   ensure(d_h, {B, T, hidden});
@@ -41,6 +37,8 @@ Attention::Attention(ParamStore& store, const std::string& prefix, int64_t dim, 
 }
 
 void Attention::plan(int64_t B, int64_t T) {
+  const Device dev = store_->device();
+  auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
   ensure(qkv_out_, {B, T, 3 * dim_});
   ensure(probs_, {B, heads_, T, T});
   ensure(a_, {B, T, dim_});
@@ -103,6 +101,8 @@ Mlp::Mlp(ParamStore& store, const std::string& prefix, int64_t dim, int64_t hidd
       hidden_(hidden) {}
 
 void Mlp::plan(int64_t B, int64_t T) {
+  const Device dev = fc1_.device();
+  auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
   ensure(h1_, {B, T, hidden_});
   ensure(h2_, {B, T, hidden_});
 }

@@ -28,7 +28,8 @@ struct ModuleScratch {
   Tensor d_qkv;  // [B,T,3D]
   Tensor d_h;    // [B,T,hidden]
   Tensor qn_x, qn_y;  // [B,T,D] one of q/k/v made contiguous (qkv_norm)
-  void plan(int64_t B, int64_t T, int64_t D, int64_t hidden, bool qkv_norm);
+  // On `dev`, the device of the model's parameters.
+  void plan(int64_t B, int64_t T, int64_t D, int64_t hidden, bool qkv_norm, Device dev);
 };
 
 class Attention {

@@ -40,12 +40,14 @@ OptimizerState::OptimizerState(const ParamStore& params, bool with_ema) : params
   exp_avg_sq_ = Tensor::zeros({n}, DType::F32, dev);
   std::vector<DecaySegment> segs;
   for (const ParamInfo& p : params.infos()) segs.push_back({p.offset, p.numel, p.weight_decay});
-  decay_mask_ = decay_mask_from_segments(n, segs);
+  decay_mask_ = decay_mask_from_segments(n, segs).to(dev);  // built on the host once
   if (with_ema) ema_ = params.weights().clone();
 }
 
 void OptimizerState::adamw_step(const AdamWParams& hp) {
-  vt::adamw_step(params_->weights(), params_->grads(), exp_avg_, exp_avg_sq_, hp, ++steps_, decay_mask_);
+  // With a bf16 weight copy (precision: bf16) the update kernel rewrites it.
+  vt::adamw_step(params_->weights(), params_->grads(), exp_avg_, exp_avg_sq_, hp, ++steps_, decay_mask_,
+                 params_->weights_bf16());
 }
 
 void OptimizerState::update_ema(float decay) {

@@ -1,5 +1,7 @@
 #include "backbone/param_store.h"
 
+#include "kernels/elementwise.h"
+
 #include <cmath>
 #include <functional>
 #include <stdexcept>
@@ -50,6 +52,38 @@ void ParamStore::finalize(Device device) {
   }
   weights_ = Tensor::zeros({numel_}, DType::F32, device);
   grads_ = Tensor::zeros({numel_}, DType::F32, device);
+}
+
+void ParamStore::to(Device device) {
+  require_finalized("to");
+  if (weights_.device() == device) return;
+  if (has_bf16_copy() && device.is_cpu())
+    throw std::invalid_argument("ParamStore::to: the bf16 weight copy needs a CUDA device, not " + device.str());
+  weights_ = weights_.to(device);
+  grads_ = Tensor::zeros({numel_}, DType::F32, device);
+  if (has_bf16_copy()) {
+    weights_bf16_ = Tensor::empty({numel_}, DType::BF16, device);
+    refresh_bf16();
+  }
+}
+
+void ParamStore::enable_bf16_copy() {
+  require_finalized("enable_bf16_copy");
+  if (!weights_.device().is_cuda())
+    throw std::invalid_argument("ParamStore::enable_bf16_copy: the weights are on " + weights_.device().str() +
+                                "; bf16 GEMMs run on CUDA only");
+  if (!has_bf16_copy()) weights_bf16_ = Tensor::empty({numel_}, DType::BF16, weights_.device());
+  refresh_bf16();
+}
+
+void ParamStore::refresh_bf16() {
+  if (has_bf16_copy()) convert(weights_, weights_bf16_);
+}
+
+Tensor ParamStore::value_bf16(ParamId id) const {
+  if (!has_bf16_copy()) throw std::logic_error("ParamStore::value_bf16: no bf16 copy (enable_bf16_copy)");
+  const ParamInfo& p = params_.at(id);
+  return weights_bf16_.slice(0, p.offset, p.offset + p.numel).view(p.shape);
 }
 
 void ParamStore::require_finalized(const char* what) const {
@@ -166,6 +200,7 @@ LoadReport ParamStore::load(const std::map<std::string, Tensor>& dict, bool stri
     Tensor f = src.dtype() == DType::F32 ? src : src.to(Device::cpu()).to(DType::F32);
     value(i).copy_from(f);
   }
+  refresh_bf16();
   return r;
 }
 

@@ -77,6 +77,14 @@ class ParamStore {
   // for the same device.
   void finalize(Device device = Device::cpu());
   bool finalized() const { return weights_.defined(); }
+  // The device of the flat buffers (cpu before finalize()).
+  Device device() const { return weights_.defined() ? weights_.device() : Device::cpu(); }
+
+  // Moves the flat buffers to `device`: weights copied (fp32, unchanged),
+  // gradients zeroed. Views from value()/grad() taken before are stale;
+  // modules hold ParamIds, so they follow. Throws std::logic_error before
+  // finalize().
+  void to(Device device);
 
   // Runs every parameter's initialiser.
   void init(uint64_t seed);
@@ -93,6 +101,18 @@ class ParamStore {
   int64_t numel() const { return numel_; }
   const Tensor& weights() const { return weights_; }  // [numel] flat
   const Tensor& grads() const { return grads_; }      // [numel] flat
+
+  // precision: bf16 (train/device_choice.h): a BF16 copy of the weights in
+  // a third flat buffer, the operand of the bf16 GEMMs (Linear). AdamW
+  // writes it in its update kernel; refresh_bf16() rewrites it from the
+  // fp32 weights after anything else changed them (to(), load(), an EMA
+  // swap). CUDA only: std::invalid_argument on the CPU. Undefined until
+  // enabled.
+  void enable_bf16_copy();
+  void refresh_bf16();
+  bool has_bf16_copy() const { return weights_bf16_.defined(); }
+  const Tensor& weights_bf16() const { return weights_bf16_; }  // [numel] flat BF16
+  Tensor value_bf16(ParamId id) const;                          // view into weights_bf16()
   void zero_grad();
 
   // Named views (no copy) for checkpoint writing.
@@ -112,7 +132,7 @@ class ParamStore {
   std::vector<ParamInfo> params_;
   std::map<std::string, ParamId> index_;
   int64_t numel_ = 0;
-  Tensor weights_, grads_;
+  Tensor weights_, grads_, weights_bf16_;
 };
 
 }  // namespace vt

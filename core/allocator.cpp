@@ -67,7 +67,7 @@ struct CudaCache {
   std::multimap<BlockKey, void*> free_blocks;
   std::map<void*, LiveBlock> live;
   std::vector<PendingBlock> pending;
-  size_t in_use = 0, cached = 0;
+  size_t in_use = 0, cached = 0, peak = 0, mallocs = 0;
 };
 
 CudaCache& cache() {
@@ -135,6 +135,7 @@ void* cuda_alloc(size_t bytes, int device, CudaStreamHandle stream) {
     c.cached -= size;
     c.live[p] = {key, {}};
     c.in_use += size;
+    c.peak = std::max(c.peak, c.in_use);
     return p;
   }
   int prev = 0;
@@ -142,6 +143,7 @@ void* cuda_alloc(size_t bytes, int device, CudaStreamHandle stream) {
   cudaSetDevice(device);
   void* p = nullptr;
   cudaError_t err = cudaMalloc(&p, size);
+  ++c.mallocs;
   if (err != cudaSuccess) {
     // Give the cache back and try once more before failing.
     cudaGetLastError();
@@ -157,6 +159,7 @@ void* cuda_alloc(size_t bytes, int device, CudaStreamHandle stream) {
   }
   c.live[p] = {key, {}};
   c.in_use += size;
+  c.peak = std::max(c.peak, c.in_use);
   return p;
 }
 
@@ -211,6 +214,22 @@ void cuda_empty_cache() {
 
 size_t cuda_bytes_in_use() { return cache().in_use; }
 size_t cuda_bytes_cached() { return cache().cached; }
+size_t cuda_peak_bytes_in_use() { return cache().peak; }
+void cuda_reset_peak_bytes() {
+  CudaCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.peak = c.in_use;
+}
+size_t cuda_malloc_calls() { return cache().mallocs; }
+
+CudaDeviceInfo cuda_device_info(int device) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    cudaGetLastError();
+    throw std::runtime_error("cuda:" + std::to_string(device) + ": cannot read the device properties");
+  }
+  return {prop.name, prop.totalGlobalMem};
+}
 
 int cuda_device_count() {
   int n = 0;
@@ -221,6 +240,12 @@ int cuda_device_count() {
   return n;
 }
 bool cuda_available() { return cuda_device_count() > 0; }
+void cuda_set_device(int device) {
+  if (cudaSetDevice(device) != cudaSuccess) {
+    cudaGetLastError();
+    throw std::runtime_error("cannot make cuda:" + std::to_string(device) + " the current device");
+  }
+}
 
 #else
 
@@ -230,8 +255,13 @@ void cuda_record_stream(void*, CudaStreamHandle) {}
 void cuda_empty_cache() {}
 size_t cuda_bytes_in_use() { return 0; }
 size_t cuda_bytes_cached() { return 0; }
+size_t cuda_peak_bytes_in_use() { return 0; }
+void cuda_reset_peak_bytes() {}
+size_t cuda_malloc_calls() { return 0; }
+CudaDeviceInfo cuda_device_info(int) { throw std::runtime_error("this build has no CUDA support"); }
 int cuda_device_count() { return 0; }
 bool cuda_available() { return false; }
+void cuda_set_device(int) { throw std::runtime_error("this build has no CUDA support"); }
 
 #endif
 

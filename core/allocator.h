@@ -6,6 +6,7 @@
 //    shapes every iteration calls cudaMalloc only in the first step.
 #pragma once
 #include <cstddef>
+#include <string>
 
 #include "core/dtype.h"
 
@@ -43,9 +44,26 @@ void cuda_empty_cache();
 // Bytes currently handed out / held in the cache, per all devices.
 size_t cuda_bytes_in_use();
 size_t cuda_bytes_cached();  // includes blocks waiting for their events
+// Highest cuda_bytes_in_use() since the start or the last reset (the
+// trainers' "peak GPU memory"); cudaMalloc calls made by the cache so far
+// (a steady-state training step makes none: workspaces are planned once).
+size_t cuda_peak_bytes_in_use();
+void cuda_reset_peak_bytes();
+size_t cuda_malloc_calls();
+
+// Name and total memory of a CUDA device (throws std::runtime_error without
+// one).
+struct CudaDeviceInfo {
+  std::string name;
+  size_t total_bytes = 0;
+};
+CudaDeviceInfo cuda_device_info(int device);
 
 // Whether a CUDA device is visible (false in builds without VT_CUDA).
 bool cuda_available();
 int cuda_device_count();
+// Makes `device` current for this host thread (kernels launch there);
+// throws std::runtime_error when that fails or without VT_CUDA.
+void cuda_set_device(int device);
 
 }  // namespace vt

@@ -57,15 +57,4 @@ std::string run_name(const Config& c, const std::string& key) {
   return name;
 }
 
-std::string training_device(const Config& c, const std::string& program) {
-  const std::string d = c.get<std::string>("device");
-  if (d != "auto" && d != "cpu" && d != "cuda") bad_value(c, "device", "expected auto | cpu | cuda, got '" + d + "'");
-  // Failing here beats silently training on the CPU.
-  if (d == "cuda")
-    bad_value(c, "device", "CUDA training is not yet implemented in " + program +
-                               " (the CUDA kernels exist but the trainer runs on the CPU); use device=cpu or "
-                               "device=auto");
-  return d;
-}
-
 }  // namespace vt

@@ -35,9 +35,5 @@ void reject_unread(const Config& cfg, const std::string& key, bool read, const s
 // '.', and neither '.' nor '..'.
 std::string run_name(const Config& cfg, const std::string& key = "name");
 
-// The `device` key of a trainer: auto | cpu. cuda is refused with a message
-// naming `program` (the CUDA kernels exist; the training steps do not run on
-// them yet). Returns the value.
-std::string training_device(const Config& cfg, const std::string& program);
 
 }  // namespace vt

@@ -40,9 +40,7 @@ void mixup_targets(const int32_t* labels, int B, int K, double lam, double smoot
   }
 }
 
-MixupDecision mixup_batch(float* images, int B, int C, int H, int W, const int32_t* labels, float* targets,
-                          Philox& rng, const MixupParams& p) {
-  if (B % 2 != 0) throw std::invalid_argument("mixup_batch: batch size " + std::to_string(B) + " must be even");
+MixupDecision draw_mixup(int H, int W, Philox& rng, const MixupParams& p) {
   MixupDecision d;
   // Draw order fixed so a batch's decision depends only on its key.
   const bool apply = rng.uniform_double() < p.prob;
@@ -55,10 +53,21 @@ MixupDecision mixup_batch(float* images, int B, int C, int H, int W, const int32
     d.applied = true;
     d.cutmix = use_cutmix;
     d.lambda = lam_draw;
-    const size_t plane = static_cast<size_t>(H) * W, sample = plane * C;
     if (use_cutmix) {
       d.box = cutmix_box(H, W, lam_draw, cy, cx);
       d.lambda = cutmix_lambda(d.box, H, W);
+    }
+  }
+  return d;
+}
+
+MixupDecision mixup_batch(float* images, int B, int C, int H, int W, const int32_t* labels, float* targets,
+                          Philox& rng, const MixupParams& p) {
+  if (B % 2 != 0) throw std::invalid_argument("mixup_batch: batch size " + std::to_string(B) + " must be even");
+  const MixupDecision d = draw_mixup(H, W, rng, p);
+  if (d.applied) {
+    const size_t plane = static_cast<size_t>(H) * W, sample = plane * C;
+    if (d.cutmix) {
       // Pairs (i, B-1-i) exchange the box: a swap, since B is even.
       for (int i = 0; i < B / 2; ++i) {
         float* a = images + i * sample;

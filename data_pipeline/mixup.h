@@ -34,6 +34,11 @@ struct MixupDecision {
   CutmixBox box;
 };
 
+// The batch's decision alone: the same draws in the same order as
+// mixup_batch (which calls it), for applying where the batch lives
+// (kernels/mixup.h mixes an uploaded batch on the GPU).
+MixupDecision draw_mixup(int H, int W, Philox& rng, const MixupParams& p);
+
 // Mixes a contiguous float batch images[B, C, H, W] in place and writes
 // targets[B, K] (K = p.num_classes): off = s/K, on = 1 - s + off,
 // t_i = lam onehot(y_i) + (1 - lam) onehot(y_{B-1-i}).

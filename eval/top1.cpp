@@ -74,7 +74,11 @@ Top1Report run_top1(const Top1Request& req, const std::vector<std::string>& conf
   const FoundConfig fc = load_vtrain_config(req.config, configs_dirs, req.overrides);
   LoadedClassifier lc = load_classifier(fc.cfg, fc.path, req.ckpt, req.ema);
   const TrainOptions& o = lc.options;
-  if (o.device == "cuda") throw std::runtime_error("device: cuda is not yet supported by veval top1 (use cpu or auto)");
+  // The config's device and precision keys (train/device_choice.h); the
+  // weights are loaded on the host, then moved.
+  apply_device_choice(o.compute);
+  lc.model->to(o.compute.device);
+  if (o.compute.bf16()) lc.model->params().enable_bf16_copy();
   if (o.threads > 0) omp_set_num_threads(o.threads);
 
   const std::string split = req.split == "val" ? o.val_split : req.split == "train" ? o.train_split : req.split;
@@ -109,6 +113,7 @@ Top1Report run_top1(const Top1Request& req, const std::vector<std::string>& conf
   eo.rank = dist().rank(), eo.world = dist().world();
   rep.result = reduce_eval_result(evaluate_classifier(*lc.model, ds, eo, progress));
   rep.config_path = fc.path;
+  rep.device = o.compute.describe();
   rep.weights_file = lc.weights_file;
   rep.split_dir = dir;
   rep.num_classes = o.vit.num_classes;

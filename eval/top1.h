@@ -36,6 +36,7 @@ Top1Request parse_top1_args(const std::vector<std::string>& args);
 struct Top1Report {
   EvalResult result;
   std::string config_path, weights_file, split_dir;
+  std::string device;  // DeviceChoice::describe() of the run
   int64_t num_classes = 0;
   int64_t blocks_run = 0, depth = 0;  // blocks evaluated (depth - prune_last) of the model's depth
 };
@@ -45,7 +46,7 @@ struct Top1Report {
 // found / bad key; missing checkpoint or weights file; ema requested but
 // absent; checkpoint not matching the config; a missing split folder; a
 // split whose class folders differ from data.train_split's (labels would
-// not mean the same classes); device: cuda (not supported yet); prune_last
+// not mean the same classes); device: cuda without a visible GPU; prune_last
 // above the model's depth (std::invalid_argument naming prune_last).
 Top1Report run_top1(const Top1Request& req, const std::vector<std::string>& configs_dirs,
                     const std::function<void(int64_t, int64_t)>& progress = {});

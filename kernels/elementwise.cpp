@@ -71,6 +71,28 @@ void mul(const Tensor& a, const Tensor& b, const Tensor& out) {
   cpu::mul(a.f32(), b.f32(), out.f32(), a.numel());
 }
 
+void convert(const Tensor& src, const Tensor& dst) {
+  const char* op = "convert";
+  for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"src", &src}, {"dst", &dst}}) {
+    opcheck::defined(op, name, *t);
+    if (t->dtype() != DType::F32 && t->dtype() != DType::BF16)
+      opcheck::fail(op, opcheck::desc(name, *t) + ": dtype " + dtype_name(t->dtype()) + " (F32 or BF16)");
+  }
+  opcheck::like(op, "dst", dst, src.shape(), dst.dtype());
+  opcheck::like(op, "src", src, src.shape(), src.dtype());
+  if (src.device() != dst.device())
+    opcheck::fail(op, opcheck::desc("dst", dst) + " is not on the device of " + opcheck::desc("src", src));
+  if (!src.device().is_cpu()) {
+#ifdef VT_CUDA
+    cuda::convert(src.raw(), src.dtype(), dst.raw(), dst.dtype(), src.numel());
+    return;
+#else
+    opcheck::no_cuda(op);
+#endif
+  }
+  cpu::convert(src.raw(), src.dtype(), dst.raw(), dst.dtype(), src.numel());
+}
+
 double sum(const Tensor& x) {
   if (check_all("sum", {{"x", &x}})) {
 #ifdef VT_CUDA

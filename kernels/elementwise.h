@@ -24,4 +24,12 @@ void mul(const Tensor& a, const Tensor& b, const Tensor& out);
 // sum of all elements, accumulated in double.
 double sum(const Tensor& x);
 
+// dst = src converted between F32 and BF16 (either direction, or a plain
+// copy for equal dtypes), rounding to nearest even as core/dtype.h's
+// f32_to_bf16 (PyTorch's .to(torch.bfloat16)). The bf16 GEMM operands of a
+// GPU step (activations, upstream gradients, the weight copy) are made with
+// it. Both contiguous, same shape, one device; the only op here that takes
+// BF16 on the CPU (its reference for the CUDA twin).
+void convert(const Tensor& src, const Tensor& dst);
+
 }  // namespace vt

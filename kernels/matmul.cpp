@@ -175,3 +175,13 @@ void bias_backward(const Tensor& dy, const Tensor& dbias) {
 }
 
 }  // namespace vt
+
+namespace vt {
+void set_matmul_tf32(bool on) {
+#ifdef VT_CUDA
+  cuda::set_tf32(on);
+#else
+  (void)on;
+#endif
+}
+}  // namespace vt

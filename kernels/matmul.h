@@ -65,4 +65,9 @@ void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, co
 // order per column, so the result does not depend on the thread count.
 void bias_backward(const Tensor& dy, const Tensor& dbias);
 
+// precision: tf32 (train/device_choice.h): CUDA F32 GEMMs on TF32 tensor
+// cores (10-bit mantissa products, fp32 accumulation), process-wide. No
+// effect on the CPU (always fp32) or on BF16 operands.
+void set_matmul_tf32(bool on);
+
 }  // namespace vt

@@ -84,15 +84,24 @@ EvalResult evaluate_classifier(VisionTransformer& model, std::shared_ptr<const D
   const int64_t K = vc.num_classes;
   EvalResult e;
   Batch b;
-  Tensor logits;
+  Tensor logits, images, labels, host_logits;
+  // On a GPU the batch is uploaded and the loss and top-1 count computed
+  // there; only the logits come back for the top-5 count.
+  const Device dev = model.device();
   while (loader.next(b)) {
     const int64_t B = b.images.shape()[0];
-    if (!logits.defined() || logits.shape()[0] != B) logits = Tensor::empty({B, K});
-    model.forward(b.images, logits, false);
-    CrossEntropyResult r = cross_entropy_forward_backward(logits, b.labels, 0.0f, Tensor());
+    if (!logits.defined() || logits.shape()[0] != B) {
+      logits = Tensor::empty({B, K}, DType::F32, dev);
+      images = dev.is_cpu() ? Tensor() : Tensor::empty(b.images.shape(), DType::F32, dev);
+      labels = dev.is_cpu() ? Tensor() : Tensor::empty({B}, DType::I32, dev);
+    }
+    if (!dev.is_cpu()) images.copy_from(b.images), labels.copy_from(b.labels);
+    model.forward(dev.is_cpu() ? b.images : images, logits, false);
+    CrossEntropyResult r = cross_entropy_forward_backward(logits, dev.is_cpu() ? b.labels : labels, 0.0f, Tensor());
     e.loss_sum += r.loss * static_cast<double>(B);
     e.correct1 += r.correct;
-    const float* l = logits.f32();
+    host_logits = logits.to(Device::cpu());
+    const float* l = host_logits.f32();
     for (int64_t i = 0; i < B; ++i) {
       const float* row = l + i * K;
       const float v = row[b.labels.i32()[i]];

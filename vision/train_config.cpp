@@ -5,6 +5,7 @@
 
 #include "core/config_checks.h"
 #include "core/config_paths.h"
+#include "train/device_choice.h"
 
 namespace vt {
 
@@ -14,7 +15,8 @@ const ConfigSchema& vtrain_schema() {
     using T = ConfigType;
     s.optional("name", T::String, "vtrain", "run name (letters, digits, - _ .): outputs go to <out_dir>/<name>/")
         .optional("out_dir", T::String, "runs", "parent of run directories (relative to the CWD)")
-        .optional("device", T::String, "auto", "auto | cpu (cuda: not yet implemented for training)")
+        .optional("device", T::String, "auto", "auto | cpu | cuda | cuda:N (auto: the GPU when one is visible)")
+        .optional("precision", T::String, "auto", "auto | bf16 | fp32 | tf32 (auto: bf16 on a GPU, fp32 on the CPU)")
         .optional("seed", T::Int, "0", "seed of every random stream (init, data order, augmentation, drop-path)")
         .optional("threads", T::Int, "0", "OpenMP threads for compute (0: library default; 0..1024)")
         .optional("model.preset", T::String, "deit_small", "deit_tiny | deit_small | deit_base | custom")
@@ -103,7 +105,7 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   o.name = run_name(c);
   o.out_dir = c.get<std::string>("out_dir");
   if (o.out_dir.empty()) bad_value(c, "out_dir", "must not be empty");
-  o.device = training_device(c, "vtrain");
+  o.compute = device_choice(c);
   o.seed = static_cast<uint64_t>(int_in(c, "seed", 0, std::numeric_limits<int64_t>::max()));
   o.threads = static_cast<int>(int_in(c, "threads", 0, 1024));
 

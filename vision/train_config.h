@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "train/device_choice.h"
 #include "vision/lr_schedule.h"
 #include "vision/vit.h"
 
@@ -22,7 +23,8 @@ namespace vt {
 const ConfigSchema& vtrain_schema();
 
 struct TrainOptions {
-  std::string name, out_dir, device;
+  std::string name, out_dir;
+  DeviceChoice compute;  // device and precision keys (train/device_choice.h)
   uint64_t seed = 0;
   int threads = 0;
   // model
@@ -81,7 +83,8 @@ struct TrainOptions {
 // but make no sense: every number is range-checked (sizes that must fit an
 // int, probabilities in [0, 1], positive finite lr, ...), the model shape is
 // validated (heads | dim, patch | img_size), name must be a plain path
-// component, device=cuda is refused (training runs on the CPU). All of this
+// component, device=cuda without a visible GPU and precision=bf16 on the CPU
+// are refused (train/device_choice.h). All of this
 // happens before a run directory exists.
 TrainOptions train_options(const Config& cfg, const std::string& config_path);
 

@@ -16,7 +16,9 @@
 #include "core/philox.h"
 #include "core/progress.h"
 #include "data_pipeline/loader.h"
+#include "core/allocator.h"
 #include "kernels/cross_entropy.h"
+#include "kernels/mixup.h"
 #include "kernels/optim.h"
 #include "core/checkpoint_dir.h"
 #include "core/config_paths.h"
@@ -193,9 +195,10 @@ struct Trainer::Impl {
   }
   static void append(Scalars& to, const Scalars& more) { to.insert(to.end(), more.begin(), more.end()); }
 
-  struct StepWork {  // per-run buffers and constants of the step
+  struct StepWork {  // per-run buffers and constants of the step, on the model's device
     MixupParams mix;
     Tensor logits, dlogits, targets;
+    Tensor images, labels;  // GPU: the uploaded batch (the CPU step reads the loader's)
   };
 
   // Mixup/CutMix over several ranks as in one process: timm pairs global
@@ -236,7 +239,9 @@ struct Trainer::Impl {
     const int64_t B = rank_batch;
     CrossEntropyResult ce;
     ps.zero_grad();
-    if (o.mixing()) {
+    if (!ps.device().is_cpu()) {
+      ce = device_forward(batch, b, w);
+    } else if (o.mixing()) {
       Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
       const Shape& s = batch.images.shape();
       if (dist().world() > 1) mix_global_batch(batch, rng, w);
@@ -251,6 +256,26 @@ struct Trainer::Impl {
     }
     model->backward(w.dlogits);
     return ce.loss;
+  }
+
+  // The same step with the batch on the GPU: uploaded once, mixed there
+  // with the host's draws (identical keys and decision), loss on the device.
+  CrossEntropyResult device_forward(const Batch& batch, int64_t b, StepWork& w) {
+    w.images.copy_from(batch.images);
+    w.labels.copy_from(batch.labels);
+    if (o.mixing()) {
+      if (rank_batch % 2 != 0)
+        throw std::invalid_argument("Mixup/CutMix: batch size " + std::to_string(rank_batch) + " must be even");
+      Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
+      const Shape& s = w.images.shape();
+      const MixupDecision d = draw_mixup(static_cast<int>(s[2]), static_cast<int>(s[3]), rng, w.mix);
+      if (d.applied) mix_images(w.images, d.cutmix, d.lambda, MixBox{d.box.y0, d.box.y1, d.box.x0, d.box.x1});
+      mix_targets(w.labels, d.lambda, w.mix.label_smoothing, w.targets);
+      model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
+      return soft_cross_entropy_forward_backward(w.logits, w.targets, w.dlogits);
+    }
+    model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
+    return cross_entropy_forward_backward(w.logits, w.labels, static_cast<float>(o.label_smoothing), w.dlogits);
   }
 
   // vtrain's StepTask: the steps of one epoch's loader, run by TrainLoop.
@@ -293,11 +318,14 @@ struct Trainer::Impl {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double ips =
           secs > 0 ? static_cast<double>((I.batch_in_epoch - first_batch) * I.o.batch_size) / secs : 0.0;
-      return I.with_mechanism_scalars({{"epoch", I.epoch + static_cast<double>(I.batch_in_epoch) / steps_per_epoch},
-                                       {"loss", sum.last_loss},
-                                       {"lr", last_lr},
-                                       {"grad_norm", grad_norm},
-                                       {"img_per_s", ips}});
+      Scalars sc{{"epoch", I.epoch + static_cast<double>(I.batch_in_epoch) / steps_per_epoch},
+                 {"loss", sum.last_loss},
+                 {"lr", last_lr},
+                 {"grad_norm", grad_norm},
+                 {"img_per_s", ips}};
+      if (I.o.compute.device.is_cuda())  // GPU runs: the caching allocator's high-water mark
+        sc.emplace_back("gpu_peak_gib", static_cast<double>(cuda_peak_bytes_in_use()) / (1 << 30));
+      return I.with_mechanism_scalars(std::move(sc));
     }
     void save(const std::string& why) override {
       I.save(why);
@@ -326,8 +354,10 @@ struct Trainer::Impl {
       Tensor keep = model->params().weights().clone();
       Tensor w = model->params().weights();  // a view sharing the flat buffer
       w.copy_from(opt->ema());
+      model->params().refresh_bf16();  // the bf16 GEMM copy follows (precision: bf16)
       r.second = evaluate("val_ema");
       w.copy_from(keep);
+      model->params().refresh_bf16();
     }
     if (r.first.top1 > best_top1) best_top1 = r.first.top1, best_step = step;
     return r;
@@ -392,8 +422,17 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
                       std::to_string(epoch_samples) + " samples of an epoch of data.train_split '" + o.train_split +
                       "'" + (o.repeated_aug > 1 ? " (data.repeated_aug = " + std::to_string(o.repeated_aug) + ")" : ""));
 
+  if (o.compute.device.is_cuda() && world > 1)
+    throw ConfigError("device (" + I.cfg.source("device") + "): " + o.compute.device.str() + " with " +
+                      std::to_string(world) + " processes: data-parallel GPU training is not implemented yet; "
+                      "run one process per GPU job or use device=cpu");
+  apply_device_choice(o.compute);
   I.model = std::make_unique<VisionTransformer>(o.vit);
   I.model->init(o.seed);
+  // Initialised on the host (Philox draws written through host pointers),
+  // then moved: a GPU run starts from the CPU run's exact weights.
+  I.model->to(o.compute.device);
+  if (o.compute.bf16()) I.model->params().enable_bf16_copy();
   // Drop-path masks keyed by the global row (rank r's row j is j * world + r).
   I.model->backbone().set_sample_keys(dist().rank(), world);
   I.opt = std::make_unique<OptimizerState>(I.model->params(), o.ema);
@@ -424,6 +463,7 @@ TrainSummary Trainer::Impl::loop() {
   const TrainOptions& o = I.o;
   VisionTransformer& model = *I.model;
   ParamStore& ps = model.params();
+  log().info("vtrain: device {}", o.compute.describe());
   log().info("vtrain: run {} | {} {} dim {} depth {} heads {} patch {} img {} | {} params | train {} images, val {}, {} classes",
              I.run->path(), o.preset, norm_scheme_name(o.vit.backbone.scheme), o.vit.backbone.dim, o.vit.backbone.depth,
              o.vit.backbone.heads, o.vit.patch_size, o.vit.img_size, ps.numel(), I.train_images(), I.val_ds->size(),
@@ -455,7 +495,14 @@ TrainSummary Trainer::Impl::loop() {
   if (o.ema) lo.update.ema_decay = static_cast<float>(o.ema_decay);
   TrainLoop loop(ps, *I.opt, I.nonfinite, *I.run, lo);
   const int64_t B = I.rank_batch, K = o.vit.num_classes;
-  work.logits = Tensor::empty({B, K}), work.dlogits = Tensor::empty({B, K}), work.targets = Tensor::empty({B, K});
+  const Device dev = o.compute.device;
+  work.logits = Tensor::empty({B, K}, DType::F32, dev), work.dlogits = Tensor::empty({B, K}, DType::F32, dev);
+  work.targets = Tensor::empty({B, K}, DType::F32, dev);
+  if (!dev.is_cpu()) {
+    const int64_t S = o.vit.img_size;
+    work.images = Tensor::empty({B, o.vit.in_chans, S, S}, DType::F32, dev);
+    work.labels = Tensor::empty({B}, DType::I32, dev);
+  }
   TrainSummary sum;
   std::pair<EvalResult, EvalResult> last_eval;
   bool evaluated_now = false, saved_now = false;

@@ -61,20 +61,26 @@ void VisionTransformer::init(uint64_t seed) {
   for (int64_t i = 0; i < D; ++i) b[i] = static_cast<float>(g.uniform(-bound, bound));
 }
 
+void VisionTransformer::to(Device device) {
+  store_.to(device);
+  B_ = 0;  // the next forward plans on the new device
+}
+
 void VisionTransformer::plan(int64_t B) {
   if (B == B_) return;
   B_ = B;
+  const Device dev = store_.device();
   const int64_t D = cfg_.backbone.dim, N = cfg_.num_patches(), T = cfg_.tokens();
   const int64_t F = cfg_.in_chans * cfg_.patch_size * cfg_.patch_size;
-  patches_ = Tensor::empty({B, N, F});
-  tok_ = Tensor::empty({B, N, D});
-  h_ = Tensor::empty({B, T, D});
-  out_ = Tensor::empty({B, T, D});
-  cls_out_ = Tensor::empty({B, D});
-  dcls_out_ = Tensor::empty({B, D});
-  dout_ = Tensor::zeros({B, T, D});
-  dh_ = Tensor::empty({B, T, D});
-  dtok_ = Tensor::empty({B, N, D});
+  patches_ = Tensor::empty({B, N, F}, DType::F32, dev);
+  tok_ = Tensor::empty({B, N, D}, DType::F32, dev);
+  h_ = Tensor::empty({B, T, D}, DType::F32, dev);
+  out_ = Tensor::empty({B, T, D}, DType::F32, dev);
+  cls_out_ = Tensor::empty({B, D}, DType::F32, dev);
+  dcls_out_ = Tensor::empty({B, D}, DType::F32, dev);
+  dout_ = Tensor::zeros({B, T, D}, DType::F32, dev);
+  dh_ = Tensor::empty({B, T, D}, DType::F32, dev);
+  dtok_ = Tensor::empty({B, N, D}, DType::F32, dev);
 }
 
 void VisionTransformer::check_images(const Tensor& images, const char* who) const {

@@ -59,6 +59,10 @@ class VisionTransformer {
   explicit VisionTransformer(const VitConfig& cfg);
 
   const VitConfig& config() const { return cfg_; }
+  // Moves the parameters to `device` (after init() or a load: both write
+  // through host pointers) and plans the workspaces there from then on.
+  void to(Device device);
+  Device device() const { return store_.device(); }
   ParamStore& params() { return store_; }
   const ParamStore& params() const { return store_; }
   // The trunk, for the mechanism measurements (Backbone::stream_rms,

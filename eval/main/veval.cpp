@@ -262,6 +262,7 @@ int cmd_top1(int argc, char** argv) {
   std::printf("checkpoint: %s%s\nsplit: %s (%lld classes)\nconfig: %s\n", rep.weights_file.c_str(),
               req.ema ? " (EMA)" : "", rep.split_dir.c_str(), static_cast<long long>(rep.num_classes),
               rep.config_path.c_str());
+  std::printf("device: %s\n", rep.device.c_str());
   std::printf("blocks: %lld of %lld run (prune_last=%lld)\n", static_cast<long long>(rep.blocks_run),
               static_cast<long long>(rep.depth), static_cast<long long>(req.prune_last));
   std::fprintf(stderr, "%.1f s, %.1f images/s\n", sec, sec > 0 ? static_cast<double>(e.images) / sec : 0.0);

@@ -1,5 +1,7 @@
 #include "kernels/cpu/elementwise.h"
 
+#include <cstring>
+
 namespace vt {
 namespace cpu {
 
@@ -37,6 +39,22 @@ double sum(const float* x, int64_t n) {
 #pragma omp parallel for simd schedule(static) reduction(+ : s) if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) s += x[i];
   return s;
+}
+
+void convert(const void* src, DType st, void* dst, DType dt, int64_t n) {
+  if (st == dt) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * dtype_size(st));
+  } else if (st == DType::F32) {
+    const float* s = static_cast<const float*>(src);
+    uint16_t* d = static_cast<uint16_t*>(dst);
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(s[i]);
+  } else {
+    const uint16_t* s = static_cast<const uint16_t*>(src);
+    float* d = static_cast<float*>(dst);
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t i = 0; i < n; ++i) d[i] = bf16_to_f32(s[i]);
+  }
 }
 
 }  // namespace cpu

@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace vt {
 namespace cpu {
 
@@ -12,6 +14,9 @@ void scale(const float* x, float alpha, float* out, int64_t n);
 void mul(const float* a, const float* b, float* out, int64_t n);
 void add(const float* a, const float* b, float* out, int64_t n);
 double sum(const float* x, int64_t n);
+
+// dst = src between F32 and BF16 (nearest even), n elements.
+void convert(const void* src, DType src_type, void* dst, DType dst_type, int64_t n);
 
 }  // namespace cpu
 }  // namespace vt

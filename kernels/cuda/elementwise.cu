@@ -60,7 +60,31 @@ __global__ void sum_final_kernel(const double* partial, int64_t count, double* o
   if (threadIdx.x == 0) *out = s;
 }
 
+__global__ void f32_to_bf16_kernel(const float* src, __nv_bfloat16* dst, int64_t n) {
+  VT_GRID_STRIDE(i, n) st(dst, i, ld(src, i));
+}
+__global__ void bf16_to_f32_kernel(const __nv_bfloat16* src, float* dst, int64_t n) {
+  VT_GRID_STRIDE(i, n) st(dst, i, ld(src, i));
+}
+
 }  // namespace
+
+void convert(const void* src, DType src_type, void* dst, DType dst_type, int64_t n, cudaStream_t stream) {
+  const char* op = "cuda::convert";
+  if (n == 0) return;
+  if (src_type == dst_type) {
+    check(cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * dtype_size(src_type), cudaMemcpyDeviceToDevice, stream),
+          op);
+    return;
+  }
+  if (src_type == DType::F32)
+    f32_to_bf16_kernel<<<grid_1d(n, 256), 256, 0, stream>>>(
+        static_cast<const float*>(src), static_cast<__nv_bfloat16*>(dst), n);
+  else
+    bf16_to_f32_kernel<<<grid_1d(n, 256), 256, 0, stream>>>(
+        static_cast<const __nv_bfloat16*>(src), static_cast<float*>(dst), n);
+  check_launch(op);
+}
 
 void axpby(float alpha, const void* a, float beta, const void* b, void* out, int64_t n, DType io,
            cudaStream_t stream) {

@@ -27,5 +27,8 @@ double sum(const void* x, int64_t n, bool squares, DType io, cudaStream_t stream
 // (the same reduction order, so the same bits as sum()).
 void sum_to_device(const void* x, int64_t n, bool squares, DType io, double* out, cudaStream_t stream = 0);
 
+// dst = src between F32 and BF16 (nearest even; a copy for equal dtypes).
+void convert(const void* src, DType src_type, void* dst, DType dst_type, int64_t n, cudaStream_t stream = 0);
+
 }  // namespace cuda
 }  // namespace vt

@@ -77,6 +77,11 @@ __global__ void bias_partials_kernel(const T* __restrict__ dy, int64_t rows, int
 
 }  // namespace
 
+namespace {
+bool g_tf32 = false;
+}
+void set_tf32(bool on) { g_tf32 = on; }
+
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const void* a, int64_t lda,
           const void* b, int64_t ldb, float beta, void* c, int64_t ldc, DType ab, DType c_type,
           cudaStream_t stream) {
@@ -101,14 +106,16 @@ void gemm_strided_batched(int64_t batch, bool trans_a, bool trans_b, int64_t m, 
   const int ildb = as_int(ldb < 1 ? 1 : ldb, "ldb", op), ilda = as_int(lda < 1 ? 1 : lda, "lda", op);
   const int ildc = as_int(ldc, "ldc", op);
   const cudaDataType_t tab = cuda_type(ab, op), tc = cuda_type(c_type, op);
+  const cublasComputeType_t compute =
+      g_tf32 && ab == DType::F32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   if (batch == 1) {
     check_cublas(cublasGemmEx(h, opb, opa, in, im, ik, &alpha, b, tab, ildb, a, tab, ilda, &beta, c, tc, ildc,
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                              compute, CUBLAS_GEMM_DEFAULT),
                  op);
   } else {
     check_cublas(cublasGemmStridedBatchedEx(h, opb, opa, in, im, ik, &alpha, b, tab, ildb, stride_b, a, tab, ilda,
                                             stride_a, &beta, c, tc, ildc, stride_c, as_int(batch, "batch", op),
-                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                                            compute, CUBLAS_GEMM_DEFAULT),
                  op);
   }
 }

@@ -23,6 +23,10 @@
 namespace vt {
 namespace cuda {
 
+// TF32 tensor cores for F32 x F32 GEMMs (CUBLAS_COMPUTE_32F_FAST_TF32),
+// process-wide; off by default. BF16 operands are unaffected.
+void set_tf32(bool on);
+
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const void* a, int64_t lda,
           const void* b, int64_t ldb, float beta, void* c, int64_t ldc, DType ab, DType c_type,
           cudaStream_t stream = 0);

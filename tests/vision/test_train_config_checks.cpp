@@ -86,8 +86,10 @@ TEST(TrainConfigChecks, OutOfRangeValuesNameTheirKey) {
       {"model.dim=0", "model.dim"},
       {"model.mlp_ratio=0", "model.mlp_ratio"},
       {"model.num_classes=-2", "model.num_classes"},
-      {"device=cuda", "device"},
       {"device=tpu", "device"},
+      {"device=cuda:x", "device"},
+      {"device=cuda:99", "device"},  // never that many GPUs (or none at all)
+      {"precision=fp16", "precision"},
       {"model.norm.mixln_alpha=1.5", "model.norm.mixln_alpha"},
       {"model.norm.mixln_alpha=-0.25", "model.norm.mixln_alpha"},
       {"model.norm.mixln_alpha=.nan", "model.norm.mixln_alpha"},

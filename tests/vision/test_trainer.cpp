@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/allocator.h"
 #include "core/safetensors.h"
 #include "core/checkpoint_dir.h"
 #include "core/run_control.h"
@@ -348,9 +349,15 @@ TEST_F(TrainerTest, BadInputFailsBeforeAnyOutput) {
   EXPECT_NE(m.find("train.batch_size"), std::string::npos) << m;
   EXPECT_NE(m.find("even"), std::string::npos) << m;
   EXPECT_EQ(make(yaml, {"train.batch_size=7", "data.mixup_prob=0"}), "");  // odd is fine without mixing
-  m = make(yaml, {"device=cuda"});
-  EXPECT_NE(m.find("CUDA training is not yet implemented"), std::string::npos) << m;
-  EXPECT_THROW(Trainer(parse(yaml, {"device=cuda"}), "test.yaml"), ConfigError);
+  if (!cuda_available()) {  // device=cuda without a GPU: the key and why, never a silent CPU run
+    m = make(yaml, {"device=cuda"});
+    EXPECT_EQ(m.rfind("device (command line)", 0), 0u) << m;
+    EXPECT_NE(m.find("no CUDA device is visible"), std::string::npos) << m;
+    EXPECT_THROW(Trainer(parse(yaml, {"device=cuda"}), "test.yaml"), ConfigError);
+    m = make(yaml, {"precision=bf16"});
+    EXPECT_EQ(m.rfind("precision (command line)", 0), 0u) << m;
+    EXPECT_NE(m.find("fp32 only"), std::string::npos) << m;
+  }
   // 32 train images: RASampler keeps 32 // 256 * 256 = 0 of them.
   m = make(yaml, {"data.repeated_aug=3"});
   EXPECT_NE(m.find("data.repeated_aug"), std::string::npos) << m;

@@ -22,8 +22,17 @@ void barrier_wait() {
   threadIdx = make_uint3(me, 0, 0);
 }
 }
-// "Device" memory is host memory.
-cudaError_t cudaMalloc(void** p, size_t n) { *p = std::malloc(n ? n : 1); return cudaSuccess; }
+// "Device" memory is host memory. cudaMalloc calls are counted, so a test
+// can check that a steady-state step allocates nothing (vt_emu_malloc_count).
+namespace vt_emu {
+size_t malloc_count = 0;
+}
+size_t vt_emu_malloc_count() { return vt_emu::malloc_count; }
+cudaError_t cudaMalloc(void** p, size_t n) {
+  ++vt_emu::malloc_count;
+  *p = std::malloc(n ? n : 1);
+  return cudaSuccess;
+}
 cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
 cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { std::memmove(d, s, n); return cudaSuccess; }
 cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t) { std::memmove(d, s, n); return cudaSuccess; }
@@ -31,6 +40,12 @@ cudaError_t cudaMemset(void* d, int v, size_t n) { std::memset(d, v, n); return 
 cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
 cudaError_t cudaSetDevice(int) { return cudaSuccess; }
 cudaError_t cudaGetDeviceCount(int* n) { *n = 1; return cudaSuccess; }
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
+  std::memset(p, 0, sizeof *p);
+  std::strcpy(p->name, "CUDA emulator (host memory)");
+  p->totalGlobalMem = size_t(1) << 30;
+  return cudaSuccess;
+}
 const char* cudaGetErrorString(cudaError_t) { return "emu"; }
 cudaError_t cudaGetLastError() { return cudaSuccess; }
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }

@@ -1,0 +1,60 @@
+// Helpers for the emulated-CUDA training tests (test_train_emu): the same
+// trainer run on the CPU and on emulated CUDA is compared step by step and
+// tensor by tensor. Shared by every trainer's test file in this folder.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/safetensors.h"
+#include "core/tensor.h"
+
+size_t vt_emu_malloc_count();  // tests/cuda/emu/runtime.cpp: cudaMalloc calls so far
+
+namespace vt_test {
+
+// |a - b| / max(|b|, tiny) for every step; fails naming the step.
+inline void expect_losses_close(const std::vector<double>& got, const std::vector<double>& want, double rel,
+                                const std::string& what, size_t first_step = 1) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = std::fabs(got[i] - want[i]) / std::max(std::fabs(want[i]), 1e-12);
+    EXPECT_LE(d, rel) << what << ": loss of step " << first_step + i << " " << got[i] << " vs " << want[i];
+  }
+}
+
+// Largest |a - b| over every tensor of two safetensors files with the same
+// names and shapes (F32); fails on a missing name or a shape difference.
+inline double max_abs_diff(const std::string& file_a, const std::string& file_b, std::string* worst = nullptr) {
+  const auto a = vt::load_safetensors(file_a), b = vt::load_safetensors(file_b);
+  EXPECT_EQ(a.size(), b.size()) << file_a << " vs " << file_b;
+  double m = 0;
+  for (const auto& [name, ta] : a) {
+    auto it = b.find(name);
+    if (it == b.end()) {
+      ADD_FAILURE() << name << " missing from " << file_b;
+      continue;
+    }
+    const vt::Tensor& tb = it->second;
+    if (ta.shape() != tb.shape() || ta.dtype() != vt::DType::F32 || tb.dtype() != vt::DType::F32) {
+      ADD_FAILURE() << name << ": " << ta.str() << " vs " << tb.str();
+      continue;
+    }
+    const vt::Tensor ca = ta.contiguous(), cb = tb.contiguous();
+    for (int64_t i = 0; i < ca.numel(); ++i) {
+      const double d = std::fabs(static_cast<double>(ca.f32()[i]) - cb.f32()[i]);
+      if (d > m || std::isnan(d)) {
+        m = std::isnan(d) ? INFINITY : d;
+        if (worst) *worst = name;
+      }
+    }
+  }
+  return m;
+}
+
+}  // namespace vt_test
