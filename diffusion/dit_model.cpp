@@ -95,17 +95,22 @@ void DiT::load(const std::map<std::string, Tensor>& state_dict) {
   set_pos_embed();
 }
 
+void DiT::to(Device device) {
+  store_.to(device);
+  B_ = 0;  // the next forward plans on the new device
+}
+
 void DiT::set_pos_embed() { sincos_pos_embed_2d(cfg_.grid(), cfg_.grid(), store_.value(pos_)); }
 
 int64_t DiT::num_params() const { return store_.numel() - store_.info(pos_).numel; }
 
 void DiT::plan(int64_t B) {
-  if (B == B_ && patches_.defined() && patches_.device() == store_.weights().device()) return;
+  if (B == B_) return;
   B_ = B;
   const int64_t D = cfg_.hidden, N = cfg_.tokens(), p = cfg_.patch;
   const int64_t cpp = cfg_.in_channels * p * p, fo = p * p * cfg_.out_channels();
   // Workspaces live where the parameters do.
-  const Device dev = store_.weights().device();
+  const Device dev = store_.device();
   auto E = [dev](const Shape& s) { return Tensor::empty(s, DType::F32, dev); };
   patches_ = E({B, N, cpp});
   h_ = E({B, N, D});

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "backbone/optimizer_state.h"
+#include "core/allocator.h"
 #include "core/dist.h"
 #include "core/log.h"
 #include "core/npz.h"
@@ -79,8 +80,17 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
                       std::to_string(world) + " processes of this run");
   rank_batch_ = cfg_.batch / world;
 
+  if (cfg_.compute.device.is_cuda() && world > 1)
+    throw ConfigError("device (" + cfg_.resolved.source("device") + "): " + cfg_.compute.device.str() + " with " +
+                      std::to_string(world) + " processes: data-parallel GPU training is not implemented yet; "
+                      "run one process per GPU job or use device=cpu");
+  apply_device_choice(cfg_.compute);
   model_ = std::make_unique<DiT>(cfg_.model);
   model_->init_weights(cfg_.seed);
+  // Initialised on the host (Philox draws written through host pointers),
+  // then moved: a GPU run starts from the CPU run's exact weights.
+  model_->to(cfg_.compute.device);
+  if (cfg_.compute.bf16()) model_->params().enable_bf16_copy();
   opt_ = std::make_unique<OptimizerState>(model_->params(), /*with_ema=*/true);  // DiT: EMA starts as a copy
 
   run_ = std::make_unique<RunDirectory>(cfg_.out_dir, cfg_.run_name, cfg_.resume);
@@ -124,6 +134,7 @@ const Tensor& DitTrainer::ema() const { return opt_->ema(); }
 void DitTrainer::open_run() {
   if (run_->is_open()) return;
   run_->open(cfg_.resolved, cfg_.tensorboard);
+  log().info("dittrain: device {}", cfg_.compute.describe());
   log().info("dittrain: DiT depth {} hidden {} patch {} ({} scheme), {} parameters, {} samples, batch {} ({} processes x {}), run dir {}{}",
              cfg_.model.depth, cfg_.model.hidden, cfg_.model.patch, norm_scheme_name(cfg_.model.scheme),
              model_->num_params(), dataset_->size(), cfg_.batch, dist().world(), rank_batch_, run_->path(),
@@ -279,6 +290,8 @@ std::vector<std::pair<std::string, double>> DitTrainer::log_scalars(int64_t s) {
   sc.emplace_back("img_per_s", ips);
   sc.emplace_back("epoch", static_cast<double>(epoch_));
   sc.emplace_back("nonfinite_skipped", static_cast<double>(nonfinite_.skipped_total()));
+  if (cfg_.compute.device.is_cuda())  // GPU runs: the caching allocator's high-water mark
+    sc.emplace_back("gpu_peak_gib", static_cast<double>(cuda_peak_bytes_in_use()) / (1 << 30));
   append_mechanism_scalars(sc);
   return sc;
 }
@@ -300,8 +313,10 @@ void DitTrainer::after_step(int64_t s) {
 
 void DitTrainer::save_sample_grid(const std::string& path) {
   DiT ema_model(cfg_.model);
+  ema_model.to(cfg_.compute.device);  // sampled where training runs
   Tensor w = ema_model.params().weights();
   w.copy_from(opt_->ema());
+  if (cfg_.compute.bf16()) ema_model.params().enable_bf16_copy();
   std::vector<int32_t> labels(static_cast<size_t>(std::max(1, cfg_.grid_images)));
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % static_cast<size_t>(cfg_.model.num_classes));
   Tensor x = sample_images(ema_model, cfg_.grid, labels);
@@ -370,6 +385,10 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const std::string& ckpt, int
   lo.require_ema = use_ema;
   const CheckpointData ck = load_checkpoint(ckpt, lo);
   model.load(use_ema ? ck.ema : ck.model);
+  apply_device_choice(cfg.compute);
+  log().info("sample: device {}", cfg.compute.describe());
+  model.to(cfg.compute.device);
+  if (cfg.compute.bf16()) model.params().enable_bf16_copy();
   std::vector<int32_t> labels(static_cast<size_t>(num_samples));
   Philox rng(opt.seed, philox_stream(kPurposeSampleLabels));
   for (auto& y : labels) y = static_cast<int32_t>(rng.integer(0, cfg.model.num_classes - 1));
