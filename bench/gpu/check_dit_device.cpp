@@ -5,7 +5,8 @@
 // labels, label dropout, timesteps and noise (all keyed by the seed; the
 // noise drawn on each device by kernels/diffusion.h from the same Philox
 // keys), q_sample, forward, the learned-sigma MSE + VB loss, backward, AdamW
-// and EMA. Prints per-step losses of both devices, the largest relative
+// and EMA. The config's device/precision keys are not read: the CPU run is
+// fp32, the CUDA run uses the precision given here. Prints per-step losses of both devices, the largest relative
 // loss difference and the largest parameter difference after the last step,
 // and exits non-zero beyond the tolerance (fp32 1e-4, bf16 2e-2 relative
 // loss; parameters 1e-4 fp32, 2e-2 bf16 absolute).
@@ -29,6 +30,7 @@
 #include "diffusion/gaussian_diffusion.h"
 #include "kernels/diffusion.h"
 #include "kernels/optim.h"
+#include "train/device_choice.h"
 
 #ifndef VT_CONFIGS_DIR
 #define VT_CONFIGS_DIR "configs"
@@ -43,7 +45,7 @@ constexpr uint64_t kSeed = 0, kPurposeLatents = 0xC4EC0001, kPurposeLabels = 0xC
 
 struct Run {
   std::vector<double> losses;
-  std::vector<float> params;  // after the last step
+  std::vector<float> init, params;  // before the first and after the last step
 };
 
 // One step's host-side draws: labels (with DiT's label dropout) and
@@ -64,14 +66,11 @@ HostDraws host_draws(const DitTrainConfig& tc, int64_t B, int64_t step) {
   return d;
 }
 
-Run train(const DitTrainConfig& tc, Device dev, DType act, int steps, int64_t B) {
+Run train(const DitTrainConfig& tc, Device dev, bool bf16, int steps, int64_t B) {
   DiT model(tc.model);
-  model.init_weights(tc.seed);
-  if (dev.is_cuda() || act != DType::F32)
-    // The DiT's modules and ParamStore are placed on the host today; the
-    // device trainer (train/device_choice.h) brings the placement.
-    throw std::runtime_error("the DiT cannot be placed on " + dev.str() + " (" + dtype_name(act) +
-                             ") in this build yet");
+  model.init_weights(tc.seed);  // on the host, then moved: both runs start from the same weights
+  model.to(dev);
+  if (bf16) model.params().enable_bf16_copy();  // precision bf16: bf16 GEMM operands, fp32 everything else
   OptimizerState opt(model.params(), /*with_ema=*/true);
   const GaussianDiffusion diff = GaussianDiffusion::linear(tc.num_timesteps);
   const Tensor schedule = diff.schedule_on(dev);
@@ -83,6 +82,7 @@ Run train(const DitTrainConfig& tc, Device dev, DType act, int steps, int64_t B)
   AdamWParams hp;
   hp.lr = tc.lr, hp.beta1 = tc.beta1, hp.beta2 = tc.beta2, hp.eps = tc.adam_eps, hp.weight_decay = tc.weight_decay;
   Run r;
+  r.init = model.params().weights().to(Device::cpu()).to_vector();
   for (int s = 1; s <= steps; ++s) {
     NoiseRows rows;
     rows.purpose = kPurposeLatents, rows.key = static_cast<uint64_t>(s);
@@ -123,8 +123,13 @@ int main(int argc, char** argv) {
     const std::string path = find_config("dit_l4.yaml", config_search_dirs(VT_CONFIGS_DIR));
     const DitTrainConfig tc = dit_train_config(Config::load(path, dittrain_schema()), path);
     const double loss_tol = prec == "bf16" ? 2e-2 : 1e-4, param_tol = prec == "bf16" ? 2e-2 : 1e-4;
-    const Run cpu = train(tc, Device::cpu(), DType::F32, steps, B);
-    const Run gpu = train(tc, Device::cuda(0), prec == "bf16" ? DType::BF16 : DType::F32, steps, B);
+    DeviceChoice gpu_choice = choose_device("cuda", prec, "device", "precision");
+    apply_device_choice(gpu_choice);
+    std::printf("check_dit_device: %s vs cpu; DiT-L/4 (%s), latents %lldx%lldx%lld\n", gpu_choice.describe().c_str(),
+                path.c_str(), static_cast<long long>(tc.model.in_channels), static_cast<long long>(tc.model.input_size),
+                static_cast<long long>(tc.model.input_size));
+    const Run cpu = train(tc, Device::cpu(), false, steps, B);
+    const Run gpu = train(tc, gpu_choice.device, gpu_choice.bf16(), steps, B);
     double worst_loss = 0, worst_param = 0;
     for (int s = 0; s < steps; ++s) {
       const double rel = std::fabs(gpu.losses[static_cast<size_t>(s)] - cpu.losses[static_cast<size_t>(s)]) /
@@ -133,10 +138,14 @@ int main(int argc, char** argv) {
       std::printf("step %d  loss cpu %.9f  cuda %.9f  rel %.3e\n", s + 1, cpu.losses[static_cast<size_t>(s)],
                   gpu.losses[static_cast<size_t>(s)], rel);
     }
+    double largest_update = 0;  // context for the parameter difference: how far the CPU run moved
     for (size_t i = 0; i < cpu.params.size(); ++i) {
       const double e = std::fabs(static_cast<double>(gpu.params[i]) - cpu.params[i]);
       worst_param = std::max(worst_param, std::isfinite(e) ? e : INFINITY);
+      largest_update = std::max(largest_update, std::fabs(static_cast<double>(cpu.params[i]) - cpu.init[i]));
     }
+    if (gpu.init != cpu.init) std::printf("warning: the two runs did not start from the same weights\n");
+    std::printf("largest parameter change of the CPU run over %d steps: %.3e\n", steps, largest_update);
     const bool ok = worst_loss <= loss_tol && worst_param <= param_tol;
     std::printf("check_dit_device DiT-L/4 %s batch %lld steps %d: max rel loss diff %.3e (tol %.0e), max param diff "
                 "%.3e (tol %.0e): %s\n",
