@@ -1,6 +1,5 @@
 // dittrain's whole step and `sample` on emulated CUDA (tests/cuda/emu)
-// against the same code on the CPU: a tiny DiT (SiameseNorm and Pre-Norm,
-// label dropout, the t = 0 likelihood term, gradient clipping and EMA on)
+// against the same code on the CPU: a tiny DiT (SiameseNorm, label dropout, the t = 0 likelihood term, gradient clipping and EMA on)
 // trains 10 steps; the CPU run is the oracle. fp32: the loss of every step
 // within 1e-5 relative and every parameter, EMA weight and AdamW moment
 // within 1e-5 after 10 steps; bf16 GEMMs keep the losses within 2e-2. A CPU
@@ -75,8 +74,11 @@ class DitTrainEmu : public ::testing::Test {
   vt_test::TmpDir tmp_;
 };
 
+// SiameseNorm only: the DiT-specific code (embeddings, adaLN, final layer,
+// diffusion) does not depend on the scheme, and the Pre-Norm trunk on
+// emulated CUDA is covered by the DeiT test; each emulated run costs about
+// a minute on 2 cores.
 TEST_F(DitTrainEmu, SiameseFp32MatchesCpu) { expect_fp32_agreement("siamese"); }
-TEST_F(DitTrainEmu, PreNormFp32MatchesCpu) { expect_fp32_agreement("pre"); }
 
 TEST_F(DitTrainEmu, SiameseBf16LossesWithinTolerance) {
   const auto cpu = train("cpu", "siamese", {"device=cpu"});
