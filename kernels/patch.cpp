@@ -104,6 +104,30 @@ void cls_concat_backward(const Tensor& dout, const Tensor& dx, const Tensor& dcl
   cpu::cls_concat_backward(dout.f32(), dx.f32(), dcls.f32(), B, N, D);
 }
 
+void cls_select(const Tensor& x, const Tensor& out) {
+  const char* op = "cls_select";
+  const DType dt = opcheck::io_dtype(op, "x", x);
+  opcheck::contiguous(op, "x", x);
+  if (x.dim() != 3 || x.size(1) < 1) opcheck::fail(op, opcheck::desc("x", x) + " must be [B, T >= 1, D]");
+  const int64_t B = x.size(0), T = x.size(1), D = x.size(2);
+  opcheck::like(op, "out", out, {B, D}, dt);
+  opcheck::same_device(op, x.device(), {{"out", &out}});
+  if (on_cuda(op, x.device())) VT_CUDA_CALL(cuda::cls_select(x.raw(), out.raw(), B, T, D, dt));
+  cpu::cls_select(x.f32(), out.f32(), B, T, D);
+}
+
+void cls_select_backward(const Tensor& dout, const Tensor& dx) {
+  const char* op = "cls_select_backward";
+  const DType dt = opcheck::io_dtype(op, "dx", dx);
+  opcheck::contiguous(op, "dx", dx);
+  if (dx.dim() != 3 || dx.size(1) < 1) opcheck::fail(op, opcheck::desc("dx", dx) + " must be [B, T >= 1, D]");
+  const int64_t B = dx.size(0), T = dx.size(1), D = dx.size(2);
+  opcheck::like(op, "dout", dout, {B, D}, dt);
+  opcheck::same_device(op, dx.device(), {{"dout", &dout}});
+  if (on_cuda(op, dx.device())) VT_CUDA_CALL(cuda::cls_select_backward(dout.raw(), dx.raw(), B, T, D, dt));
+  cpu::cls_select_backward(dout.f32(), dx.f32(), B, T, D);
+}
+
 void pos_embed_add(const Tensor& x, const Tensor& pos, const Tensor& out) {
   const char* op = "pos_embed_add";
   const DType dt = opcheck::io_dtype(op, "x", x);

@@ -45,6 +45,13 @@ void cls_concat(const Tensor& x, const Tensor& cls, const Tensor& out);
 // sum over the batch of dout[b, 0].
 void cls_concat_backward(const Tensor& dout, const Tensor& dx, const Tensor& dcls);
 
+// The class-token row that feeds the head (timm's x[:, 0]): out[b] = x[b, 0].
+// x [B, T, D], out [B, D]. A kernel rather than Tensor::copy_from of a
+// strided view, which on CUDA would stage the whole [B, T, D] through the host.
+void cls_select(const Tensor& x, const Tensor& out);
+// Its adjoint: dx[b, 0] = dout[b], dx[b, t > 0] = 0 (dx overwritten).
+void cls_select_backward(const Tensor& dout, const Tensor& dx);
+
 // out = x + pos broadcast over the batch. x, out [B, T, D] (out may be x:
 // in place); pos with T*D elements ([T, D] or timm's [1, T, D]).
 void pos_embed_add(const Tensor& x, const Tensor& pos, const Tensor& out);

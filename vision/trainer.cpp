@@ -561,6 +561,9 @@ TrainSummary Trainer::Impl::loop() {
              I.step, I.epoch, last_eval.first.top1, last_eval.first.top5,
              o.ema && o.eval_ema ? fmt::format(" | EMA top-1 {:.2f}%", last_eval.second.top1) : std::string(),
              I.best_top1, I.best_step, I.run->last_checkpoint());
+  if (o.compute.device.is_cuda())
+    log().info("peak GPU memory {:.1f} MiB (caching allocator, in use)",
+               static_cast<double>(cuda_peak_bytes_in_use()) / (1 << 20));
   I.run->close();
   return sum;
 }

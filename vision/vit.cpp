@@ -101,7 +101,7 @@ void VisionTransformer::forward_trunk(const Tensor& images, bool training, uint6
   cls_concat(tok_, store_.value(cls_), h_);
   pos_embed_add(h_, store_.value(pos_), h_);
   backbone_->forward(h_, Tensor(), out_, training, seed, step);
-  cls_out_.copy_from(out_.select(1, 0));
+  cls_select(out_, cls_out_);
 }
 
 void VisionTransformer::forward(const Tensor& images, const Tensor& logits, bool training, uint64_t seed,
@@ -133,9 +133,8 @@ void VisionTransformer::backward(const Tensor& dlogits) {
                                 std::to_string(cfg_.num_classes) + "]");
   const int64_t D = cfg_.backbone.dim, F = cfg_.in_chans * cfg_.patch_size * cfg_.patch_size;
   head_.backward(dlogits, cls_out_, dcls_out_);
-  // Only the class token reaches the head; the other rows of dout stay zero
-  // from plan().
-  dout_.select(1, 0).copy_from(dcls_out_);
+  // Only the class token reaches the head; the other rows of dout are zero.
+  cls_select_backward(dcls_out_, dout_);
   backbone_->backward(dout_, dh_, Tensor());
   pos_embed_add_backward(dh_, store_.grad(pos_));
   cls_concat_backward(dh_, dtok_, store_.grad(cls_));

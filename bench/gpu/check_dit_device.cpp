@@ -1,12 +1,16 @@
 // check_dit_device: does a DiT training step on CUDA compute what the CPU
-// computes, at real size? DiT-L/4 (the model of configs/dit_l4.yaml) on
+// computes, at real size? DiT-L/4 (the model and optimiser settings of
+// configs/dit_l4.yaml, written out below so the program needs no YAML
+// library on the GPU machine: SiameseNorm with normalized input and depth
+// scaling, 1000 classes, label dropout 0.1, T = 1000, lr 1e-4, no weight
+// decay, EMA 0.9999, the nll t0 term) on
 // synthetic 32x32x4 latents trains `steps` steps from the same initial
 // weights on the CPU (fp32) and on CUDA (fp32 or bf16): the same data,
 // labels, label dropout, timesteps and noise (all keyed by the seed; the
 // noise drawn on each device by kernels/diffusion.h from the same Philox
 // keys), q_sample, forward, the learned-sigma MSE + VB loss, backward, AdamW
-// and EMA. The config's device/precision keys are not read: the CPU run is
-// fp32, the CUDA run uses the precision given here. Prints per-step losses of both devices, the largest relative
+// and EMA. The CPU run is fp32, the CUDA run (cuda:0) uses the precision
+// given here. Prints per-step losses of both devices, the largest relative
 // loss difference and the largest parameter difference after the last step,
 // and exits non-zero beyond the tolerance (fp32 1e-4, bf16 2e-2 relative
 // loss; parameters 1e-4 fp32, 2e-2 bf16 absolute).
@@ -22,19 +26,11 @@
 
 #include "backbone/optimizer_state.h"
 #include "core/allocator.h"
-#include "core/config.h"
-#include "core/config_paths.h"
 #include "core/philox.h"
 #include "diffusion/dit_model.h"
-#include "diffusion/dit_train_config.h"
 #include "diffusion/gaussian_diffusion.h"
 #include "kernels/diffusion.h"
 #include "kernels/optim.h"
-#include "train/device_choice.h"
-
-#ifndef VT_CONFIGS_DIR
-#define VT_CONFIGS_DIR "configs"
-#endif
 
 using namespace vt;
 
@@ -42,6 +38,20 @@ namespace {
 
 constexpr uint64_t kSeed = 0, kPurposeLatents = 0xC4EC0001, kPurposeLabels = 0xC4EC0002,
                    kPurposeTimesteps = 0xC4EC0003, kPurposeNoise = 0xC4EC0004;
+
+// configs/dit_l4.yaml's model and training settings.
+struct DitL4 {
+  DiTConfig model;
+  int num_timesteps = 1000;
+  double lr = 1e-4, weight_decay = 0.0, ema_decay = 0.9999;
+  T0Term t0 = T0Term::Nll;
+  uint64_t seed = 0;
+  DitL4() {
+    model.input_size = 32, model.in_channels = 4, model.num_classes = 1000, model.class_dropout = 0.1;
+    model.scheme = NormScheme::Siamese, model.normalized_input = true, model.depth_scaling = true;
+    model = dit_preset("DiT-L/4", model);
+  }
+};
 
 struct Run {
   std::vector<double> losses;
@@ -53,7 +63,7 @@ struct Run {
 struct HostDraws {
   Tensor y, t, tt;
 };
-HostDraws host_draws(const DitTrainConfig& tc, int64_t B, int64_t step) {
+HostDraws host_draws(const DitL4& tc, int64_t B, int64_t step) {
   HostDraws d{Tensor::empty({B}, DType::I32), Tensor::empty({B}, DType::I32), Tensor::empty({B})};
   Philox lab(kSeed, philox_stream(kPurposeLabels, static_cast<uint64_t>(step)));
   Philox ts(kSeed, philox_stream(kPurposeTimesteps, static_cast<uint64_t>(step)));
@@ -66,7 +76,7 @@ HostDraws host_draws(const DitTrainConfig& tc, int64_t B, int64_t step) {
   return d;
 }
 
-Run train(const DitTrainConfig& tc, Device dev, bool bf16, int steps, int64_t B) {
+Run train(const DitL4& tc, Device dev, bool bf16, int steps, int64_t B) {
   DiT model(tc.model);
   model.init_weights(tc.seed);  // on the host, then moved: both runs start from the same weights
   model.to(dev);
@@ -80,7 +90,7 @@ Run train(const DitTrainConfig& tc, Device dev, bool bf16, int steps, int64_t B)
          xt = Tensor::empty(img, DType::F32, dev), out = Tensor::empty(out2, DType::F32, dev),
          dout = Tensor::empty(out2, DType::F32, dev), stats = Tensor::empty({B, 2}, DType::I64, dev);
   AdamWParams hp;
-  hp.lr = tc.lr, hp.beta1 = tc.beta1, hp.beta2 = tc.beta2, hp.eps = tc.adam_eps, hp.weight_decay = tc.weight_decay;
+  hp.lr = tc.lr, hp.weight_decay = tc.weight_decay;  // betas (0.9, 0.999), eps 1e-8: DiT's AdamW defaults
   Run r;
   r.init = model.params().weights().to(Device::cpu()).to_vector();
   for (int s = 1; s <= steps; ++s) {
@@ -93,7 +103,7 @@ Run train(const DitTrainConfig& tc, Device dev, bool bf16, int steps, int64_t B)
     const Tensor t = d.t.to(dev), tt = d.tt.to(dev), y = d.y.to(dev);
     diffusion_q_sample(schedule, t, x0, noise, xt);
     model.forward(xt, tt, y, out);
-    diffusion_training_losses(schedule, t, out, x0, xt, noise, diffusion_t0(tc.t0_term), stats, dout);
+    diffusion_training_losses(schedule, t, out, x0, xt, noise, diffusion_t0(tc.t0), stats, dout);
     model.params().zero_grad();
     model.backward(dout);
     opt.adamw_step(hp);
@@ -120,16 +130,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const std::string path = find_config("dit_l4.yaml", config_search_dirs(VT_CONFIGS_DIR));
-    const DitTrainConfig tc = dit_train_config(Config::load(path, dittrain_schema()), path);
+    const DitL4 tc;
     const double loss_tol = prec == "bf16" ? 2e-2 : 1e-4, param_tol = prec == "bf16" ? 2e-2 : 1e-4;
-    DeviceChoice gpu_choice = choose_device("cuda", prec, "device", "precision");
-    apply_device_choice(gpu_choice);
-    std::printf("check_dit_device: %s vs cpu; DiT-L/4 (%s), latents %lldx%lldx%lld\n", gpu_choice.describe().c_str(),
-                path.c_str(), static_cast<long long>(tc.model.in_channels), static_cast<long long>(tc.model.input_size),
-                static_cast<long long>(tc.model.input_size));
+    std::printf("check_dit_device: cuda:0 %s vs cpu fp32; DiT-L/4, latents %lldx%lldx%lld, batch %lld, %d steps\n",
+                prec.c_str(), static_cast<long long>(tc.model.in_channels),
+                static_cast<long long>(tc.model.input_size), static_cast<long long>(tc.model.input_size),
+                static_cast<long long>(B), steps);
     const Run cpu = train(tc, Device::cpu(), false, steps, B);
-    const Run gpu = train(tc, gpu_choice.device, gpu_choice.bf16(), steps, B);
+    const Run gpu = train(tc, Device::cuda(0), prec == "bf16", steps, B);
     double worst_loss = 0, worst_param = 0;
     for (int s = 0; s < steps; ++s) {
       const double rel = std::fabs(gpu.losses[static_cast<size_t>(s)] - cpu.losses[static_cast<size_t>(s)]) /

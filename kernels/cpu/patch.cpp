@@ -90,6 +90,19 @@ void cls_concat_backward(const float* dout, float* dx, float* dcls, int64_t B, i
   }
 }
 
+void cls_select(const float* x, float* out, int64_t B, int64_t T, int64_t D) {
+  for (int64_t b = 0; b < B; ++b) std::memcpy(out + b * D, x + b * T * D, static_cast<size_t>(D) * sizeof(float));
+}
+
+void cls_select_backward(const float* dout, float* dx, int64_t B, int64_t T, int64_t D) {
+#pragma omp parallel for
+  for (int64_t b = 0; b < B; ++b) {
+    float* g = dx + b * T * D;
+    std::memcpy(g, dout + b * D, static_cast<size_t>(D) * sizeof(float));
+    std::memset(g + D, 0, static_cast<size_t>((T - 1) * D) * sizeof(float));
+  }
+}
+
 void pos_embed_add(const float* x, const float* pos, float* out, int64_t B, int64_t T, int64_t D) {
   const int64_t n = T * D;
 #pragma omp parallel for collapse(2)

@@ -14,6 +14,8 @@ void unpatchify_backward(const float* dimage, float* dtokens, int64_t B, int64_t
 
 void cls_concat(const float* x, const float* cls, float* out, int64_t B, int64_t N, int64_t D);
 void cls_concat_backward(const float* dout, float* dx, float* dcls, int64_t B, int64_t N, int64_t D);
+void cls_select(const float* x, float* out, int64_t B, int64_t T, int64_t D);
+void cls_select_backward(const float* dout, float* dx, int64_t B, int64_t T, int64_t D);
 
 void pos_embed_add(const float* x, const float* pos, float* out, int64_t B, int64_t T, int64_t D);
 void pos_embed_add_backward(const float* dout, float* dpos, int64_t B, int64_t T, int64_t D);

@@ -25,6 +25,20 @@ __global__ void permute_kernel(T* image, T* tokens, int64_t B, int64_t C, int64_
 }
 
 template <typename T>
+__global__ void cls_select_kernel(const T* __restrict__ x, T* __restrict__ out, int64_t B, int64_t T1, int64_t D) {
+  VT_GRID_STRIDE(i, B * D) out[i] = x[(i / D) * T1 * D + i % D];
+}
+
+template <typename T>
+__global__ void cls_select_backward_kernel(const T* __restrict__ dout, T* __restrict__ dx, int64_t B, int64_t T1,
+                                           int64_t D) {
+  VT_GRID_STRIDE(i, B * T1 * D) {
+    const int64_t d = i % D, t = (i / D) % T1, b = i / (D * T1);
+    st(dx, i, t == 0 ? ld(dout, b * D + d) : 0.0f);
+  }
+}
+
+template <typename T>
 __global__ void cls_kernel(const T* __restrict__ x, const float* __restrict__ cls, T* __restrict__ out, int64_t B,
                            int64_t N, int64_t D) {
   VT_GRID_STRIDE(i, B * (N + 1) * D) {
@@ -80,6 +94,24 @@ void cls_concat(const void* x, const float* cls, void* out, int64_t B, int64_t N
   VT_CUDA_DISPATCH_IO(op, io, T,
                       cls_kernel<T><<<grid_1d(n, 256), 256, 0, stream>>>(static_cast<const T*>(x), cls,
                                                                           static_cast<T*>(out), B, N, D));
+  check_launch(op);
+}
+
+void cls_select(const void* x, void* out, int64_t B, int64_t Tn, int64_t D, DType io, cudaStream_t stream) {
+  const char* op = "cuda::cls_select";
+  if (B * D == 0) return;
+  VT_CUDA_DISPATCH_IO(op, io, T,
+                      cls_select_kernel<T><<<grid_1d(B * D, 256), 256, 0, stream>>>(static_cast<const T*>(x),
+                                                                                     static_cast<T*>(out), B, Tn, D));
+  check_launch(op);
+}
+
+void cls_select_backward(const void* dout, void* dx, int64_t B, int64_t Tn, int64_t D, DType io, cudaStream_t stream) {
+  const char* op = "cuda::cls_select_backward";
+  if (B * Tn * D == 0) return;
+  VT_CUDA_DISPATCH_IO(op, io, T,
+                      cls_select_backward_kernel<T><<<grid_1d(B * Tn * D, 256), 256, 0, stream>>>(
+                          static_cast<const T*>(dout), static_cast<T*>(dx), B, Tn, D));
   check_launch(op);
 }
 

@@ -27,6 +27,10 @@ void cls_concat(const void* x, const float* cls, void* out, int64_t B, int64_t N
                 cudaStream_t stream = 0);
 void cls_concat_backward(const void* dout, void* dx, float* dcls, int64_t B, int64_t N, int64_t D, DType io,
                          cudaStream_t stream = 0);
+// out[b] = x[b, 0]; dx[b, 0] = dout[b], dx[b, t > 0] = 0.
+void cls_select(const void* x, void* out, int64_t B, int64_t T, int64_t D, DType io, cudaStream_t stream = 0);
+void cls_select_backward(const void* dout, void* dx, int64_t B, int64_t T, int64_t D, DType io,
+                         cudaStream_t stream = 0);
 void pos_embed_add(const void* x, const float* pos, void* out, int64_t B, int64_t T, int64_t D, DType io,
                    cudaStream_t stream = 0);
 void pos_embed_add_backward(const void* dout, float* dpos, int64_t B, int64_t T, int64_t D, DType io,

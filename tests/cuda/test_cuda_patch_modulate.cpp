@@ -47,6 +47,16 @@ TEST(CudaPatch, PermutationsAndTokenOpsMatchCpu) {
     cls_concat(x, cls, out);
     cls_concat(on_dev(x, dt), cls.to(Device::cuda(0)), gout);
     close(gout, out, out_tol(dt), "cls_concat");
+    Tensor sel = Tensor::empty({B, D}), gsel = dev_empty({B, D}, dt);
+    cls_select(out, sel);
+    cls_select(gout, gsel);
+    {  // a copy: exactly the device's own row 0 of every sample
+      const std::vector<float> all = gout.to(DType::F32).to_vector(), got = gsel.to(DType::F32).to_vector();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t d = 0; d < D; ++d)
+          ASSERT_EQ(got[b * D + d], all[b * (N + 1) * D + d]) << "cls_select " << b << "," << d;
+    }
+    close(gsel, sel, out_tol(dt), "cls_select");
     pos_embed_add(out, pos, out);  // in place, as the model does
     pos_embed_add(gout, pos.to(Device::cuda(0)), gout);
     close(gout, out, out_tol(dt), "pos_embed_add");
@@ -54,6 +64,11 @@ TEST(CudaPatch, PermutationsAndTokenOpsMatchCpu) {
     Tensor dout = rnd({B, N + 1, D}, 6, dt);
     Tensor dx = Tensor::empty({B, N, D}), dcls = rnd({D}, 7), dpos = rnd({N + 1, D}, 8);
     Tensor gdx = dev_empty({B, N, D}, dt), gdcls = dcls.to(Device::cuda(0)), gdpos = dpos.to(Device::cuda(0));
+    Tensor dsel = rnd({B, D}, 9, dt), dfull = Tensor::empty({B, N + 1, D}), gdfull = dev_empty({B, N + 1, D}, dt);
+    gdfull.fill(3.0f);  // overwritten everywhere
+    cls_select_backward(dsel, dfull);
+    cls_select_backward(on_dev(dsel, dt), gdfull);
+    close(gdfull, dfull, out_tol(dt), "cls_select_backward");
     cls_concat_backward(dout, dx, dcls);
     cls_concat_backward(on_dev(dout, dt), gdx, gdcls);
     EXPECT_EQ(gdx.to_vector(), dx.to_vector()) << "cls_concat_backward dx";

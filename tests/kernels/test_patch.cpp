@@ -157,6 +157,24 @@ TEST(ClsToken, ConcatAndBackward) {
   EXPECT_THROW(cls_concat(x, Tensor::zeros({D + 1}), out), std::invalid_argument);
 }
 
+TEST(ClsToken, SelectAndAdjoint) {
+  const int64_t T = 4, D = 3;
+  Tensor x = random_tensor({B, T, D}, 12), out = Tensor::full({B, D}, 7.0f);
+  cls_select(x, out);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t d = 0; d < D; ++d) ASSERT_EQ(out.f32()[b * D + d], x.f32()[b * T * D + d]);
+  // The adjoint overwrites all of dx: row 0 from dout, the others zero.
+  Tensor dout = random_tensor({B, D}, 13), dx = Tensor::full({B, T, D}, 7.0f);
+  cls_select_backward(dout, dx);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t d = 0; d < D; ++d)
+        ASSERT_EQ(dx.f32()[(b * T + t) * D + d], t == 0 ? dout.f32()[b * D + d] : 0.0f);
+  EXPECT_NEAR(dot(out, dout), dot(x, dx), 1e-5);  // <select x, g> = <x, select^T g>
+  EXPECT_THROW(cls_select(x, Tensor::empty({B, D + 1})), std::invalid_argument);
+  EXPECT_THROW(cls_select_backward(Tensor::empty({B + 1, D}), dx), std::invalid_argument);
+}
+
 TEST(PosEmbed, AddAndBackward) {
   const int64_t T = 5, D = 3;
   Tensor x = random_tensor({B, T, D}, 12), pos = random_tensor({1, T, D}, 13);

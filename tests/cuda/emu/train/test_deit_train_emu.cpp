@@ -57,10 +57,16 @@ class DeitTrainEmu : public ::testing::Test {
   }
   // fp32 on both devices: losses and every saved tensor agree.
   void expect_fp32_agreement(const std::string& scheme) {
-    const auto cpu = train("cpu", scheme, {"device=cpu"});
-    const auto gpu = train("gpu", scheme, {"device=cuda", "precision=fp32"});
+    TrainSummary cs, gs;
+    const auto cpu = train("cpu", scheme, {"device=cpu"}, &cs);
+    const auto gpu = train("gpu", scheme, {"device=cuda", "precision=fp32"}, &gs);
     ASSERT_EQ(cpu.size(), 10u);
     vt_test::expect_losses_close(gpu, cpu, 1e-5, scheme + " fp32");
+    // The final evaluation ran on the device too (model and EMA weights).
+    EXPECT_NEAR(gs.final_eval.loss, cs.final_eval.loss, 1e-5 * cs.final_eval.loss);
+    EXPECT_EQ(gs.final_eval.correct1, cs.final_eval.correct1);
+    EXPECT_EQ(gs.final_eval.correct5, cs.final_eval.correct5);
+    EXPECT_NEAR(gs.final_eval_ema.loss, cs.final_eval_ema.loss, 1e-5 * cs.final_eval_ema.loss);
     for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"}) {
       std::string worst;
       const double d = vt_test::max_abs_diff(file("gpu", 10, f), file("cpu", 10, f), &worst);
