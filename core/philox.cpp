@@ -6,22 +6,13 @@
 
 namespace vt {
 
-namespace {
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-}  // namespace
-
 PhiloxCounter philox4x32_10(PhiloxCounter c, PhiloxKey k) {
   const PhiloxWords r = philox4x32_10_words(PhiloxWords{{c[0], c[1], c[2], c[3]}}, k[0], k[1]);
   return {r.w[0], r.w[1], r.w[2], r.w[3]};
 }
 
 uint64_t philox_stream(uint64_t a, uint64_t b, uint64_t c) {
-  return splitmix64(splitmix64(splitmix64(a) ^ b) ^ c);
+  return philox_stream_mix(a, b, c);
 }
 
 Philox::Philox(uint64_t seed, uint64_t stream, uint64_t first_block)
@@ -53,10 +44,8 @@ double Philox::uniform_double() {
 }
 
 double Philox::normal() {
-  double u1 = uniform_double();
-  double u2 = uniform_double();
-  if (u1 < 1e-300) u1 = 1e-300;
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+  const double u1 = uniform_double();
+  return philox_box_muller(u1, uniform_double());
 }
 
 int64_t Philox::integer(int64_t lo, int64_t hi) {

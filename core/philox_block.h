@@ -7,6 +7,8 @@
 // Plain structs, no std::array: device code cannot call std::array members
 // without nvcc's relaxed-constexpr mode.
 #pragma once
+#include <math.h>
+
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -56,6 +58,36 @@ VT_HOST_DEVICE inline double philox_uniform_double(uint32_t hi, uint32_t lo) {
 VT_HOST_DEVICE inline double philox_first_uniform_double(uint64_t seed, uint64_t stream, uint64_t block) {
   const PhiloxWords b = philox_block(seed, stream, block);
   return philox_uniform_double(b.w[0], b.w[1]);
+}
+
+// splitmix64 (Steele, Lea, Flood, OOPSLA'14): the mixing step of philox_stream.
+VT_HOST_DEVICE inline uint64_t philox_splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// vt::philox_stream(a, b, c) (core/philox.h), callable from device code.
+VT_HOST_DEVICE inline uint64_t philox_stream_mix(uint64_t a, uint64_t b, uint64_t c) {
+  return philox_splitmix64(philox_splitmix64(philox_splitmix64(a) ^ b) ^ c);
+}
+
+// Box-Muller on two uniforms in [0, 1): Philox::normal()'s formula. Each
+// normal consumes exactly one Philox block (u1 = words 0,1; u2 = words 2,3),
+// so normal i of Philox(seed, stream) is philox_normal(seed, stream, i).
+// Device double log/cos are within 1-2 ulp of glibc's, not always equal: a
+// float rounding of the result can then differ by one float ulp (about one
+// element in 10^8); on the host (and the CUDA emulator) the values are equal.
+VT_HOST_DEVICE inline double philox_box_muller(double u1, double u2) {
+  if (u1 < 1e-300) u1 = 1e-300;
+  return sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2);
+}
+
+// The i-th normal() of a fresh vt::Philox(seed, stream).
+VT_HOST_DEVICE inline double philox_normal(uint64_t seed, uint64_t stream, uint64_t i) {
+  const PhiloxWords b = philox_block(seed, stream, i);
+  return philox_box_muller(philox_uniform_double(b.w[0], b.w[1]), philox_uniform_double(b.w[2], b.w[3]));
 }
 
 }  // namespace vt

@@ -95,6 +95,11 @@ void DiT::load(const std::map<std::string, Tensor>& state_dict) {
   set_pos_embed();
 }
 
+void DiT::to(Device device) {
+  store_.to(device);
+  B_ = 0;  // the next forward plans on the new device
+}
+
 void DiT::set_pos_embed() { sincos_pos_embed_2d(cfg_.grid(), cfg_.grid(), store_.value(pos_)); }
 
 int64_t DiT::num_params() const { return store_.numel() - store_.info(pos_).numel; }
@@ -104,13 +109,15 @@ void DiT::plan(int64_t B) {
   B_ = B;
   const int64_t D = cfg_.hidden, N = cfg_.tokens(), p = cfg_.patch;
   const int64_t cpp = cfg_.in_channels * p * p, fo = p * p * cfg_.out_channels();
-  auto E = [](const Shape& s) { return Tensor::empty(s); };
+  // Workspaces live where the parameters do.
+  const Device dev = store_.device();
+  auto E = [dev](const Shape& s) { return Tensor::empty(s, DType::F32, dev); };
   patches_ = E({B, N, cpp});
   h_ = E({B, N, D});
   t_freq_ = E({B, kFreqDim});
   t_h1_ = E({B, D});
   t_h2_ = E({B, D});
-  y_ids_ = Tensor::empty({B}, DType::I32);
+  y_ids_ = Tensor::empty({B}, DType::I32, dev);
   c_ = E({B, D});
   silu_c_ = E({B, D});
   ada_ = E({B, 2 * D});

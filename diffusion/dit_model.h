@@ -73,6 +73,10 @@ class DiT {
   DiT(const DiT&) = delete;  // modules keep ids into store_
   DiT& operator=(const DiT&) = delete;
   const DiTConfig& config() const { return cfg_; }
+  // Moves the parameters to `device` (after init_weights() or load(): both
+  // write through host pointers); workspaces are planned there from then on.
+  void to(Device device);
+  Device device() const { return store_.device(); }
   ParamStore& params() { return store_; }
   const ParamStore& params() const { return store_; }
   // The trunk, for the mechanism measurements (Backbone::stream_rms,

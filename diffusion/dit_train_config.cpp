@@ -17,8 +17,8 @@ const ConfigSchema& dittrain_schema() {
     ConfigSchema c;
     c.optional("name", T::String, "dit", "run name (letters, digits, - _ .): outputs go to <out_dir>/<name>/")
         .optional("out_dir", T::String, "runs", "parent of run directories (relative to the CWD)")
-        .optional("device", T::String, "auto", "auto | cpu (cuda: dittrain's step does not run on the GPU yet)")
-        .optional("precision", T::String, "auto", "auto | fp32 (bf16/tf32 need device=cuda)")
+        .optional("device", T::String, "auto", "auto | cpu | cuda | cuda:N (auto: the GPU when one is visible)")
+        .optional("precision", T::String, "auto", "auto | bf16 | fp32 | tf32 (auto: bf16 on a GPU, fp32 on the CPU)")
         .optional("seed", T::Int, "0", "seed of init, data order, noise, timesteps, label dropout")
         .optional("threads", T::Int, "0", "OpenMP threads for compute (0: library default; 0..1024)")
         .optional("resume", T::String, "auto", "auto (newest complete checkpoint of the run) | never (alias: none) | DIR")
@@ -104,16 +104,8 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   t.run_name = run_name(c);
   t.out_dir = c.get<std::string>("out_dir");
   check(c, !t.out_dir.empty(), "out_dir", "must not be empty");
-  {
-    // The shared parser (train/device_choice.h); dittrain's step itself is
-    // still CPU-only, so a GPU is refused rather than silently left idle.
-    const DeviceChoice d = device_choice(c);
-    if (c.get<std::string>("device") != "auto" && d.device.is_cuda())
-      bad_value(c, "device", "CUDA training is not yet implemented in dittrain; use device=cpu or auto");
-    if (d.device.is_cuda() && c.get<std::string>("precision") != "auto" && c.get<std::string>("precision") != "fp32")
-      bad_value(c, "precision", "dittrain runs on the CPU (fp32 only) for now");
-    t.device = "cpu";
-  }
+  t.compute = device_choice(c);  // the shared parser (train/device_choice.h)
+  t.device = t.compute.device.str();
   t.seed = static_cast<uint64_t>(int_in(c, "seed", 0, INT64_MAX));
   t.threads = static_cast<int>(int_in(c, "threads", 0, 1024));
   t.resume = c.get<std::string>("resume");

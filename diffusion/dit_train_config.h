@@ -17,6 +17,7 @@
 
 #include "core/config.h"
 #include "diffusion/dit_model.h"
+#include "train/device_choice.h"
 #include "diffusion/gaussian_diffusion.h"
 #include "diffusion/sampler.h"
 
@@ -25,7 +26,8 @@ namespace vt {
 const ConfigSchema& dittrain_schema();
 
 struct DitTrainConfig {
-  std::string run_name, out_dir, device;
+  std::string run_name, out_dir, device;  // device: compute.device.str()
+  DeviceChoice compute;                    // the device and precision keys (train/device_choice.h)
   int threads = 0;
   std::string resume;  // "auto" | "never" (config word "none" is an alias) | an absolute step_<N> directory
   uint64_t seed = 0;

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "backbone/optimizer_state.h"
+#include "core/allocator.h"
 #include "core/dist.h"
 #include "core/log.h"
 #include "core/npz.h"
@@ -23,6 +24,7 @@
 #include "diffusion/image_grid.h"
 #include "vae/autoencoder_kl.h"
 #include "diffusion/sampler.h"
+#include "kernels/diffusion.h"
 #include "kernels/elementwise.h"
 #include "kernels/optim.h"
 #include "train/run_dir.h"
@@ -78,8 +80,17 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
                       std::to_string(world) + " processes of this run");
   rank_batch_ = cfg_.batch / world;
 
+  if (cfg_.compute.device.is_cuda() && world > 1)
+    throw ConfigError("device (" + cfg_.resolved.source("device") + "): " + cfg_.compute.device.str() + " with " +
+                      std::to_string(world) + " processes: data-parallel GPU training is not implemented yet; "
+                      "run one process per GPU job or use device=cpu");
+  apply_device_choice(cfg_.compute);
   model_ = std::make_unique<DiT>(cfg_.model);
   model_->init_weights(cfg_.seed);
+  // Initialised on the host (Philox draws written through host pointers),
+  // then moved: a GPU run starts from the CPU run's exact weights.
+  model_->to(cfg_.compute.device);
+  if (cfg_.compute.bf16()) model_->params().enable_bf16_copy();
   opt_ = std::make_unique<OptimizerState>(model_->params(), /*with_ema=*/true);  // DiT: EMA starts as a copy
 
   run_ = std::make_unique<RunDirectory>(cfg_.out_dir, cfg_.run_name, cfg_.resume);
@@ -92,14 +103,29 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   lc.on_corrupt = parse_on_corrupt(cfg_.on_corrupt);
   loader_ = std::make_unique<Loader>(dataset_, lc);
 
+  plan_step_buffers();
+}
+
+// The step's tensors on the model's device; the labels and timesteps are
+// drawn on the host (host_y_, host_t_, host_tt_) and copied over (on the
+// CPU the host and device tensors are the same).
+void DitTrainer::plan_step_buffers() {
+  const Device dev = model_->params().weights().device();
   const int64_t B = rank_batch_, C = cfg_.model.in_channels, S = cfg_.model.input_size;
-  x0_ = Tensor::empty({B, C, S, S});
-  xt_ = Tensor::empty({B, C, S, S});
-  noise_ = Tensor::empty({B, C, S, S});
-  tt_ = Tensor::empty({B});
-  y_ = Tensor::empty({B}, DType::I32);
-  out_ = Tensor::empty({B, 2 * C, S, S});
-  dout_ = Tensor::empty({B, 2 * C, S, S});
+  auto E = [dev](const Shape& s, DType dt = DType::F32) { return Tensor::empty(s, dt, dev); };
+  x0_ = E({B, C, S, S});
+  xt_ = E({B, C, S, S});
+  noise_ = E({B, C, S, S});
+  out_ = E({B, 2 * C, S, S});
+  dout_ = E({B, 2 * C, S, S});
+  stats_ = E({B, 2}, DType::I64);
+  host_tt_ = Tensor::empty({B});
+  host_y_ = Tensor::empty({B}, DType::I32);
+  host_t_ = Tensor::empty({B}, DType::I32);
+  tt_ = dev.is_cpu() ? host_tt_ : E({B});
+  y_ = dev.is_cpu() ? host_y_ : E({B}, DType::I32);
+  t_ = dev.is_cpu() ? host_t_ : E({B}, DType::I32);
+  schedule_ = diff_.schedule_on(dev);
 }
 
 const std::string& DitTrainer::run_dir() const { return run_->path(); }
@@ -108,6 +134,7 @@ const Tensor& DitTrainer::ema() const { return opt_->ema(); }
 void DitTrainer::open_run() {
   if (run_->is_open()) return;
   run_->open(cfg_.resolved, cfg_.tensorboard);
+  log().info("dittrain: device {}", cfg_.compute.describe());
   log().info("dittrain: DiT depth {} hidden {} patch {} ({} scheme), {} parameters, {} samples, batch {} ({} processes x {}), run dir {}{}",
              cfg_.model.depth, cfg_.model.hidden, cfg_.model.patch, norm_scheme_name(cfg_.model.scheme),
              model_->num_params(), dataset_->size(), cfg_.batch, dist().world(), rank_batch_, run_->path(),
@@ -174,17 +201,17 @@ void DitTrainer::start_epoch() {
 }
 
 StepTask::Output DitTrainer::forward_backward(int64_t s) {
-  const int64_t B = rank_batch_, N = x0_.numel() / B;
+  const int64_t B = rank_batch_;
   const int rank = dist().rank(), world = dist().world();
   Batch batch;
   if (!loader_->next(batch)) throw std::logic_error("dittrain: loader ran dry inside an epoch");
   x0_.copy_from(batch.images);
   if (cfg_.data_kind == "latents") scale(x0_, static_cast<float>(cfg_.latent_scale), x0_);
-  y_.copy_from(batch.labels);
+  host_y_.copy_from(batch.labels);
   // Per-sample draws are keyed by the global row (j * world + rank), so a
   // sample's t, noise and label dropout do not depend on the world size.
-  drop_labels(y_, cfg_.model.class_dropout, cfg_.model.num_classes, cfg_.seed, static_cast<uint64_t>(s), rank, world);
-  std::vector<int> t(static_cast<size_t>(B));
+  drop_labels(host_y_, cfg_.model.class_dropout, cfg_.model.num_classes, cfg_.seed, static_cast<uint64_t>(s), rank,
+              world);
   {
     // One stream per step over the global batch (rejection sampling draws a
     // variable count per sample): every rank walks it and keeps its rows.
@@ -192,21 +219,28 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
     for (int64_t g = 0; g < cfg_.batch; ++g) {
       const int tg = static_cast<int>(rng.integer(0, cfg_.num_timesteps - 1));
       if (g % world != rank) continue;
-      t[static_cast<size_t>(g / world)] = tg;
-      tt_.f32()[g / world] = static_cast<float>(tg);
+      host_t_.i32()[g / world] = tg;
+      host_tt_.f32()[g / world] = static_cast<float>(tg);
     }
   }
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    const uint64_t global_row = static_cast<uint64_t>(b * world + rank);
-    Philox rng(cfg_.seed, philox_stream(kPurposeNoise, static_cast<uint64_t>(s), global_row));
-    float* z = noise_.f32() + b * N;
-    for (int64_t i = 0; i < N; ++i) z[i] = static_cast<float>(rng.normal());
+  if (!x0_.device().is_cpu()) {  // the step's host draws go to the device
+    y_.copy_from(host_y_);
+    t_.copy_from(host_t_);
+    tt_.copy_from(host_tt_);
   }
-  const GaussianDiffusion& diff = diff_;
-  diff.q_sample(x0_, t, noise_, xt_);
+  // Row b's noise: Philox(seed, philox_stream(noise, s, global_row)), the
+  // same draws on every device (kernels/diffusion.h).
+  NoiseRows rows;
+  rows.purpose = kPurposeNoise, rows.key = static_cast<uint64_t>(s), rows.row_last = true;
+  rows.offset = rank, rows.stride = world;
+  gaussian_noise(cfg_.seed, rows, noise_);
+  diffusion_q_sample(schedule_, t_, x0_, noise_, xt_);
   model_->forward(xt_, tt_, y_, out_);
-  const auto L = diff.training_losses(out_, x0_, xt_, noise_, t, dout_, cfg_.t0_term);
+  diffusion_training_losses(schedule_, t_, out_, x0_, xt_, noise_, diffusion_t0(cfg_.t0_term), stats_, dout_);
+  // The per-sample losses cross to the host (B x 2 doubles): the loop's
+  // non-finite policy and the metrics need the step's loss.
+  const Tensor stats = stats_.to(Device::cpu());
+  const auto L = GaussianDiffusion::losses_from_stats(f64_data(stats), B);
   ParamStore& ps = model_->params();
   ps.zero_grad();
   model_->backward(dout_);
@@ -256,6 +290,8 @@ std::vector<std::pair<std::string, double>> DitTrainer::log_scalars(int64_t s) {
   sc.emplace_back("img_per_s", ips);
   sc.emplace_back("epoch", static_cast<double>(epoch_));
   sc.emplace_back("nonfinite_skipped", static_cast<double>(nonfinite_.skipped_total()));
+  if (cfg_.compute.device.is_cuda())  // GPU runs: the caching allocator's high-water mark
+    sc.emplace_back("gpu_peak_gib", static_cast<double>(cuda_peak_bytes_in_use()) / (1 << 30));
   append_mechanism_scalars(sc);
   return sc;
 }
@@ -277,8 +313,10 @@ void DitTrainer::after_step(int64_t s) {
 
 void DitTrainer::save_sample_grid(const std::string& path) {
   DiT ema_model(cfg_.model);
+  ema_model.to(cfg_.compute.device);  // sampled where training runs
   Tensor w = ema_model.params().weights();
   w.copy_from(opt_->ema());
+  if (cfg_.compute.bf16()) ema_model.params().enable_bf16_copy();
   std::vector<int32_t> labels(static_cast<size_t>(std::max(1, cfg_.grid_images)));
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % static_cast<size_t>(cfg_.model.num_classes));
   Tensor x = sample_images(ema_model, cfg_.grid, labels);
@@ -347,6 +385,10 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const std::string& ckpt, int
   lo.require_ema = use_ema;
   const CheckpointData ck = load_checkpoint(ckpt, lo);
   model.load(use_ema ? ck.ema : ck.model);
+  apply_device_choice(cfg.compute);
+  log().info("sample: device {}", cfg.compute.describe());
+  model.to(cfg.compute.device);
+  if (cfg.compute.bf16()) model.params().enable_bf16_copy();
   std::vector<int32_t> labels(static_cast<size_t>(num_samples));
   Philox rng(opt.seed, philox_stream(kPurposeSampleLabels));
   for (auto& y : labels) y = static_cast<int32_t>(rng.integer(0, cfg.model.num_classes - 1));

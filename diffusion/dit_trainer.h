@@ -108,8 +108,10 @@ class DitTrainer : private StepTask {
   ProgressBar* bar_ = nullptr;         // of the running train()
   int64_t bar_first_ = 0, step_log_ = 0;
   std::chrono::steady_clock::time_point t_log_;
-  // step buffers
-  Tensor x0_, xt_, noise_, tt_, y_, out_, dout_;
+  void plan_step_buffers();
+  // step buffers, on the model's device (host_*: the host draws)
+  Tensor x0_, xt_, noise_, tt_, y_, t_, out_, dout_, stats_, schedule_;
+  Tensor host_tt_, host_y_, host_t_;
 };
 
 // Upper bound of dit_sample_to_files's num_samples (ADM's FID-50K needs 5e4).

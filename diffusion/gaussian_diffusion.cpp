@@ -1,5 +1,7 @@
 #include "diffusion/gaussian_diffusion.h"
 
+#include "kernels/diffusion.h"
+
 #include <algorithm>
 #include <cfenv>
 #include <cmath>
@@ -10,65 +12,23 @@
 namespace vt {
 namespace {
 
-constexpr double kLn2 = 0.69314718055994530942;
-
-void check_image(const char* fn, const char* name, const Tensor& t, const Shape& want) {
-  if (!t.defined() || t.dtype() != DType::F32 || !t.device().is_cpu() || !t.is_contiguous() ||
-      t.shape() != want)
-    throw std::invalid_argument(std::string(fn) + ": " + name + " must be a contiguous CPU F32 tensor of shape " +
-                                shape_str(want) + ", got " + (t.defined() ? t.str() : std::string("undefined")));
+// The step indices as the kernels take them (I32 CPU tensor).
+Tensor t_tensor(const std::vector<int>& t) {
+  Tensor out = Tensor::empty({static_cast<int64_t>(t.size())}, DType::I32);
+  for (size_t i = 0; i < t.size(); ++i) out.i32()[i] = t[i];
+  return out;
 }
 
-// [B, 2C, rest...] -> [B, C, rest...]
-Shape half_channels(const char* fn, const Tensor& model_out) {
-  if (!model_out.defined() || model_out.dim() < 2 || model_out.size(1) % 2 != 0)
-    throw std::invalid_argument(std::string(fn) + ": model_out must be [B, 2C, ...] with an even channel count, got " +
-                                (model_out.defined() ? shape_str(model_out.shape()) : std::string("undefined")));
-  Shape s = model_out.shape();
-  s[1] /= 2;
-  return s;
-}
-
-double approx_std_normal_cdf(double x) {
-  return 0.5 * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-}
-double approx_std_normal_pdf(double x) {  // derivative of the approximation above
-  const double k = std::sqrt(2.0 / M_PI);
-  const double th = std::tanh(k * (x + 0.044715 * x * x * x));
-  return 0.5 * (1.0 - th * th) * k * (1.0 + 3.0 * 0.044715 * x * x);
-}
-
-// -log p(x0 | mean, exp(log_scale)) of ADM's discretized_gaussian_log_likelihood
-// and its derivative with respect to log_scale. torch.clamp(min=1e-12)
-// passes no gradient when it clamps, hence the zero derivatives there.
-void disc_gauss_nll(double x, double mean, double log_scale, double* nll, double* d_log_scale) {
-  const double cx = x - mean, inv = std::exp(-log_scale);
-  const double plus_in = inv * (cx + 1.0 / 255.0), min_in = inv * (cx - 1.0 / 255.0);
-  const double cdf_plus = approx_std_normal_cdf(plus_in), cdf_min = approx_std_normal_cdf(min_in);
-  // d(in)/d(log_scale) = -in.
-  const double dplus = approx_std_normal_pdf(plus_in) * -plus_in;
-  const double dmin = approx_std_normal_pdf(min_in) * -min_in;
-  double lp, dlp;
-  if (x < -0.999) {
-    const bool clamped = cdf_plus < 1e-12;
-    lp = std::log(std::max(cdf_plus, 1e-12));
-    dlp = clamped ? 0.0 : dplus / cdf_plus;
-  } else if (x > 0.999) {
-    const double one_minus = 1.0 - cdf_min;
-    const bool clamped = one_minus < 1e-12;
-    lp = std::log(std::max(one_minus, 1e-12));
-    dlp = clamped ? 0.0 : -dmin / one_minus;
-  } else {
-    const double delta = cdf_plus - cdf_min;
-    const bool clamped = delta < 1e-12;
-    lp = std::log(std::max(delta, 1e-12));
-    dlp = clamped ? 0.0 : (dplus - dmin) / delta;
-  }
-  *nll = -lp;
-  *d_log_scale = -dlp;
+void check_cpu(const char* fn, const char* name, const Tensor& t) {
+  if (t.defined() && !t.device().is_cpu())
+    throw std::invalid_argument(std::string(fn) + ": " + name + " must be a CPU tensor, got " + t.str());
 }
 
 }  // namespace
+
+DiffusionT0 diffusion_t0(T0Term t0) {
+  return t0 == T0Term::Nll ? DiffusionT0::Nll : t0 == T0Term::Kl ? DiffusionT0::Kl : DiffusionT0::Zero;
+}
 
 T0Term t0_term_from_name(const std::string& s) {
   if (s == "nll") return T0Term::Nll;
@@ -201,7 +161,19 @@ GaussianDiffusion::GaussianDiffusion(std::vector<double> betas, std::vector<int>
   }
   for (size_t i = 0; i < n; ++i) post_logvar_[i] = std::log(post_var_[i == 0 ? (n > 1 ? 1 : 0) : i]);
   if (n == 1) post_logvar_[0] = log_betas_[0];  // v_0 = 0 and there is no v_1
+  schedule_ = Tensor::empty({static_cast<int64_t>(n), kDiffusionCoefs}, DType::I64);
+  double* row = f64_data(schedule_);
+  for (size_t i = 0; i < n; ++i, row += kDiffusionCoefs) {
+    row[kDcAlphaBar] = ac_[i];
+    row[kDcAlphaBarPrev] = ac_prev_[i];
+    row[kDcCoef1] = coef1_[i];
+    row[kDcCoef2] = coef2_[i];
+    row[kDcLogBeta] = log_betas_[i];
+    row[kDcPostLogVar] = post_logvar_[i];
+  }
 }
+
+Tensor GaussianDiffusion::schedule_on(Device device) const { return schedule_.to(device); }
 
 void GaussianDiffusion::check_t(const char* fn, const std::vector<int>& t, int64_t B) const {
   if (static_cast<int64_t>(t.size()) != B)
@@ -215,75 +187,31 @@ void GaussianDiffusion::check_t(const char* fn, const std::vector<int>& t, int64
 
 void GaussianDiffusion::q_sample(const Tensor& x0, const std::vector<int>& t, const Tensor& noise,
                                  const Tensor& out) const {
-  check_image("q_sample", "x0", x0, x0.shape());
-  check_image("q_sample", "noise", noise, x0.shape());
-  check_image("q_sample", "out", out, x0.shape());
-  const int64_t B = x0.size(0), N = x0.numel() / B;
-  check_t("q_sample", t, B);
-  const float *a = x0.f32(), *e = noise.f32();
-  float* o = out.f32();
-  for (int64_t b = 0; b < B; ++b) {
-    const double sa = std::sqrt(ac_[static_cast<size_t>(t[static_cast<size_t>(b)])]);
-    const double sb = std::sqrt(1.0 - ac_[static_cast<size_t>(t[static_cast<size_t>(b)])]);
-    for (int64_t i = b * N; i < (b + 1) * N; ++i) o[i] = static_cast<float>(sa * a[i] + sb * e[i]);
-  }
+  check_cpu("q_sample", "x0", x0);
+  if (x0.defined() && x0.dim() >= 1) check_t("q_sample", t, x0.size(0));
+  diffusion_q_sample(schedule_, t_tensor(t), x0, noise, out);
 }
 
 GaussianDiffusion::Losses GaussianDiffusion::training_losses(const Tensor& model_out, const Tensor& x0,
                                                              const Tensor& x_t, const Tensor& noise,
                                                              const std::vector<int>& t, const Tensor& grad,
                                                              T0Term t0) const {
-  const char* fn = "training_losses";
-  const Shape xs = half_channels(fn, model_out);
-  check_image(fn, "model_out", model_out, model_out.shape());
-  check_image(fn, "x0", x0, xs);
-  check_image(fn, "x_t", x_t, xs);
-  check_image(fn, "noise", noise, xs);
-  if (grad.defined()) check_image(fn, "grad", grad, model_out.shape());
-  const int64_t B = xs[0], N = x0.numel() / B;
-  check_t(fn, t, B);
+  check_cpu("training_losses", "model_out", model_out);
+  if (model_out.defined() && model_out.dim() >= 1) check_t("training_losses", t, model_out.size(0));
+  const int64_t B = static_cast<int64_t>(t.size());
+  Tensor stats = Tensor::empty({B, 2}, DType::I64);
+  diffusion_training_losses(schedule_, t_tensor(t), model_out, x0, x_t, noise, diffusion_t0(t0), stats, grad);
+  return losses_from_stats(f64_data(stats), B);
+}
+
+GaussianDiffusion::Losses GaussianDiffusion::losses_from_stats(const double* stats, int64_t B) {
   Losses L;
   L.mse.assign(static_cast<size_t>(B), 0.0);
   L.vb.assign(static_cast<size_t>(B), 0.0);
   L.loss.assign(static_cast<size_t>(B), 0.0);
-  const float *mo = model_out.f32(), *px0 = x0.f32(), *pxt = x_t.f32(), *pe = noise.f32();
-  float* pg = grad.defined() ? grad.f32() : nullptr;
-#pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < B; ++b) {
-    const size_t ti = static_cast<size_t>(t[static_cast<size_t>(b)]);
-    const double sr = std::sqrt(1.0 / ac_[ti]), srm1 = std::sqrt(1.0 / ac_[ti] - 1.0);
-    const double c1 = coef1_[ti], c2 = coef2_[ti], min_log = post_logvar_[ti], max_log = log_betas_[ti];
-    const bool at0 = ti == 0;
-    const float* eps_hat = mo + b * 2 * N;
-    const float* v = eps_hat + N;
-    double mse = 0, vb = 0;
-    for (int64_t i = 0; i < N; ++i) {
-      const double x0v = px0[b * N + i], xtv = pxt[b * N + i], ev = pe[b * N + i], eh = eps_hat[i];
-      mse += (ev - eh) * (ev - eh);
-      const double f = (static_cast<double>(v[i]) + 1.0) * 0.5;
-      const double lv2 = f * max_log + (1.0 - f) * min_log;
-      const double m2 = c1 * (sr * xtv - srm1 * eh) + c2 * xtv;
-      double term = 0, dterm_dlv2 = 0;
-      if (!at0 || t0 == T0Term::Kl) {
-        const double m1 = c1 * x0v + c2 * xtv, lv1 = min_log;
-        const double d2 = (m1 - m2) * (m1 - m2) * std::exp(-lv2);
-        term = 0.5 * (-1.0 + lv2 - lv1 + std::exp(lv1 - lv2) + d2);
-        dterm_dlv2 = 0.5 * (1.0 - std::exp(lv1 - lv2) - d2);
-      } else if (t0 == T0Term::Nll) {
-        double dls = 0;
-        disc_gauss_nll(x0v, m2, 0.5 * lv2, &term, &dls);
-        dterm_dlv2 = 0.5 * dls;
-      }
-      vb += term;
-      if (pg) {
-        float* g = pg + b * 2 * N;
-        g[i] = static_cast<float>(-2.0 * (ev - eh) / (static_cast<double>(N) * B));
-        // dlv2/dv = (max_log - min_log) / 2.
-        g[N + i] = static_cast<float>(dterm_dlv2 * 0.5 * (max_log - min_log) / (kLn2 * N * B));
-      }
-    }
-    L.mse[static_cast<size_t>(b)] = mse / N;
-    L.vb[static_cast<size_t>(b)] = vb / N / kLn2;
+    L.mse[static_cast<size_t>(b)] = stats[2 * b];
+    L.vb[static_cast<size_t>(b)] = stats[2 * b + 1];
     L.loss[static_cast<size_t>(b)] = L.mse[static_cast<size_t>(b)] + L.vb[static_cast<size_t>(b)];
   }
   for (double l : L.loss) L.mean += l;
@@ -294,128 +222,27 @@ GaussianDiffusion::Losses GaussianDiffusion::training_losses(const Tensor& model
 void GaussianDiffusion::p_mean_variance(const Tensor& model_out, const Tensor& x, const std::vector<int>& t,
                                         bool clip, const Tensor& mean, const Tensor& log_variance,
                                         const Tensor& x0_hat) const {
-  const char* fn = "p_mean_variance";
-  const Shape xs = half_channels(fn, model_out);
-  check_image(fn, "model_out", model_out, model_out.shape());
-  check_image(fn, "x", x, xs);
-  if (mean.defined()) check_image(fn, "mean", mean, xs);
-  if (log_variance.defined()) check_image(fn, "log_variance", log_variance, xs);
-  if (x0_hat.defined()) check_image(fn, "x0_hat", x0_hat, xs);
-  const int64_t B = xs[0], N = x.numel() / B;
-  check_t(fn, t, B);
-  const float *mo = model_out.f32(), *px = x.f32();
-  float* pm = mean.defined() ? mean.f32() : nullptr;
-  float* pl = log_variance.defined() ? log_variance.f32() : nullptr;
-  float* p0 = x0_hat.defined() ? x0_hat.f32() : nullptr;
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    const size_t ti = static_cast<size_t>(t[static_cast<size_t>(b)]);
-    const double sr = std::sqrt(1.0 / ac_[ti]), srm1 = std::sqrt(1.0 / ac_[ti] - 1.0);
-    const float* eh = mo + b * 2 * N;
-    const float* v = eh + N;
-    for (int64_t i = 0; i < N; ++i) {
-      const double xv = px[b * N + i];
-      double x0 = sr * xv - srm1 * eh[i];
-      if (clip) x0 = std::min(1.0, std::max(-1.0, x0));
-      if (p0) p0[b * N + i] = static_cast<float>(x0);
-      if (pm) pm[b * N + i] = static_cast<float>(coef1_[ti] * x0 + coef2_[ti] * xv);
-      if (pl) {
-        const double f = (static_cast<double>(v[i]) + 1.0) * 0.5;
-        pl[b * N + i] = static_cast<float>(f * log_betas_[ti] + (1.0 - f) * post_logvar_[ti]);
-      }
-    }
-  }
+  check_cpu("p_mean_variance", "model_out", model_out);
+  if (model_out.defined() && model_out.dim() >= 1) check_t("p_mean_variance", t, model_out.size(0));
+  diffusion_p_mean_variance(schedule_, t_tensor(t), model_out, x, clip, mean, log_variance, x0_hat);
 }
 
 void GaussianDiffusion::ddpm_step(const Tensor& model_out, const Tensor& x, const std::vector<int>& t,
                                   const Tensor& noise, const Tensor& out, bool clip) const {
-  const char* fn = "ddpm_step";
-  const Shape xs = half_channels(fn, model_out);
-  check_image(fn, "model_out", model_out, model_out.shape());
-  check_image(fn, "x", x, xs);
-  check_image(fn, "noise", noise, xs);
-  check_image(fn, "out", out, xs);
-  const int64_t B = xs[0], N = x.numel() / B;
-  check_t(fn, t, B);
-  const float *mo = model_out.f32(), *px = x.f32(), *pz = noise.f32();
-  float* po = out.f32();
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    const size_t ti = static_cast<size_t>(t[static_cast<size_t>(b)]);
-    const double sr = std::sqrt(1.0 / ac_[ti]), srm1 = std::sqrt(1.0 / ac_[ti] - 1.0);
-    const double nonzero = ti == 0 ? 0.0 : 1.0;
-    const float* eh = mo + b * 2 * N;
-    const float* v = eh + N;
-    for (int64_t i = 0; i < N; ++i) {
-      const double xv = px[b * N + i];
-      double x0 = sr * xv - srm1 * eh[i];
-      if (clip) x0 = std::min(1.0, std::max(-1.0, x0));
-      const double m = coef1_[ti] * x0 + coef2_[ti] * xv;
-      const double f = (static_cast<double>(v[i]) + 1.0) * 0.5;
-      const double lv = f * log_betas_[ti] + (1.0 - f) * post_logvar_[ti];
-      po[b * N + i] = static_cast<float>(m + nonzero * std::exp(0.5 * lv) * pz[b * N + i]);
-    }
-  }
+  check_cpu("ddpm_step", "model_out", model_out);
+  if (model_out.defined() && model_out.dim() >= 1) check_t("ddpm_step", t, model_out.size(0));
+  diffusion_ddpm_step(schedule_, t_tensor(t), model_out, x, noise, out, clip);
 }
 
 void GaussianDiffusion::ddim_step(const Tensor& model_out, const Tensor& x, const std::vector<int>& t, double eta,
                                   const Tensor& noise, const Tensor& out, bool clip) const {
-  const char* fn = "ddim_step";
-  const Shape xs = half_channels(fn, model_out);
-  check_image(fn, "model_out", model_out, model_out.shape());
-  check_image(fn, "x", x, xs);
-  if (eta != 0.0 || noise.defined()) check_image(fn, "noise", noise, xs);
-  check_image(fn, "out", out, xs);
-  if (eta < 0) throw std::invalid_argument("ddim_step: eta must be >= 0, got " + std::to_string(eta));
-  const int64_t B = xs[0], N = x.numel() / B;
-  check_t(fn, t, B);
-  const float *mo = model_out.f32(), *px = x.f32();
-  const float* pz = noise.defined() ? noise.f32() : nullptr;
-  float* po = out.f32();
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    const size_t ti = static_cast<size_t>(t[static_cast<size_t>(b)]);
-    const double ab = ac_[ti], abp = ac_prev_[ti];
-    const double sr = std::sqrt(1.0 / ab), srm1 = std::sqrt(1.0 / ab - 1.0);
-    const double sigma = eta * std::sqrt((1.0 - abp) / (1.0 - ab)) * std::sqrt(1.0 - ab / abp);
-    const double dir = std::sqrt(std::max(0.0, 1.0 - abp - sigma * sigma));
-    const double nz = ti == 0 ? 0.0 : sigma;
-    const float* eh = mo + b * 2 * N;
-    for (int64_t i = 0; i < N; ++i) {
-      const double xv = px[b * N + i];
-      double x0 = sr * xv - srm1 * eh[i];
-      if (clip) x0 = std::min(1.0, std::max(-1.0, x0));
-      const double eps = (sr * xv - x0) / srm1;
-      double o = x0 * std::sqrt(abp) + dir * eps;
-      if (pz && nz != 0.0) o += nz * pz[b * N + i];
-      po[b * N + i] = static_cast<float>(o);
-    }
-  }
+  check_cpu("ddim_step", "model_out", model_out);
+  if (model_out.defined() && model_out.dim() >= 1) check_t("ddim_step", t, model_out.size(0));
+  diffusion_ddim_step(schedule_, t_tensor(t), model_out, x, eta, noise, out, clip);
 }
 
 void cfg_combine(const Tensor& model_out, double scale, int guided_channels, const Tensor& out) {
-  const char* fn = "cfg_combine";
-  if (!model_out.defined() || model_out.dim() < 2 || model_out.size(0) % 2 != 0 || model_out.size(1) % 2 != 0)
-    throw std::invalid_argument(std::string(fn) + ": model_out must be [2B, 2C, ...], got " +
-                                (model_out.defined() ? shape_str(model_out.shape()) : std::string("undefined")));
-  check_image(fn, "model_out", model_out, model_out.shape());
-  Shape os = model_out.shape();
-  os[0] /= 2;
-  check_image(fn, "out", out, os);
-  const int64_t B = os[0], C2 = os[1], C = C2 / 2, S = out.numel() / (B * C2);
-  const int64_t g = guided_channels < 0 ? C : guided_channels;
-  if (g > C)
-    throw std::invalid_argument(std::string(fn) + ": guided_channels " + std::to_string(g) + " exceeds the " +
-                                std::to_string(C) + " noise channels");
-  const float* cond = model_out.f32();
-  const float* unc = cond + B * C2 * S;
-  float* o = out.f32();
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t c = 0; c < C2; ++c)
-      for (int64_t s = 0; s < S; ++s) {
-        const int64_t i = (b * C2 + c) * S + s;
-        o[i] = c < g ? static_cast<float>(unc[i] + scale * (static_cast<double>(cond[i]) - unc[i])) : cond[i];
-      }
+  diffusion_cfg_combine(model_out, scale, guided_channels, out);
 }
 
 }  // namespace vt

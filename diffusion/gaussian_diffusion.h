@@ -5,7 +5,10 @@
 // variance (ModelVarType.LEARNED_RANGE, LossType.MSE).
 //
 // Schedules are float64; per-element arithmetic runs in double on fp32
-// tensors. Image-like tensors are F32 CPU contiguous [B, C, H, W] (any
+// tensors. The per-element work is the device-dispatched op family
+// kernels/diffusion.h (CPU and CUDA twins); the methods below are its CPU
+// entry points with host step indices, and schedule_on() hands the same
+// table to device callers. Image-like tensors are F32 CPU contiguous [B, C, H, W] (any
 // trailing shape: everything after dim 0 is "the sample"); the model output
 // has 2C channels: [eps_hat (C) ; v (C)] with v in about [-1, 1].
 //
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/diffusion_math.h"
 
 namespace vt {
 
@@ -72,6 +76,10 @@ class GaussianDiffusion {
   const std::vector<double>& posterior_log_variance_clipped() const { return post_logvar_; }
   const std::vector<double>& posterior_mean_coef1() const { return coef1_; }
   const std::vector<double>& posterior_mean_coef2() const { return coef2_; }
+  // The per-step coefficient table of kernels/diffusion.h (I64 [K,
+  // kDiffusionCoefs] holding float64) on the CPU, or copied to `device`.
+  const Tensor& schedule() const { return schedule_; }
+  Tensor schedule_on(Device device) const;
 
   // x_t = sqrt(abar_t) x0 + sqrt(1 - abar_t) noise. x0, noise, out same
   // shape [B, ...]; t has B indices.
@@ -91,6 +99,9 @@ class GaussianDiffusion {
   Losses training_losses(const Tensor& model_out, const Tensor& x0, const Tensor& x_t, const Tensor& noise,
                          const std::vector<int>& t, const Tensor& grad = Tensor(),
                          T0Term t0 = T0Term::Nll) const;
+  // Losses from the per-sample stats the kernel writes ([B, 2] float64:
+  // mse_b, vb_b), e.g. after copying a device's stats to the host.
+  static Losses losses_from_stats(const double* stats, int64_t B);
 
   // p(x_{t-1} | x_t) of the model: x0_hat = sqrt(1/abar) x - sqrt(1/abar - 1) eps_hat
   // (clipped to [-1, 1] when clip_denoised), mean = coef1 x0_hat + coef2 x,
@@ -113,7 +124,11 @@ class GaussianDiffusion {
   void check_t(const char* fn, const std::vector<int>& t, int64_t B) const;
   std::vector<double> betas_, ac_, ac_prev_, post_var_, post_logvar_, coef1_, coef2_, log_betas_;
   std::vector<int> map_;
+  Tensor schedule_;  // I64 [K, kDiffusionCoefs] float64 bits, CPU
 };
+
+// The kernel family's t0 selector for a T0Term.
+DiffusionT0 diffusion_t0(T0Term t0);
 
 // Classifier-free guidance (DiT forward_with_cfg). model_out [2B, 2C, ...]
 // holds the conditional rows first, then the unconditional ones. For noise

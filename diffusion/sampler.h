@@ -35,7 +35,9 @@ struct SampleOptions {
 // opt.num_timesteps steps, respaced to opt.steps).
 GaussianDiffusion sampling_diffusion(const SampleOptions& opt);
 
-// Draws labels.size() samples, [N, C, H, W] F32 (the model's input space).
+// Draws labels.size() samples, [N, C, H, W] F32 on the CPU (the model's
+// input space). The reverse process (noise, model, guidance, DDPM/DDIM
+// steps: kernels/diffusion.h) runs on the device of the model's parameters.
 // Sample i uses the noise of sample index_base + i, so drawing samples
 // [a, b) in one call with index_base = a gives the same images as drawing
 // [0, b) and keeping [a, b) (callers split large requests into chunks).
