@@ -12,6 +12,8 @@
 #   agree_*   CPU-vs-GPU training agreement at real size: DeiT-S batch 8,
 #             5 steps, fp32 and bf16; DiT-L/4 batch 4, 5 steps, fp32 and bf16
 #   kernels   GB/s of LayerNorm and the SiameseNorm kernels vs a D2D copy
+#   attention forward+backward time of the [B,H,T,T] path, the own flash kernel and cuDNN's
+#             fused SDPA at DeiT-S and DiT-L/4 shapes (bench_attention), as ratios
 #   nccl      NCCL all-reduce bandwidth, a world of 1
 #   step_*    training step vs timm / DiT with torch.compile, bf16, same GPU
 #
@@ -226,7 +228,7 @@ vt_gpu_check_main() {
   : >"$VT_LOG"
   VT_TMP=$(mktemp -d)
   trap 'rm -rf "$VT_TMP"' EXIT
-  stages=${*:-env cuda memcheck racecheck agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 kernels nccl step_deit step_dit}
+  stages=${*:-env cuda memcheck racecheck agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 kernels attention nccl step_deit step_dit}
   vt_log "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build $BUILD, budget ${VT_BUDGET}s, log $VT_LOG"
   vt_log "gpu_check: stages: $stages"
 
@@ -260,7 +262,7 @@ vt_gpu_check_main() {
   export LD_LIBRARY_PATH="$here/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local -a progs=()
   for s in tests/test_cuda bench/bench_cuda_kernels bench/bench_allreduce bench/gpu/check_train_device \
-           bench/gpu/check_dit_device bench/check_train_device bench/check_dit_device; do
+           bench/gpu/check_dit_device bench/check_train_device bench/check_dit_device bench/bench_attention; do
     [ -x "$BUILD/$s" ] && progs+=("$BUILD/$s")
   done
   if [ "${#progs[@]}" = 0 ]; then
@@ -307,6 +309,8 @@ vt_gpu_check_main() {
         vt_stage_prog "$s" 75 "DiT-L/4 batch 4, 5 steps" "$BUILD/bench/gpu/check_dit_device $BUILD/bench/check_dit_device" 5 4 "${s##*_}" ;;
       kernels)
         vt_stage_prog kernels 45 "GB/s vs D2D copy" "$BUILD/bench/bench_cuda_kernels" 20 ;;
+      attention)
+        vt_stage_prog attention 60 "probs vs flash vs cuDNN SDPA, fwd+bwd" "$BUILD/bench/bench_attention" 10 ;;
       nccl)
         vt_stage_prog nccl 45 "NCCL all-reduce, world 1" "$BUILD/bench/bench_allreduce" cifar 32 10 cuda ;;
       step_deit|step_dit)
