@@ -109,7 +109,7 @@ glibc=$(for f in "${progs[@]}" "$B"/build-gpu/lib/*.so*; do objdump -T "$f" 2>/d
   echo "vtrain GPU bundle, made $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
   echo "cuda: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo unknown)"
-  echo "cuda libraries needed: $({ ldd "${progs[@]}" || true; } | awk '{print $1}' | grep -E 'lib(cudart|cublas|cublasLt|nccl|cudnn)' | sort -u | tr '\n' ' ' || true)"
+  echo "cuda libraries needed: $({ ldd "${progs[@]}" || true; } | awk '{print $1}' | grep -E 'lib(cudart|cublas|cublasLt|nccl|cudnn|nvrtc)' | sort -u | tr '\n' ' ' || true)"
   echo "glibc: ${glibc#GLIBC_}"
   echo "files:"
   (cd "$B" && find . -type f -printf '%s %p\n' | sort -k2)
