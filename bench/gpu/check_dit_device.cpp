@@ -11,11 +11,10 @@
 // keys), q_sample, forward, the learned-sigma MSE + VB loss, backward, AdamW
 // and EMA. The CPU run is fp32, the CUDA run (cuda:0) uses the precision
 // given here. Prints per-step losses of both devices, the largest relative
-// loss difference and the largest parameter difference after the last step,
-// and exits non-zero beyond the tolerance (fp32 1e-4, bf16 2e-2 relative
-// loss; parameters 1e-4 fp32, 2e-2 bf16 absolute).
-//   usage: check_dit_device [steps=5] [batch=4] [fp32|bf16]
-// Exit codes: 0 agreement, 1 disagreement, 2 bad usage or no GPU, 3 error.
+// loss difference, and the largest parameter difference after the last step
+// beside the CPU run's largest update. Command line, tolerances (judged on the
+// losses) and exit status: bench/gpu/agreement.h.
+//   usage: check_dit_device [steps=5] [batch=4] [fp32|bf16 (default: both)]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include "backbone/optimizer_state.h"
+#include "bench/gpu/agreement.h"
 #include "core/allocator.h"
 #include "core/philox.h"
 #include "diffusion/dit_model.h"
@@ -118,47 +118,31 @@ Run train(const DitL4& tc, Device dev, bool bf16, int steps, int64_t B) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int steps = argc > 1 ? std::atoi(argv[1]) : 5;
-  const int64_t B = argc > 2 ? std::atoll(argv[2]) : 4;
-  const std::string prec = argc > 3 ? argv[3] : "fp32";
-  if (steps < 1 || B < 1 || (prec != "fp32" && prec != "bf16")) {
-    std::fprintf(stderr, "usage: check_dit_device [steps>=1] [batch>=1] [fp32|bf16]\n");
-    return 2;
-  }
-  if (!cuda_available()) {
-    std::fprintf(stderr, "check_dit_device: no CUDA device visible\n");
-    return 2;
-  }
+  agreement::Args args;
+  if (const int rc = agreement::parse(argc, argv, "check_dit_device", 4, args)) return rc;
+  const int steps = args.steps;
+  const int64_t B = args.batch;
   try {
     const DitL4 tc;
-    const double loss_tol = prec == "bf16" ? 2e-2 : 1e-4, param_tol = prec == "bf16" ? 2e-2 : 1e-4;
-    std::printf("check_dit_device: cuda:0 %s vs cpu fp32; DiT-L/4, latents %lldx%lldx%lld, batch %lld, %d steps\n",
-                prec.c_str(), static_cast<long long>(tc.model.in_channels),
-                static_cast<long long>(tc.model.input_size), static_cast<long long>(tc.model.input_size),
-                static_cast<long long>(B), steps);
+    std::printf("check_dit_device: DiT-L/4, latents %lldx%lldx%lld, batch %lld, %d steps; cuda:0 vs cpu fp32\n",
+                static_cast<long long>(tc.model.in_channels), static_cast<long long>(tc.model.input_size),
+                static_cast<long long>(tc.model.input_size), static_cast<long long>(B), steps);
     const Run cpu = train(tc, Device::cpu(), false, steps, B);
-    const Run gpu = train(tc, Device::cuda(0), prec == "bf16", steps, B);
-    double worst_loss = 0, worst_param = 0;
-    for (int s = 0; s < steps; ++s) {
-      const double rel = std::fabs(gpu.losses[static_cast<size_t>(s)] - cpu.losses[static_cast<size_t>(s)]) /
-                         std::max(std::fabs(cpu.losses[static_cast<size_t>(s)]), 1e-30);
-      worst_loss = std::max(worst_loss, std::isfinite(rel) ? rel : INFINITY);
-      std::printf("step %d  loss cpu %.9f  cuda %.9f  rel %.3e\n", s + 1, cpu.losses[static_cast<size_t>(s)],
-                  gpu.losses[static_cast<size_t>(s)], rel);
-    }
     double largest_update = 0;  // context for the parameter difference: how far the CPU run moved
-    for (size_t i = 0; i < cpu.params.size(); ++i) {
-      const double e = std::fabs(static_cast<double>(gpu.params[i]) - cpu.params[i]);
-      worst_param = std::max(worst_param, std::isfinite(e) ? e : INFINITY);
+    for (size_t i = 0; i < cpu.params.size(); ++i)
       largest_update = std::max(largest_update, std::fabs(static_cast<double>(cpu.params[i]) - cpu.init[i]));
+    bool ok = true;
+    for (const std::string& prec : args.precisions) {
+      const Run gpu = train(tc, Device::cuda(0), prec == "bf16", steps, B);
+      if (gpu.init != cpu.init) std::printf("warning: the two runs did not start from the same weights\n");
+      const double worst = agreement::compare_losses(prec, cpu.losses, gpu.losses);
+      std::printf("%s: max |diff| parameters %.3g (the CPU run's largest update over %d steps: %.3g)\n", prec.c_str(),
+                  agreement::max_abs_diff(gpu.params.data(), cpu.params.data(),
+                                          static_cast<int64_t>(cpu.params.size())),
+                  steps, largest_update);
+      ok = agreement::verdict(prec, worst) && ok;
     }
-    if (gpu.init != cpu.init) std::printf("warning: the two runs did not start from the same weights\n");
-    std::printf("largest parameter change of the CPU run over %d steps: %.3e\n", steps, largest_update);
-    const bool ok = worst_loss <= loss_tol && worst_param <= param_tol;
-    std::printf("check_dit_device DiT-L/4 %s batch %lld steps %d: max rel loss diff %.3e (tol %.0e), max param diff "
-                "%.3e (tol %.0e): %s\n",
-                prec.c_str(), static_cast<long long>(B), steps, worst_loss, loss_tol, worst_param, param_tol,
-                ok ? "PASS" : "FAIL");
+    std::printf("check_dit_device: %s\n", ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "check_dit_device: %s\n", e.what());

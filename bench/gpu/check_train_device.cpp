@@ -9,18 +9,19 @@
 //
 // Prints every step's losses and relative difference, the largest relative
 // loss difference, and the largest |difference| of weights, EMA and AdamW
-// moments after the last step. Exit status 1 when the loss difference
-// exceeds the tolerance (fp32: 1e-4, bf16: 2e-2 relative), 2 for bad
-// arguments or no GPU.
+// moments after the last step. Command line, tolerances and exit status:
+// bench/gpu/agreement.h.
 //   usage: check_train_device [steps=5] [batch=8] [fp32|bf16 (default: both)]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
 
 #include "backbone/optimizer_state.h"
+#include "bench/gpu/agreement.h"
 #include "core/allocator.h"
 #include "core/philox.h"
 #include "kernels/cross_entropy.h"
@@ -83,55 +84,35 @@ Run train(const VitConfig& cfg, Device dev, bool bf16, int steps, int64_t B) {
 }
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
-  double m = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double d = std::fabs(static_cast<double>(a.f32()[i]) - b.f32()[i]);
-    m = std::isnan(d) ? INFINITY : std::max(m, d);
-  }
-  return m;
+  return agreement::max_abs_diff(a.f32(), b.f32(), a.numel());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int steps = argc > 1 ? std::atoi(argv[1]) : 5;
-  const int64_t B = argc > 2 ? std::atoll(argv[2]) : 8;
-  const std::string which = argc > 3 ? argv[3] : "both";
-  if (steps < 1 || B < 1 || (which != "fp32" && which != "bf16" && which != "both")) {
-    std::fprintf(stderr, "usage: check_train_device [steps=5] [batch=8] [fp32|bf16 (default: both)]\n");
-    return 2;
-  }
-  if (!cuda_available()) {
-    std::fprintf(stderr, "check_train_device: no CUDA device is visible\n");
-    return 2;
-  }
-  const CudaDeviceInfo info = cuda_device_info(0);
-  const VitConfig cfg = vit_preset("deit_small", NormScheme::Siamese, 0.1f, 1000);
-  std::printf("check_train_device: deit_small siamese img 224, batch %lld, %d steps; cuda:0 %s\n",
-              static_cast<long long>(B), steps, info.name.c_str());
-  const Run cpu = train(cfg, Device::cpu(), false, steps, B);
-  bool ok = true;
-  for (const char* p : {"fp32", "bf16"}) {
-    const std::string prec = p;
-    if (which != "both" && which != prec) continue;
-    const double tol = prec == "fp32" ? 1e-4 : 2e-2;
-    const Run gpu = train(cfg, Device::cuda(0), prec == "bf16", steps, B);
-    double worst = 0;
-    for (int s = 0; s < steps; ++s) {
-      const double rel = std::fabs(gpu.losses[s] - cpu.losses[s]) / std::max(std::fabs(cpu.losses[s]), 1e-12);
-      worst = std::isnan(rel) ? INFINITY : std::max(worst, rel);
-      std::printf("  %s step %d: loss cpu %.8f cuda %.8f rel diff %.3g\n", prec.c_str(), s + 1, cpu.losses[s],
-                  gpu.losses[s], rel);
+  agreement::Args args;
+  if (const int rc = agreement::parse(argc, argv, "check_train_device", 8, args)) return rc;
+  const int steps = args.steps;
+  const int64_t B = args.batch;
+  try {
+    const CudaDeviceInfo info = cuda_device_info(0);
+    const VitConfig cfg = vit_preset("deit_small", NormScheme::Siamese, 0.1f, 1000);
+    std::printf("check_train_device: deit_small siamese img 224, batch %lld, %d steps; cuda:0 %s\n",
+                static_cast<long long>(B), steps, info.name.c_str());
+    const Run cpu = train(cfg, Device::cpu(), false, steps, B);
+    bool ok = true;
+    for (const std::string& prec : args.precisions) {
+      const Run gpu = train(cfg, Device::cuda(0), prec == "bf16", steps, B);
+      const double worst = agreement::compare_losses(prec, cpu.losses, gpu.losses);
+      std::printf("%s: max |diff| weights %.3g, ema %.3g, exp_avg %.3g, exp_avg_sq %.3g\n", prec.c_str(),
+                  max_abs_diff(gpu.weights, cpu.weights), max_abs_diff(gpu.ema, cpu.ema),
+                  max_abs_diff(gpu.exp_avg, cpu.exp_avg), max_abs_diff(gpu.exp_avg_sq, cpu.exp_avg_sq));
+      ok = agreement::verdict(prec, worst) && ok;
     }
-    std::printf("%s: max relative loss difference %.3g (tolerance %.0e) | max |diff| weights %.3g, ema %.3g, "
-                "exp_avg %.3g, exp_avg_sq %.3g\n",
-                prec.c_str(), worst, tol, max_abs_diff(gpu.weights, cpu.weights), max_abs_diff(gpu.ema, cpu.ema),
-                max_abs_diff(gpu.exp_avg, cpu.exp_avg), max_abs_diff(gpu.exp_avg_sq, cpu.exp_avg_sq));
-    if (!(worst <= tol)) {
-      std::printf("%s: FAIL (loss difference beyond tolerance)\n", prec.c_str());
-      ok = false;
-    }
+    std::printf("check_train_device: %s\n", ok ? "PASS" : "FAIL");
+    return ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "check_train_device: %s\n", e.what());
+    return 3;
   }
-  std::printf("check_train_device: %s\n", ok ? "PASS" : "FAIL");
-  return ok ? 0 : 1;
 }
