@@ -199,6 +199,7 @@ struct Trainer::Impl {
     MixupParams mix;
     Tensor logits, dlogits, targets;
     Tensor images, labels;  // GPU: the uploaded batch (the CPU step reads the loader's)
+    Tensor host_targets;    // GPU with several ranks: the targets mixed on the host, uploaded
   };
 
   // Mixup/CutMix over several ranks as in one process: timm pairs global
@@ -206,11 +207,13 @@ struct Trainer::Impl {
   // rank. Every rank gathers the step's images and labels (rank r's row j is
   // global row j * world + r), mixes the global batch with the step's draws
   // (the same rng on every rank) and keeps its own rows. Costs one
-  // all-gather of the batch per step and world x the mixing work.
-  void mix_global_batch(Batch& batch, Philox& rng, StepWork& w) {
+  // all-gather of the batch per step and world x the mixing work. Writes
+  // this rank's mixed images into `batch` and its soft targets into the
+  // host tensor `targets` [Bl, K]; GPU ranks upload both afterwards.
+  void mix_global_batch(Batch& batch, Philox& rng, StepWork& w, Tensor& targets_out) {
     const int world = dist().world(), rank = dist().rank();
     const Shape& s = batch.images.shape();
-    const int64_t Bl = s[0], per = s[1] * s[2] * s[3], K = w.targets.size(1), Bg = Bl * world;
+    const int64_t Bl = s[0], per = s[1] * s[2] * s[3], K = targets_out.size(1), Bg = Bl * world;
     const auto img = dist().allgather_bytes(batch.images.f32(), static_cast<size_t>(Bl * per) * sizeof(float));
     const auto lab = dist().allgather_bytes(batch.labels.i32(), static_cast<size_t>(Bl) * sizeof(int32_t));
     std::vector<float> images(static_cast<size_t>(Bg * per)), targets(static_cast<size_t>(Bg * K));
@@ -227,7 +230,7 @@ struct Trainer::Impl {
     for (int64_t j = 0; j < Bl; ++j) {
       const int64_t g = j * world + rank;
       std::memcpy(batch.images.f32() + j * per, images.data() + g * per, static_cast<size_t>(per) * sizeof(float));
-      std::memcpy(w.targets.f32() + j * K, targets.data() + g * K, static_cast<size_t>(K) * sizeof(float));
+      std::memcpy(targets_out.f32() + j * K, targets.data() + g * K, static_cast<size_t>(K) * sizeof(float));
     }
   }
 
@@ -244,7 +247,7 @@ struct Trainer::Impl {
     } else if (o.mixing()) {
       Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
       const Shape& s = batch.images.shape();
-      if (dist().world() > 1) mix_global_batch(batch, rng, w);
+      if (dist().world() > 1) mix_global_batch(batch, rng, w, w.targets);
       else
         mixup_batch(batch.images.f32(), static_cast<int>(B), static_cast<int>(s[1]), static_cast<int>(s[2]),
                     static_cast<int>(s[3]), batch.labels.i32(), w.targets.f32(), rng, w.mix);
@@ -260,7 +263,19 @@ struct Trainer::Impl {
 
   // The same step with the batch on the GPU: uploaded once, mixed there
   // with the host's draws (identical keys and decision), loss on the device.
-  CrossEntropyResult device_forward(const Batch& batch, int64_t b, StepWork& w) {
+  // With several ranks the global batch is mixed on the host as on CPU ranks
+  // (mix_global_batch: the pairs span ranks), then images and targets are
+  // uploaded, so GPU ranks see the batches of CPU ranks and of one process.
+  CrossEntropyResult device_forward(Batch& batch, int64_t b, StepWork& w) {
+    if (o.mixing() && dist().world() > 1) {
+      Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
+      if (!w.host_targets.defined()) w.host_targets = Tensor::empty(w.targets.shape());
+      mix_global_batch(batch, rng, w, w.host_targets);
+      w.images.copy_from(batch.images);
+      w.targets.copy_from(w.host_targets);
+      model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
+      return soft_cross_entropy_forward_backward(w.logits, w.targets, w.dlogits);
+    }
     w.images.copy_from(batch.images);
     w.labels.copy_from(batch.labels);
     if (o.mixing()) {
@@ -422,14 +437,6 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
                       std::to_string(epoch_samples) + " samples of an epoch of data.train_split '" + o.train_split +
                       "'" + (o.repeated_aug > 1 ? " (data.repeated_aug = " + std::to_string(o.repeated_aug) + ")" : ""));
 
-  // Data parallel on GPUs: gradients are averaged by NCCL (train/loop.h).
-  // Mixup/CutMix pair samples across ranks (mix_global_batch), which the
-  // device step does not do yet.
-  if (o.compute.device.is_cuda() && world > 1 && o.mixing())
-    throw ConfigError("device (" + I.cfg.source("device") + "): " + o.compute.device.str() + " with " +
-                      std::to_string(world) + " processes and Mixup/CutMix (data.mixup, data.cutmix): mixing the "
-                      "global batch on GPUs is not implemented yet; set data.mixup=0 data.cutmix=0, run one "
-                      "process, or use device=cpu");
   apply_device_choice(o.compute);
   I.model = std::make_unique<VisionTransformer>(o.vit);
   I.model->init(o.seed);

@@ -1,8 +1,9 @@
 // vtrain's data-parallel step with CUDA gradients, checked without a GPU:
 // run by ctest under `mpirun -np 2` and `-np 3` (emu.dp_train_np2/np3).
 // Every rank trains a tiny DeiT (SiameseNorm, drop path keyed by the global
-// row, label smoothing, clipping, EMA; no Mixup/CutMix, which the device
-// step does not mix across ranks yet) on emulated CUDA, where the gradient all-reduce is
+// row, label smoothing, clipping, EMA; and once more with Mixup/CutMix, whose
+// pairs span ranks: the global batch is mixed on the host of every rank as on
+// CPU ranks, then uploaded) on emulated CUDA, where the gradient all-reduce is
 // NcclGradientAllReduce with its NCCL calls served by MPI (nccl_emu.cpp),
 // then the same ranks train it on the CPU, where it is MPI_Allreduce. The
 // CPU run is the oracle (tests/mpi checks it against one process): every
@@ -54,7 +55,9 @@ std::string tiny_yaml(const std::string& root, const std::string& out) {
          "log: {every_steps: 4, tensorboard: false}\n";
 }
 
-TEST(DataParallelEmu, CudaRanksMatchCpuRanks) {
+// Trains the tiny run with `extra` overrides on emulated GPU ranks and on CPU
+// ranks and compares them (see the top of the file).
+void expect_cuda_ranks_match_cpu_ranks(const std::vector<std::string>& extra) {
   const Dist& d = dist();
   ASSERT_GE(d.world(), 2) << "run under mpirun -np 2 or more";
   const std::string dir = shared_dir();
@@ -88,9 +91,13 @@ TEST(DataParallelEmu, CudaRanksMatchCpuRanks) {
     t->run();
     return t->losses();
   };
-  const std::vector<double> gpu = train("gpu", {"device=cuda", "precision=fp32"});
+  auto with = [&](std::vector<std::string> ov) {
+    ov.insert(ov.end(), extra.begin(), extra.end());
+    return ov;
+  };
+  const std::vector<double> gpu = train("gpu", with({"device=cuda", "precision=fp32"}));
   ASSERT_FALSE(setup_failed) << "a rank could not set up the run (its message is above)";
-  const std::vector<double> cpu = train("cpu", {"device=cpu"});
+  const std::vector<double> cpu = train("cpu", with({"device=cpu"}));
   ASSERT_EQ(cpu.size(), 8u);
   vt_test::expect_losses_close(gpu, cpu, 1e-5, "rank " + std::to_string(d.rank()) + " of " + std::to_string(d.world()));
   if (d.is_root()) {
@@ -102,22 +109,13 @@ TEST(DataParallelEmu, CudaRanksMatchCpuRanks) {
   }
 }
 
-TEST(DataParallelEmu, MixupOnGpuRanksIsAConfigErrorOnEveryRank) {
-  const Dist& d = dist();
-  const std::string dir = shared_dir();
-  if (d.is_root()) vt_test::make_cifar_subset(dir + "/data", 4, 9, 2);
-  d.barrier();
-  std::string msg;
-  try {
-    Trainer t(Config::parse(tiny_yaml(dir + "/data", dir + "/mix"), vtrain_schema(),
-                            {"device=cuda", "precision=fp32", "data.mixup=0.8"}, "test.yaml", "."),
-              "test.yaml");
-  } catch (const ConfigError& e) {
-    msg = e.what();
-  }
-  EXPECT_NE(msg.find("mixing the global batch on GPUs is not implemented yet"), std::string::npos) << msg;
-  d.barrier();
-  if (d.is_root()) std::filesystem::remove_all(dir);
+TEST(DataParallelEmu, CudaRanksMatchCpuRanks) { expect_cuda_ranks_match_cpu_ranks({}); }
+
+// Mixup and CutMix both on (switch probability 0.5): over 8 steps both kinds
+// of batch occur, and sample i of the global batch is mixed with B-1-i, which
+// sits on another rank.
+TEST(DataParallelEmu, MixupCutmixCudaRanksMatchCpuRanks) {
+  expect_cuda_ranks_match_cpu_ranks({"data.mixup=0.8", "data.cutmix=1.0"});
 }
 
 }  // namespace
