@@ -80,10 +80,6 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
                       std::to_string(world) + " processes of this run");
   rank_batch_ = cfg_.batch / world;
 
-  if (cfg_.compute.device.is_cuda() && world > 1)
-    throw ConfigError("device (" + cfg_.resolved.source("device") + "): " + cfg_.compute.device.str() + " with " +
-                      std::to_string(world) + " processes: data-parallel GPU training is not implemented yet; "
-                      "run one process per GPU job or use device=cpu");
   apply_device_choice(cfg_.compute);
   model_ = std::make_unique<DiT>(cfg_.model);
   model_->init_weights(cfg_.seed);

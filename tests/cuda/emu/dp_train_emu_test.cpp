@@ -20,26 +20,13 @@
 
 #include "core/config.h"
 #include "core/dist.h"
+#include "dp_emu_util.h"
 #include "train_emu_util.h"
 #include "vision/trainer.h"
 #include "vision_test_util.h"
 
 namespace vt {
 namespace {
-
-// One folder for all ranks (rank 0 makes it, every rank gets its name):
-// the ranks share the data and rank 0 writes the run there.
-std::string shared_dir() {
-  char path[512] = {0};
-  if (dist().is_root()) {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base ? base : "/tmp") + "/vt_dp_emu_XXXXXX";
-    if (!mkdtemp(&tmpl[0])) throw std::runtime_error("mkdtemp failed");
-    tmpl.copy(path, sizeof path - 1);
-  }
-  dist().broadcast(path, sizeof path, 0);
-  return path;
-}
 
 // 4 classes x 9 CIFAR-10 images at 16x16, global batch 6 (2 or 3 per
 // rank): 6 steps an epoch, 8 steps run into the second epoch.
@@ -60,7 +47,7 @@ std::string tiny_yaml(const std::string& root, const std::string& out) {
 void expect_cuda_ranks_match_cpu_ranks(const std::vector<std::string>& extra) {
   const Dist& d = dist();
   ASSERT_GE(d.world(), 2) << "run under mpirun -np 2 or more";
-  const std::string dir = shared_dir();
+  const std::string dir = vt_test::shared_dir();
   struct Cleanup {  // rank 0 removes the shared folder once every rank is done
     std::string dir;
     ~Cleanup() {
