@@ -56,14 +56,8 @@ DitTrainConfig tiny_config(const std::string& data, const std::string& out, cons
 TEST(DataParallelDitEmu, CudaRanksMatchCpuRanks) {
   const Dist& d = dist();
   ASSERT_GE(d.world(), 2) << "run under mpirun -np 2 or more";
-  const std::string dir = vt_test::shared_dir();
-  struct Cleanup {  // rank 0 removes the shared folder once every rank is done
-    std::string dir;
-    ~Cleanup() {
-      dist().barrier();
-      if (dist().is_root()) std::filesystem::remove_all(dir);
-    }
-  } cleanup{dir};
+  const vt_test::SharedDir shared;  // removed by rank 0 once every rank is done
+  const std::string& dir = shared.path;
   if (d.is_root()) write_latents(dir + "/lat");
   d.barrier();
   // A rank whose setup throws must not leave the others waiting in a

@@ -1,8 +1,13 @@
-// Helpers of the data-parallel emulator tests (dp_*_emu_test.cpp, run under
-// mpirun): a folder every rank shares.
+// Helpers of the emulator tests run under mpirun (dp_*_emu_test.cpp,
+// nccl_emu_test.cpp): a folder every rank shares, and a GoogleTest main in
+// which every rank runs every test and any rank's failure fails the job.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 
@@ -22,6 +27,32 @@ inline std::string shared_dir() {
   }
   vt::dist().broadcast(path, sizeof path, 0);
   return path;
+}
+
+// shared_dir() for the scope of a test: rank 0 removes it once every rank is done.
+struct SharedDir {
+  const std::string path = shared_dir();
+  SharedDir() = default;
+  SharedDir(const SharedDir&) = delete;
+  SharedDir& operator=(const SharedDir&) = delete;
+  ~SharedDir() {
+    vt::dist().barrier();
+    if (vt::dist().is_root()) std::filesystem::remove_all(path);
+  }
+};
+
+// The body of main(): only rank 0 prints; every rank runs every collective;
+// a failure on any rank fails the job.
+inline int run_tests_on_every_rank(int argc, char** argv) {
+  vt::DistSession session(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  if (!vt::dist().is_root()) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  int64_t failed = RUN_ALL_TESTS() ? 1 : 0;
+  vt::dist().allreduce_sum(&failed, 1);
+  return failed ? 1 : 0;
 }
 
 }  // namespace vt_test

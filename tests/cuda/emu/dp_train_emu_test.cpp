@@ -47,14 +47,8 @@ std::string tiny_yaml(const std::string& root, const std::string& out) {
 void expect_cuda_ranks_match_cpu_ranks(const std::vector<std::string>& extra) {
   const Dist& d = dist();
   ASSERT_GE(d.world(), 2) << "run under mpirun -np 2 or more";
-  const std::string dir = vt_test::shared_dir();
-  struct Cleanup {  // rank 0 removes the shared folder once every rank is done
-    std::string dir;
-    ~Cleanup() {
-      dist().barrier();
-      if (dist().is_root()) std::filesystem::remove_all(dir);
-    }
-  } cleanup{dir};
+  const vt_test::SharedDir shared;  // removed by rank 0 once every rank is done
+  const std::string& dir = shared.path;
   if (d.is_root()) vt_test::make_cifar_subset(dir + "/data", 4, 9, 2);
   d.barrier();
   // A rank whose setup throws (a config error: the device choice) must not
@@ -108,14 +102,4 @@ TEST(DataParallelEmu, MixupCutmixCudaRanksMatchCpuRanks) {
 }  // namespace
 }  // namespace vt
 
-int main(int argc, char** argv) {
-  vt::DistSession session(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  if (!vt::dist().is_root()) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int64_t failed = RUN_ALL_TESTS() ? 1 : 0;
-  vt::dist().allreduce_sum(&failed, 1);
-  return failed ? 1 : 0;
-}
+int main(int argc, char** argv) { return vt_test::run_tests_on_every_rank(argc, argv); }

@@ -16,6 +16,7 @@
 #include "core/dist.h"
 #include "core/philox.h"
 #include "core/tensor.h"
+#include "dp_emu_util.h"
 #include "train/grad_allreduce.h"
 #include "train/grad_allreduce_nccl.h"
 
@@ -85,17 +86,4 @@ TEST(NcclEmu, RefusesHostAndNonFp32Buffers) {
 }  // namespace
 }  // namespace vt
 
-int main(int argc, char** argv) {
-  vt::DistSession session(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  // Only rank 0 prints; every rank runs every collective.
-  if (!vt::dist().is_root()) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int failed = RUN_ALL_TESTS();
-  // A failure on any rank fails the job.
-  int64_t any = failed ? 1 : 0;
-  vt::dist().allreduce_sum(&any, 1);
-  return any ? 1 : 0;
-}
+int main(int argc, char** argv) { return vt_test::run_tests_on_every_rank(argc, argv); }
