@@ -32,16 +32,6 @@ namespace {
 // rank): 2 steps an epoch, so the 4 steps cross an epoch boundary.
 constexpr int kSteps = 4;
 
-void write_latents(const std::string& dir) {
-  std::filesystem::create_directories(dir);
-  Tensor lat = Tensor::empty({12, 4, 8, 8});
-  Philox rng(3, 4);
-  for (int64_t i = 0; i < lat.numel(); ++i) lat.f32()[i] = static_cast<float>(5.0 * rng.normal());
-  Tensor lab = Tensor::empty({12}, DType::I32);
-  for (int i = 0; i < 12; ++i) lab.i32()[i] = i % 3;
-  save_safetensors(dir + "/shard_000.safetensors", {{"latents", lat}, {"labels", lab}});
-}
-
 DitTrainConfig tiny_config(const std::string& data, const std::string& out, const std::vector<std::string>& ov) {
   const std::string yaml = "name: t\nout_dir: " + out + "\nseed: 9\nthreads: 1\n" +
                            "model: {input_size: 8, in_channels: 4, patch: 2, hidden: 16, depth: 2, heads: 2, "
@@ -58,7 +48,7 @@ TEST(DataParallelDitEmu, CudaRanksMatchCpuRanks) {
   ASSERT_GE(d.world(), 2) << "run under mpirun -np 2 or more";
   const vt_test::SharedDir shared;  // removed by rank 0 once every rank is done
   const std::string& dir = shared.path;
-  if (d.is_root()) write_latents(dir + "/lat");
+  if (d.is_root()) vt_test::write_tiny_latents(dir + "/lat", 12);
   d.barrier();
   // A rank whose setup throws must not leave the others waiting in a
   // collective: all ranks agree first, as dittrain's main does by ending the job.

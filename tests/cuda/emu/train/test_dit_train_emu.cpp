@@ -26,19 +26,9 @@ namespace {
 
 // 16 latents [4, 8, 8] (3 classes) in one shard; batch 4: 4 steps an epoch,
 // so 10 steps cross two epoch boundaries.
-void write_latents(const std::string& dir) {
-  std::filesystem::create_directories(dir);
-  Tensor lat = Tensor::empty({16, 4, 8, 8});
-  Philox rng(3, 4);
-  for (int64_t i = 0; i < lat.numel(); ++i) lat.f32()[i] = static_cast<float>(5.0 * rng.normal());
-  Tensor lab = Tensor::empty({16}, DType::I32);
-  for (int i = 0; i < 16; ++i) lab.i32()[i] = i % 3;
-  save_safetensors(dir + "/shard_000.safetensors", {{"latents", lat}, {"labels", lab}});
-}
-
 class DitTrainEmu : public ::testing::Test {
  protected:
-  void SetUp() override { write_latents(data()); }
+  void SetUp() override { vt_test::write_tiny_latents(data(), 16); }
   std::string data() const { return tmp_.path() + "/lat"; }
   std::string out(const std::string& run) const { return tmp_.path() + "/" + run; }
   DitTrainConfig cfg(const std::string& run, const std::string& scheme, const std::vector<std::string>& ov) const {

@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "core/philox.h"
 #include "core/safetensors.h"
 #include "core/tensor.h"
 
@@ -55,6 +58,18 @@ inline double max_abs_diff(const std::string& file_a, const std::string& file_b,
     }
   }
   return m;
+}
+
+// A latent shard for the tiny DiT runs: DIR/shard_000.safetensors with n
+// latents [4, 8, 8] (N(0, 25), Philox-keyed) and labels i % 3.
+inline void write_tiny_latents(const std::string& dir, int64_t n) {
+  std::filesystem::create_directories(dir);
+  vt::Tensor lat = vt::Tensor::empty({n, 4, 8, 8});
+  vt::Philox rng(3, 4);
+  for (int64_t i = 0; i < lat.numel(); ++i) lat.f32()[i] = static_cast<float>(5.0 * rng.normal());
+  vt::Tensor lab = vt::Tensor::empty({n}, vt::DType::I32);
+  for (int64_t i = 0; i < n; ++i) lab.i32()[i] = static_cast<int32_t>(i % 3);
+  vt::save_safetensors(dir + "/shard_000.safetensors", {{"latents", lat}, {"labels", lab}});
 }
 
 }  // namespace vt_test
