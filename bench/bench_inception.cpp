@@ -1,5 +1,7 @@
-// FID Inception feature extraction throughput on CPU (images/s).
-//   bench_inception WEIGHTS.safetensors IMAGE_DIR [N_IMAGES=32] [BATCH=16] [REPEATS=2]
+// FID Inception feature extraction throughput on the CPU or a GPU (images/s).
+//   bench_inception WEIGHTS.safetensors IMAGE_DIR [N_IMAGES=32] [BATCH=16] [REPEATS=2] [DEVICE=cpu]
+// DEVICE: cpu, cuda or cuda:N (the network moved there once; each batch is
+// uploaded after the host resize and its features downloaded, as veval does).
 // WEIGHTS: a pytorch-fid state dict (tools/convert_inception.py, or random
 // weights from tools/inception_fixture.py --full DIR). The first N_IMAGES
 // files of IMAGE_DIR (recursive, sorted) are decoded once; the timed part is
@@ -19,20 +21,39 @@
 
 #include "data_pipeline/decode.h"
 #include "data_pipeline/image_folder.h"
+#include "core/allocator.h"
 #include "eval/inception.h"
+#include "kernels/matmul.h"
 #include "kernels/resize.h"
 
 namespace fs = std::filesystem;
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s WEIGHTS.safetensors IMAGE_DIR [N_IMAGES] [BATCH] [REPEATS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s WEIGHTS.safetensors IMAGE_DIR [N_IMAGES] [BATCH] [REPEATS] [cpu|cuda|cuda:N]\n",
+                 argv[0]);
     return 2;
   }
   const size_t n = argc > 3 ? std::atoll(argv[3]) : 32;
   const int64_t batch = argc > 4 ? std::atoll(argv[4]) : 16;
   const int repeats = argc > 5 ? std::atoi(argv[5]) : 2;
+  const std::string dev_name = argc > 6 ? argv[6] : "cpu";
+  vt::Device dev = vt::Device::cpu();
+  if (dev_name == "cuda" || dev_name.rfind("cuda:", 0) == 0) {
+    dev = vt::Device::cuda(dev_name == "cuda" ? 0 : std::atoi(dev_name.c_str() + 5));
+    if (dev.index >= vt::cuda_device_count()) {
+      std::fprintf(stderr, "bench_inception: %s asked, %d CUDA device(s) visible\n", dev_name.c_str(),
+                   vt::cuda_device_count());
+      return 2;
+    }
+    vt::cuda_set_device(dev.index);
+    vt::set_matmul_tf32(false);
+  } else if (dev_name != "cpu") {
+    std::fprintf(stderr, "bench_inception: DEVICE must be cpu, cuda or cuda:N, got '%s'\n", dev_name.c_str());
+    return 2;
+  }
   vt::InceptionFid net = vt::InceptionFid::load(argv[1]);
+  if (!dev.is_cpu()) net.to(dev);
 
   std::vector<std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(argv[2]))
@@ -62,9 +83,9 @@ int main(int argc, char** argv) {
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) best = std::min(best, sec);
   }
-  std::printf("{\"bench\": \"inception_fid_cpu\", \"images\": %zu, \"batch\": %lld, \"threads\": %d, "
+  std::printf("{\"bench\": \"inception_fid_%s\", \"images\": %zu, \"batch\": %lld, \"threads\": %d, "
               "\"width_divisor\": %d, \"seconds\": %.3f, \"images_per_s\": %.2f}\n",
-              images.size(), static_cast<long long>(batch), omp_get_max_threads(), net.width_divisor(), best,
+              dev.is_cpu() ? "cpu" : "cuda", images.size(), static_cast<long long>(batch), omp_get_max_threads(), net.width_divisor(), best,
               images.size() / best);
   return 0;
 }

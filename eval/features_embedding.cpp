@@ -48,8 +48,12 @@ void ClassifierEmbedding::preprocess_u8(const uint8_t* hwc, int64_t h, int64_t w
   to_chw_normalized(r(cv::Rect(g.crop.left, g.crop.top, S, S)), pipe_.mean, pipe_.std, out);
 }
 
+void ClassifierEmbedding::to(Device device) { lc_.model->to(device); }
+
 void ClassifierEmbedding::features(const Tensor& images, const Tensor& out) const {
-  lc_.model->forward_features(images, out);
+  const Device dev = lc_.model->device();
+  // forward_features copies its result into `out` on whichever device it is.
+  lc_.model->forward_features(images.device() == dev ? images : images.contiguous().to(dev), out);
 }
 
 namespace {

@@ -42,7 +42,11 @@ class ClassifierEmbedding {
   void preprocess_file(const std::string& path, float* out) const;
   // uint8 RGB HWC pixels -> out [3, S, S], same geometry and filter.
   void preprocess_u8(const uint8_t* hwc, int64_t h, int64_t w, float* out) const;
-  // images F32 [B, 3, S, S] (preprocessed) -> out F32 [B, D].
+  // Moves the classifier (built on the host) to `device`; features() then
+  // runs there in fp32 (the caller keeps TF32 off: train/device_choice.h).
+  void to(Device device);
+  // images F32 [B, 3, S, S] (preprocessed) -> out F32 [B, D]; both on the
+  // CPU or on the classifier's device (host images are uploaded).
   void features(const Tensor& images, const Tensor& out) const;
 
  private:

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/safetensors.h"
+#include "kernels/elementwise.h"
 #include "kernels/conv.h"
 #include "kernels/pool.h"
 #include "kernels/resize.h"
@@ -114,12 +115,24 @@ Pool2dParams pool3(PoolKind kind, int stride, int pad) {
 }
 
 Tensor pool_new(const Tensor& x, const Pool2dParams& p) {
-  Tensor y = Tensor::empty(pool2d_output_shape(x.shape(), p));
+  Tensor y = Tensor::empty(pool2d_output_shape(x.shape(), p), DType::F32, x.device());
   pool2d_forward(x, y, p);
   return y;
 }
 
 }  // namespace
+
+std::map<std::string, Shape> InceptionFid::state_dict_shapes(int k) {
+  if (k < 1 || k > 16 || (k & (k - 1)))
+    throw std::invalid_argument("InceptionFid::state_dict_shapes: width divisor " + std::to_string(k) +
+                                " is not one of 1, 2, 4, 8, 16");
+  std::map<std::string, Shape> m;
+  for (const Spec& s : topology(k)) {
+    m[s.name + ".conv.weight"] = {s.cout, s.cin, s.kh, s.kw};
+    for (const char* b : {".bn.weight", ".bn.bias", ".bn.running_mean", ".bn.running_var"}) m[s.name + b] = {s.cout};
+  }
+  return m;
+}
 
 InceptionFid InceptionFid::load(const std::string& path) {
   return InceptionFid(load_safetensors(path), path);
@@ -178,7 +191,7 @@ Tensor InceptionFid::run_new(const std::string& name, const Tensor& x) const {
   const Unit& u = unit(name);
   Conv2dParams p;
   p.stride_h = u.sh, p.stride_w = u.sw, p.pad_h = u.ph, p.pad_w = u.pw;
-  Tensor y = Tensor::empty(conv2d_output_shape(x.shape(), u.w.shape(), p));
+  Tensor y = Tensor::empty(conv2d_output_shape(x.shape(), u.w.shape(), p), DType::F32, x.device());
   run(name, x, y);
   return y;
 }
@@ -189,7 +202,7 @@ Tensor InceptionFid::block_a(const std::string& p, const Tensor& x) const {
   const int64_t n = x.size(0), h = x.size(2), w = x.size(3);
   const int64_t c1 = unit(p + ".branch1x1").cout, c2 = unit(p + ".branch5x5_2").cout,
                 c3 = unit(p + ".branch3x3dbl_3").cout, c4 = unit(p + ".branch_pool").cout;
-  Tensor out = Tensor::empty({n, c1 + c2 + c3 + c4, h, w});
+  Tensor out = Tensor::empty({n, c1 + c2 + c3 + c4, h, w}, DType::F32, x.device());
   run(p + ".branch1x1", x, out.slice(1, 0, c1));
   run(p + ".branch5x5_2", run_new(p + ".branch5x5_1", x), out.slice(1, c1, c1 + c2));
   run(p + ".branch3x3dbl_3", run_new(p + ".branch3x3dbl_2", run_new(p + ".branch3x3dbl_1", x)),
@@ -203,7 +216,7 @@ Tensor InceptionFid::block_b(const std::string& p, const Tensor& x) const {
   const Pool2dParams mp = pool3(PoolKind::Max, 2, 0);
   const Shape ps = pool2d_output_shape(x.shape(), mp);
   const int64_t c1 = unit(p + ".branch3x3").cout, c2 = unit(p + ".branch3x3dbl_3").cout, c3 = x.size(1);
-  Tensor out = Tensor::empty({x.size(0), c1 + c2 + c3, ps[2], ps[3]});
+  Tensor out = Tensor::empty({x.size(0), c1 + c2 + c3, ps[2], ps[3]}, DType::F32, x.device());
   run(p + ".branch3x3", x, out.slice(1, 0, c1));
   run(p + ".branch3x3dbl_3", run_new(p + ".branch3x3dbl_2", run_new(p + ".branch3x3dbl_1", x)),
       out.slice(1, c1, c1 + c2));
@@ -214,7 +227,7 @@ Tensor InceptionFid::block_b(const std::string& p, const Tensor& x) const {
 Tensor InceptionFid::block_c(const std::string& p, const Tensor& x) const {
   const int64_t c1 = unit(p + ".branch1x1").cout, c2 = unit(p + ".branch7x7_3").cout,
                 c3 = unit(p + ".branch7x7dbl_5").cout, c4 = unit(p + ".branch_pool").cout;
-  Tensor out = Tensor::empty({x.size(0), c1 + c2 + c3 + c4, x.size(2), x.size(3)});
+  Tensor out = Tensor::empty({x.size(0), c1 + c2 + c3 + c4, x.size(2), x.size(3)}, DType::F32, x.device());
   run(p + ".branch1x1", x, out.slice(1, 0, c1));
   run(p + ".branch7x7_3", run_new(p + ".branch7x7_2", run_new(p + ".branch7x7_1", x)), out.slice(1, c1, c1 + c2));
   Tensor t = run_new(p + ".branch7x7dbl_1", x);
@@ -230,7 +243,7 @@ Tensor InceptionFid::block_d(const std::string& p, const Tensor& x) const {
   const Pool2dParams mp = pool3(PoolKind::Max, 2, 0);
   const Shape ps = pool2d_output_shape(x.shape(), mp);
   const int64_t c1 = unit(p + ".branch3x3_2").cout, c2 = unit(p + ".branch7x7x3_4").cout, c3 = x.size(1);
-  Tensor out = Tensor::empty({x.size(0), c1 + c2 + c3, ps[2], ps[3]});
+  Tensor out = Tensor::empty({x.size(0), c1 + c2 + c3, ps[2], ps[3]}, DType::F32, x.device());
   run(p + ".branch3x3_2", run_new(p + ".branch3x3_1", x), out.slice(1, 0, c1));
   Tensor t = run_new(p + ".branch7x7x3_1", x);
   t = run_new(p + ".branch7x7x3_2", t);
@@ -243,7 +256,7 @@ Tensor InceptionFid::block_d(const std::string& p, const Tensor& x) const {
 Tensor InceptionFid::block_e(const std::string& p, const Tensor& x, bool max_pool) const {
   const int64_t c1 = unit(p + ".branch1x1").cout, c2 = unit(p + ".branch3x3_2a").cout,
                 c3 = unit(p + ".branch3x3dbl_3a").cout, c4 = unit(p + ".branch_pool").cout;
-  Tensor out = Tensor::empty({x.size(0), c1 + 2 * c2 + 2 * c3 + c4, x.size(2), x.size(3)});
+  Tensor out = Tensor::empty({x.size(0), c1 + 2 * c2 + 2 * c3 + c4, x.size(2), x.size(3)}, DType::F32, x.device());
   int64_t at = 0;
   run(p + ".branch1x1", x, out.slice(1, at, at + c1));
   at += c1;
@@ -281,13 +294,24 @@ void InceptionFid::network(const Tensor& x, const Tensor& out) const {
   global_avg_pool2d(t, out);
 }
 
+void InceptionFid::to(Device device) {
+  for (auto& [name, u] : units_) u.w = u.w.to(device), u.b = u.b.to(device);
+  device_ = device;
+  ones_ = Tensor();
+}
+
 void InceptionFid::features(const Tensor& images, const Tensor& out) const {
-  if (images.dtype() != DType::F32 || !images.device().is_cpu() || images.dim() != 4 || images.size(1) != 3 ||
+  const auto here = [&](const Tensor& t) { return t.device().is_cpu() || t.device() == device_; };
+  const std::string where = device_.is_cpu() ? "CPU" : "CPU or " + device_.str();
+  if (images.dtype() != DType::F32 || !here(images) || images.dim() != 4 || images.size(1) != 3 ||
       images.size(0) < 1)
-    throw std::invalid_argument("InceptionFid::features: images " + images.str() + " must be CPU F32 [N, 3, H, W]");
-  if (out.dtype() != DType::F32 || out.shape() != Shape{images.size(0), feature_dim()} || !out.is_contiguous())
-    throw std::invalid_argument("InceptionFid::features: out " + out.str() + " must be contiguous F32 [" +
+    throw std::invalid_argument("InceptionFid::features: images " + images.str() + " must be " + where +
+                                " F32 [N, 3, H, W]");
+  if (out.dtype() != DType::F32 || out.shape() != Shape{images.size(0), feature_dim()} || !out.is_contiguous() ||
+      !here(out))
+    throw std::invalid_argument("InceptionFid::features: out " + out.str() + " must be contiguous " + where + " F32 [" +
                                 std::to_string(images.size(0)) + ", " + std::to_string(feature_dim()) + "]");
+  if (!device_.is_cpu()) return features_on_device(images, out);
   const Tensor src = images.contiguous();
   Tensor x = Tensor::empty({src.size(0), 3, kSize, kSize});
   if (src.size(2) == kSize && src.size(3) == kSize) x.copy_from(src);
@@ -297,6 +321,24 @@ void InceptionFid::features(const Tensor& images, const Tensor& out) const {
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) p[i] = 2.f * p[i] - 1.f;
   network(x, out);
+}
+
+// The host path's steps on the device: upload, resize (or copy), 2x - 1,
+// network, download; each the same float operations as on the host except
+// the convolutions' summation order.
+void InceptionFid::features_on_device(const Tensor& images, const Tensor& out) const {
+  const Tensor src = images.contiguous().to(device_);
+  Tensor x = Tensor::empty({src.size(0), 3, kSize, kSize}, DType::F32, device_);
+  if (src.size(2) == kSize && src.size(3) == kSize) x.copy_from(src);
+  else resize_bilinear(src, x);
+  if (!ones_.defined() || ones_.numel() < x.numel()) ones_ = Tensor::full({x.numel()}, 1.f, device_);
+  axpby(2.f, x, -1.f, ones_.slice(0, 0, x.numel()).view(x.shape()), x);
+  const Tensor o = out.device() == device_ ? out : Tensor::empty(out.shape(), DType::F32, device_);
+  network(x, o);
+  if (o.device() != out.device()) {
+    Tensor dst = out;  // a handle on the caller's storage
+    dst.copy_from(o);
+  }
 }
 
 Tensor u8_nhwc_to_unit_nchw(const Tensor& im) {

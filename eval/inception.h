@@ -20,6 +20,13 @@
 // reduced network in PyTorch) is inferred from the weight shapes, so small
 // test networks load like the real one; feature_dim() = 2048 / k.
 //
+// Device: built on the host; to(cuda:N) moves the folded weights once, and
+// the network then runs there (kernels/conv.h, pool.h, resize.h: fp32, no
+// TF32) on images given on the host or on that device. Its features agree
+// with the CPU's to fp32 accumulation order (the convolutions sum in another
+// order than oneDNN; resize, 2x - 1, the pools and the final mean are the
+// same float operations).
+//
 // Errors: std::runtime_error naming the file and tensor for a missing tensor
 // or a shape that does not match the topology.
 #pragma once
@@ -34,15 +41,25 @@ namespace vt {
 class InceptionFid {
  public:
   static InceptionFid load(const std::string& safetensors_path);
+  // Names and shapes of the tensors a network of width divisor k reads
+  // (conv.weight and bn.weight/bias/running_mean/running_var of every unit),
+  // for programs that build random-weight networks (bench/gpu).
+  static std::map<std::string, Shape> state_dict_shapes(int width_divisor);
   // `source` names the weights in error messages.
   InceptionFid(const std::map<std::string, Tensor>& state_dict, const std::string& source);
 
   int width_divisor() const { return div_; }
+  // Moves the weights (the host copies are released); not thread safe.
+  void to(Device device);
+  Device device() const { return device_; }
   int64_t feature_dim() const { return 2048 / div_; }
 
-  // images: [N, 3, H, W] F32 in [0, 1] (contiguous CPU); out: [N, D] F32.
+  // images: [N, 3, H, W] F32 in [0, 1] on the CPU or on device(); out:
+  // [N, D] F32 contiguous on the CPU or on device() (a device network
+  // uploads host images and downloads into a host `out`).
   void features(const Tensor& images, const Tensor& out) const;
-  // images: [N, H, W, 3] U8 RGB (as decoded or from an ADM .npz); out [N, D].
+  // images: [N, H, W, 3] U8 RGB on the CPU (as decoded or from an ADM .npz);
+  // out [N, D] as for features().
   void features_u8(const Tensor& images_nhwc, const Tensor& out) const;
 
   // One folded Conv+BN+ReLU unit (public for tests and the benchmark).
@@ -63,9 +80,14 @@ class InceptionFid {
   Tensor block_d(const std::string& p, const Tensor& x) const;
   Tensor block_e(const std::string& p, const Tensor& x, bool max_pool) const;
   void network(const Tensor& x299, const Tensor& out) const;
+  void features_on_device(const Tensor& images, const Tensor& out) const;
 
   int div_ = 1;
   std::map<std::string, Unit> units_;
+  Device device_ = Device::cpu();
+  // A device buffer of ones, grown on demand: 2x - 1 on the device is
+  // axpby(2, x, -1, ones), the same float result as the host's 2.f * x - 1.f.
+  mutable Tensor ones_;
 };
 
 // Converts [N, H, W, 3] U8 to [N, 3, H, W] F32 in [0, 1] as torchvision's

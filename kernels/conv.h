@@ -5,7 +5,7 @@
 // optionally followed by ReLU (fused as a oneDNN post-op, used for folded
 // Conv+BN+ReLU units).
 //
-// Shapes (F32, CPU):
+// Shapes (F32, CPU or CUDA, all tensors on one device):
 //   x    [N, C, H, W]           any strides with W contiguous (stride 1)
 //   w    [O, C/G, KH, KW]       contiguous
 //   bias [O] contiguous, or an undefined Tensor for no bias
@@ -16,7 +16,9 @@
 //   padding is symmetric (ph_end = ph) unless pad_h_end / pad_w_end are set
 //   (diffusers' Downsample2D pads (0, 1, 0, 1), i.e. right and bottom only).
 // Errors: std::invalid_argument naming the op, the tensor and its shape.
-// CPU through oneDNN (primitives cached by shape/strides); CUDA: not yet.
+// CPU through oneDNN (primitives cached by shape/strides); CUDA: an fp32
+// implicit-GEMM kernel (kernels/cuda/conv.h; no TF32), the same shapes and
+// strides, agreeing with the CPU to fp32 accumulation-order rounding.
 #pragma once
 #include <cstdint>
 

@@ -8,10 +8,12 @@
 //   global_avg_pool2d: adaptive_avg_pool2d(x, 1), y [N, C] or [N, C, 1, 1].
 // Output size uses floor: OH = (H + 2 ph - KH) / sh + 1 (ceil_mode = false).
 //
-// Shapes (F32, CPU): x [N, C, H, W] with W contiguous; y [N, C, OH, OW]
+// Shapes (F32, CPU or CUDA): x [N, C, H, W] with W contiguous; y [N, C, OH, OW]
 // pre-allocated, W contiguous (may be a channel slice of a concat buffer).
 // Errors: std::invalid_argument naming the op and shapes (also padding >
-// kernel/2, which PyTorch rejects). CPU through oneDNN; CUDA: not yet.
+// kernel/2, which PyTorch rejects). CPU through oneDNN; CUDA:
+// kernels/cuda/pool.h (max pooling and the global mean give the CPU's bits,
+// windowed averages agree to fp32 rounding).
 #pragma once
 #include "core/tensor.h"
 

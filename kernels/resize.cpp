@@ -2,6 +2,9 @@
 
 #include "kernels/cpu/resize.h"
 #include "kernels/op_checks.h"
+#ifdef VT_CUDA
+#include "kernels/cuda/resize.h"
+#endif
 
 namespace vt {
 
@@ -17,7 +20,12 @@ void resize_bilinear(const Tensor& x, const Tensor& y) {
   if (x.size(2) < 1 || x.size(3) < 1 || y.size(2) < 1 || y.size(3) < 1)
     opcheck::fail(op, opcheck::desc("x", x) + " and " + opcheck::desc("y", y) + " must have non-empty planes");
   opcheck::same_device(op, x.device(), {{"y", &y}});
-  if (!x.device().is_cpu()) opcheck::no_cuda(op);
+  if (opcheck::on_cuda(op, x)) {
+#ifdef VT_CUDA
+    cuda::resize_bilinear(x.f32(), y.f32(), x.size(0) * x.size(1), x.size(2), x.size(3), y.size(2), y.size(3));
+#endif
+    return;
+  }
   cpu::resize_bilinear(x.f32(), y.f32(), x.size(0) * x.size(1), x.size(2), x.size(3), y.size(2), y.size(3));
 }
 

@@ -8,7 +8,8 @@
 // The scale is in/out (PyTorch's rule when `size` is given), computed in
 // float like PyTorch so that coordinates agree bit for bit.
 //
-// Shapes (F32, CPU): x [N, C, H, W] contiguous; y [N, C, OH, OW] contiguous.
+// Shapes (F32, CPU or CUDA; CUDA: kernels/cuda/resize.h, the same bits):
+// x [N, C, H, W] contiguous; y [N, C, OH, OW] contiguous.
 // Same size in and out copies. Errors: std::invalid_argument naming shapes.
 #pragma once
 #include "core/tensor.h"

@@ -15,6 +15,8 @@
 #   attention forward+backward time of the [B,H,T,T] path, the own flash kernel and cuDNN's
 #             fused SDPA at DeiT-S and DiT-L/4 shapes (bench_attention), as ratios
 #   nccl      NCCL all-reduce bandwidth, a world of 1
+#   fid       the FID Inception (random full-size weights) on the GPU vs the
+#             CPU: feature agreement (< 1e-4 relative) and images/s of both
 #   step_*    training step vs timm / DiT with torch.compile, bf16, same GPU
 #
 # A stage whose program is not in the build says "not built" (it is not a
@@ -228,7 +230,7 @@ vt_gpu_check_main() {
   : >"$VT_LOG"
   VT_TMP=$(mktemp -d)
   trap 'rm -rf "$VT_TMP"' EXIT
-  stages=${*:-env cuda memcheck racecheck agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 kernels attention nccl step_deit step_dit}
+  stages=${*:-env cuda memcheck racecheck agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 kernels attention nccl fid step_deit step_dit}
   vt_log "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build $BUILD, budget ${VT_BUDGET}s, log $VT_LOG"
   vt_log "gpu_check: stages: $stages"
 
@@ -262,7 +264,8 @@ vt_gpu_check_main() {
   export LD_LIBRARY_PATH="$here/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local -a progs=()
   for s in tests/test_cuda bench/bench_cuda_kernels bench/bench_allreduce bench/gpu/check_train_device \
-           bench/gpu/check_dit_device bench/check_train_device bench/check_dit_device bench/bench_attention; do
+           bench/gpu/check_dit_device bench/check_train_device bench/check_dit_device bench/bench_attention \
+           bench/check_inception_device; do
     [ -x "$BUILD/$s" ] && progs+=("$BUILD/$s")
   done
   if [ "${#progs[@]}" = 0 ]; then
@@ -313,6 +316,8 @@ vt_gpu_check_main() {
         vt_stage_prog attention 60 "probs vs flash vs cuDNN SDPA, fwd+bwd" "$BUILD/bench/bench_attention" 10 ;;
       nccl)
         vt_stage_prog nccl 45 "NCCL all-reduce, world 1" "$BUILD/bench/bench_allreduce" cifar 32 10 cuda ;;
+      fid)
+        vt_stage_prog fid 90 "Inception GPU vs CPU, images/s" "$BUILD/bench/check_inception_device" 500 50 4 ;;
       step_deit|step_dit)
         local tool=tools/bench_timm_step.py args="--batch 256 --iters 10"
         [ "$s" = step_dit ] && tool=tools/bench_dit_step.py args="--model DiT-L/4 --batch 256 --iters 10"

@@ -1,8 +1,8 @@
 // veval: evaluation commands.
-//   veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu]
+//   veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu|cuda|cuda:N]
 //             [--inception WEIGHTS | --features CKPT [--config CONFIG] [--ema true]]
 //             [--sqrtm eig|schur] [--json FILE]
-//   veval stats --images PATH --out ref.npz [--batch N] [--inception WEIGHTS | --features CKPT ...]
+//   veval stats --images PATH --out ref.npz [--batch N] [--device ...] [--inception WEIGHTS | --features CKPT ...]
 //   veval top1 CONFIG.yaml ckpt=DIR [split=val] [ema=true] [prune_last=K] [key.path=value ...]
 // PATH: image folder (recursive), ADM .npz (arr_0 uint8 NHWC) or statistics
 // .npz (mu, sigma); see eval/fid_inputs.h. FID semantics: docs/recipes.md §9;
@@ -30,6 +30,7 @@
 #include "eval/fid_inputs.h"
 #include "core/dist.h"
 #include "eval/top1.h"
+#include "train/device_choice.h"
 
 #ifndef VT_CONFIGS_DIR
 #define VT_CONFIGS_DIR "configs"
@@ -39,13 +40,15 @@ namespace {
 
 const char* kUsage =
     "usage:\n"
-    "  veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu] [--inception WEIGHTS]\n"
+    "  veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu|cuda|cuda:N] [--inception WEIGHTS]\n"
     "            [--sqrtm eig|schur] [--json FILE]\n"
     "  veval fid --samples PATH --ref PATH --features CKPT [--config CONFIG] [--ema true] ...\n"
-    "  veval stats --images PATH --out ref.npz [--batch N] [--inception WEIGHTS | --features CKPT ...]\n"
+    "  veval stats --images PATH --out ref.npz [--batch N] [--device ...] [--inception WEIGHTS | --features CKPT ...]\n"
     "  veval top1 CONFIG.yaml ckpt=DIR [split=val|train|FOLDER] [ema=true] [prune_last=K] [key.path=value ...]\n"
     "PATH: a folder of images (recursive), an .npz with arr_0 (uint8 [N, H, W, 3]) or an .npz\n"
     "with mu and sigma (statistics, used directly).\n"
+    "--device: where the network runs (default auto: the GPU when one is visible); fp32, no TF32.\n"
+    "  Images are decoded and resized on the host; the statistics are float64 on the host.\n"
     "--features CKPT: embed with a vtrain classifier's pre-logit features (final normed class\n"
     "  token) instead of Inception-v3; images get the classifier's DeiT eval transform (resize\n"
     "  to int(img_size/crop_pct), center crop img_size). CKPT: step_<N>/, a run directory or a\n"
@@ -116,6 +119,7 @@ struct Embedder {
   std::unique_ptr<vt::InceptionFid> net;
   std::unique_ptr<vt::ClassifierEmbedding> cls;
   std::string weights;  // what the features came from, for the report
+  vt::DeviceChoice device;
   vt::FidSourceStats stats(const std::string& path, int64_t batch) const {
     return cls ? vt::embedding_source_stats(path, *cls, batch, progress)
                : vt::fid_source_stats(path, net.get(), batch, progress);
@@ -161,26 +165,32 @@ std::string describe_source(const std::string& path, const vt::FidSourceStats& s
   return std::to_string(s.count) + " images (" + vt::fid_source_name(s.kind) + ")";
 }
 
-void check_device(const Args& a) {
-  const std::string d = a.get("device", "auto");
-  if (d == "auto" || d == "cpu") return;
-  if (d == "cuda") throw std::invalid_argument("--device cuda: the Inception ops have no CUDA implementation yet; use cpu");
-  throw std::invalid_argument("--device must be auto, cpu or cuda, got '" + d + "'");
+// --device through vtrain's parser (the same values and messages as its
+// `device` key); FID features are computed in fp32 with TF32 off, so a GPU
+// run gives the CPU's statistics to fp32 rounding.
+vt::DeviceChoice check_device(const Args& a) {
+  const vt::DeviceChoice d = vt::choose_device(a.get("device", "auto"), "fp32", "--device", "--device");
+  vt::apply_device_choice(d);
+  return d;
 }
 
-Embedder make_embedder(const Args& a, std::initializer_list<std::string> paths) {
+// Built on the host, then moved to the chosen device once.
+Embedder make_embedder(const Args& a, std::initializer_list<std::string> paths, const vt::DeviceChoice& device) {
   Embedder e;
+  e.device = device;
   const std::string ckpt = a.get("features");
   if (ckpt.empty()) {
     if (!a.get("config").empty() || a.opts.count("ema"))
       throw std::invalid_argument("--config and --ema go with --features CKPT");
     e.net = load_net_if_needed(a, paths, &e.weights);
+    if (e.net && !device.device.is_cpu()) e.net->to(device.device);
     return e;
   }
   if (!a.get("inception").empty()) throw std::invalid_argument("--inception and --features exclude each other");
   e.cls = std::make_unique<vt::ClassifierEmbedding>(
       vt::ClassifierEmbedding::load(ckpt, a.get("config"), parse_bool(a, "ema"), vt::config_search_dirs(VT_CONFIGS_DIR)));
   e.weights = e.cls->classifier().weights_file;
+  if (!device.device.is_cpu()) e.cls->to(device.device);
   const vt::TrainOptions& o = e.cls->classifier().options;
   std::fprintf(stderr,
                "features: %s (%lld-d pre-logit class token, images to %lld px by the DeiT eval transform, "
@@ -195,10 +205,10 @@ int cmd_fid(int argc, char** argv) {
                  {"samples", "ref", "batch", "device", "inception", "sqrtm", "json", "features", "config", "ema"});
   const std::string samples = a.need("samples"), ref = a.need("ref");
   const int64_t batch = parse_batch(a);
-  check_device(a);
+  const vt::DeviceChoice device = check_device(a);
   if (a.opts.count("json")) check_output_parent("json", a.get("json"));
   const vt::SqrtmMethod method = vt::sqrtm_method_from_name(a.get("sqrtm", "eig"));
-  const Embedder emb = make_embedder(a, {samples, ref});
+  const Embedder emb = make_embedder(a, {samples, ref}, device);
   const std::string& weights = emb.weights;
   auto t0 = std::chrono::steady_clock::now();
   std::fprintf(stderr, "samples: %s\n", samples.c_str());
@@ -214,6 +224,7 @@ int cmd_fid(int argc, char** argv) {
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("FID: %.6f\n", fr.fid);
   std::printf("samples: %s\nref: %s\n", describe_source(samples, s).c_str(), describe_source(ref, r).c_str());
+  std::printf("device: %s\n", emb.device.describe().c_str());
   if (const std::string jf = a.get("json"); !jf.empty()) {
     nlohmann::json j = {
         {"fid", fr.fid},
@@ -223,6 +234,7 @@ int cmd_fid(int argc, char** argv) {
         {emb.cls ? "features_checkpoint" : "inception_weights", weights},
         {"embedding", emb.cls ? "classifier pre-logit (not comparable with published FIDs)" : "inception-v3 pool3"},
         {"sqrtm", a.get("sqrtm", "eig")},
+        {"device", emb.device.describe()},
         {"terms", {{"mean", fr.mean_term}, {"trace_sigma_samples", fr.tr_sigma1}, {"trace_sigma_ref", fr.tr_sigma2},
                    {"trace_covmean", fr.tr_covmean}, {"max_imag", fr.max_imag}, {"eps_added", fr.eps_added}}},
         {"seconds", sec}};
@@ -237,15 +249,16 @@ int cmd_stats(int argc, char** argv) {
   Args a = parse(argc, argv, 2, {"images", "out", "batch", "device", "inception", "features", "config", "ema"});
   const std::string images = a.need("images"), out = a.need("out");
   const int64_t batch = parse_batch(a);
-  check_device(a);
+  const vt::DeviceChoice device = check_device(a);
   check_output_parent("out", out);
-  const Embedder emb = make_embedder(a, {images});
+  const Embedder emb = make_embedder(a, {images}, device);
   vt::FidSourceStats s = emb.stats(images, batch);
   if (!vt::dist().is_root()) return 0;  // the features are gathered on rank 0, which writes
   vt::save_stats_npz(out, s.stats);
   std::printf("wrote %s: mu [%lld], sigma [%lld, %lld] from %lld images\n", out.c_str(),
               static_cast<long long>(s.stats.dim()), static_cast<long long>(s.stats.dim()),
               static_cast<long long>(s.stats.dim()), static_cast<long long>(s.count));
+  std::printf("device: %s\n", emb.device.describe().c_str());
   return 0;
 }
 

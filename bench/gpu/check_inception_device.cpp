@@ -1,0 +1,115 @@
+// The FID Inception on a GPU against the CPU at full size, and its throughput
+// on both, for a machine with a GPU (scripts/gpu_check.sh, stage `fid`).
+// The network is pytorch-fid's topology with random weights (Philox; the
+// BatchNorm statistics drawn so that activations stay O(1) through the 94
+// units), the images random [0, 1] pixels already 299x299 (what veval's host
+// side hands over after decoding and resizing). The CPU computes `check`
+// images, the GPU all `images` in batches of `batch` (fp32, TF32 off); the
+// features of the first `check` images are compared.
+//   usage: check_inception_device [images=256] [batch=50] [check=8]
+// Prints the relative max feature difference (max |gpu - cpu| / max |cpu|)
+// and images/s of each device as one JSON line. Exit status: 0 agreement
+// (< 1e-4, veval's parity bound with pytorch-fid), 1 beyond it, 2 bad usage
+// or no GPU, 3 an error.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <string>
+
+#include "core/allocator.h"
+#include "core/philox.h"
+#include "eval/inception.h"
+#include "kernels/matmul.h"
+
+using namespace vt;
+
+namespace {
+
+std::map<std::string, Tensor> random_weights() {
+  std::map<std::string, Tensor> sd;
+  uint64_t stream = 0;
+  for (const auto& [name, shape] : InceptionFid::state_dict_shapes(1)) {
+    Tensor t = Tensor::empty(shape);
+    Philox rng(7, ++stream);
+    const bool conv = name.find(".conv.weight") != std::string::npos;
+    const int64_t fan_in = conv ? shape[1] * shape[2] * shape[3] : 1;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double n = rng.normal(0.0, 1.0);
+      float v = 0.f;
+      if (conv) v = static_cast<float>(n * std::sqrt(2.0 / static_cast<double>(fan_in)));  // He: ReLU keeps scale
+      else if (name.find("running_var") != std::string::npos) v = static_cast<float>(1.0 + 0.1 * std::fabs(n));
+      else if (name.find("bn.weight") != std::string::npos) v = static_cast<float>(1.0 + 0.1 * n);
+      else v = static_cast<float>(0.1 * n);  // bias, running_mean
+      t.f32()[i] = v;
+    }
+    sd[name] = t;
+  }
+  return sd;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t images = argc > 1 ? std::atoll(argv[1]) : 256, batch = argc > 2 ? std::atoll(argv[2]) : 50,
+                check = argc > 3 ? std::atoll(argv[3]) : 8;
+  if (images < 1 || batch < 1 || check < 1 || check > images) {
+    std::fprintf(stderr, "usage: %s [images=256] [batch=50] [check=8 (<= images)]\n", argv[0]);
+    return 2;
+  }
+  if (cuda_device_count() == 0) {
+    std::fprintf(stderr, "check_inception_device: no CUDA device visible\n");
+    return 2;
+  }
+  try {
+    const auto sd = random_weights();
+    InceptionFid cpu(sd, "random"), gpu(sd, "random");
+    set_matmul_tf32(false);
+    gpu.to(Device::cuda(0));
+    Tensor x = Tensor::empty({images, 3, 299, 299});
+    Philox rng(11, 0);
+    for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = static_cast<float>(rng.uniform());
+    const int64_t D = cpu.feature_dim();
+
+    auto t0 = std::chrono::steady_clock::now();
+    Tensor fc = Tensor::empty({check, D});
+    for (int64_t s = 0; s < check; s += batch) {
+      const int64_t b = std::min(batch, check - s);
+      cpu.features(x.slice(0, s, s + b), fc.slice(0, s, s + b));
+    }
+    const double cpu_s = seconds_since(t0);
+
+    Tensor fg = Tensor::empty({images, D});
+    gpu.features(x.slice(0, 0, std::min(batch, images)), fg.slice(0, 0, std::min(batch, images)));  // warm-up
+    t0 = std::chrono::steady_clock::now();
+    for (int64_t s = 0; s < images; s += batch) {
+      const int64_t b = std::min(batch, images - s);
+      gpu.features(x.slice(0, s, s + b), fg.slice(0, s, s + b));  // synchronous: features come back to the host
+    }
+    const double gpu_s = seconds_since(t0);
+
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < check * D; ++i) {
+      num = std::max(num, std::fabs(static_cast<double>(fg.f32()[i]) - fc.f32()[i]));
+      den = std::max(den, std::fabs(static_cast<double>(fc.f32()[i])));
+    }
+    const double rel = num / std::max(den, 1e-30);
+    const bool ok = rel < 1e-4 && std::isfinite(rel) && den > 0;
+    std::printf("{\"bench\": \"inception_fid_device\", \"images\": %lld, \"batch\": %lld, \"checked\": %lld, "
+                "\"rel_max_diff\": %.3g, \"feature_max\": %.4g, \"cpu_images_per_s\": %.2f, "
+                "\"cuda_images_per_s\": %.2f, \"speedup\": %.1f, \"verdict\": \"%s\"}\n",
+                static_cast<long long>(images), static_cast<long long>(batch), static_cast<long long>(check), rel,
+                den, check / cpu_s, images / gpu_s, (images / gpu_s) / (check / cpu_s), ok ? "agree" : "DIFFER");
+    return ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "check_inception_device: %s\n", e.what());
+    return 3;
+  }
+}
