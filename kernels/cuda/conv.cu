@@ -76,9 +76,13 @@ __global__ void conv_igemm_kernel(ConvGemm a, const float* __restrict__ x, const
       const int k = k0 + kl;
       float v = 0.f;
       if (pvalid && k < a.K) {
-        const int c = k / taps, r = k - c * taps, ka = r / a.kw, kb = r - ka * a.kw;
-        const int ih = ih0 + ka * a.dh, iw = iw0 + kb * a.dw;
-        if (ih >= 0 && ih < a.h && iw >= 0 && iw < a.w) v = xn[c * a.xs1 + ih * a.xs2 + iw];
+        if (taps == 1) {  // 1x1 (most Inception units): k is the channel, no divisions
+          if (ih0 >= 0 && ih0 < a.h && iw0 >= 0 && iw0 < a.w) v = xn[k * a.xs1 + ih0 * a.xs2 + iw0];
+        } else {
+          const int c = k / taps, r = k - c * taps, ka = r / a.kw, kb = r - ka * a.kw;
+          const int ih = ih0 + ka * a.dh, iw = iw0 + kb * a.dw;
+          if (ih >= 0 && ih < a.h && iw >= 0 && iw < a.w) v = xn[c * a.xs1 + ih * a.xs2 + iw];
+        }
       }
       Bs[kl][pl] = v;
     }

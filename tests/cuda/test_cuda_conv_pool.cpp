@@ -1,9 +1,9 @@
 // The FID Inception's ops on CUDA (kernels/conv.h, pool.h, resize.h) against
 // their CPU twins on small odd shapes: groups, stride 2, dilation, asymmetric
-// padding, strided input and channel-slice output views, both conv tile
-// sizes (<= 16 and > 16 output channels per group) and several K steps. The
-// CPU conv is first checked against a naive double loop, so the oracle
-// itself is independent of oneDNN.
+// padding, 1x1 and KxK kernels, strided input and channel-slice output
+// views, both conv tile sizes (<= 16 and > 16 output channels per group) and
+// several K steps. The CPU conv is first checked against a naive double
+// loop, so the oracle itself is independent of oneDNN.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -76,6 +76,8 @@ TEST(CudaConv, MatchesCpuTwinOnOddShapes) {
        true, 4, 9},
       {"3x3 stride 2 no pad, K = 360", 1, 40, 15, 17, 24, 3, 3, params(2, 2, 0, 0, -1, -1, 1, 1, 1, true), true, 0, 5},
       {"depthwise 5x5 pad 2", 2, 8, 6, 6, 8, 5, 5, params(1, 1, 2, 2, -1, -1, 1, 1, 8, false), true, 0, 0},
+      {"1x1 stride 2 pad 1, 20 channels, slices", 2, 9, 7, 8, 20, 1, 1, params(2, 2, 1, 1, -1, -1, 1, 1, 1, true),
+       true, 3, 2},
   };
   uint64_t seed = 10;
   for (const ConvCase& k : cases) {
