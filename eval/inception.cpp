@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "core/safetensors.h"
-#include "kernels/elementwise.h"
 #include "kernels/conv.h"
+#include "kernels/elementwise.h"
 #include "kernels/pool.h"
 #include "kernels/resize.h"
 

@@ -110,6 +110,28 @@ TEST(InceptionFid, MissingOrMisshapenWeightsNameTheTensor) {
   EXPECT_THROW(InceptionFid({}, "w"), std::runtime_error);
 }
 
+TEST(InceptionFid, StateDictShapesAreThePytorchNetworks) {
+  // The names and shapes a network reads equal those of pytorch-fid's own
+  // width/16 state dict (the fixture), and a state dict made from them loads.
+  Fixture f = small_fixture();
+  const auto shapes = InceptionFid::state_dict_shapes(16);
+  size_t matched = 0;
+  for (const auto& [name, t] : f.sd) {
+    if (name == "images" || name == "features" || name.rfind("fc.", 0) == 0 ||
+        name.find("num_batches_tracked") != std::string::npos)
+      continue;
+    auto it = shapes.find(name);
+    ASSERT_NE(it, shapes.end()) << name;
+    EXPECT_EQ(it->second, t.shape()) << name;
+    ++matched;
+  }
+  EXPECT_EQ(matched, shapes.size());
+  std::map<std::string, Tensor> sd;
+  for (const auto& [name, shape] : shapes) sd[name] = Tensor::full(shape, 0.5f);
+  EXPECT_EQ(InceptionFid(sd, "made").feature_dim(), 128);
+  EXPECT_THROW(InceptionFid::state_dict_shapes(3), std::invalid_argument);
+}
+
 TEST(InceptionFid, FullSizeMatchesPytorchFid) {
   const char* dir = std::getenv("VT_INCEPTION_FIXTURE");
   if (!dir || !*dir) GTEST_SKIP() << "set VT_INCEPTION_FIXTURE=DIR (tools/inception_fixture.py --full DIR)";
