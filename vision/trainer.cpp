@@ -267,8 +267,9 @@ struct Trainer::Impl {
   // w.upload), mixed there with the host's draws (identical keys and
   // decision), loss on the device. With several ranks the global batch is
   // mixed on the host as on CPU ranks (mix_global_batch: the pairs span
-  // ranks) before its upload (upload_prepare), then images and targets are
-  // uploaded, so GPU ranks see the batches of CPU ranks and of one process.
+  // ranks) before its copy (the uploader's prepare hook, loop()), then
+  // images and targets are uploaded, so GPU ranks see the batches of CPU
+  // ranks and of one process.
   CrossEntropyResult device_forward(int64_t b, StepWork& w) {
     w.images = w.device_batch.images;
     w.labels = w.device_batch.labels;
