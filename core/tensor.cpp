@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "core/allocator.h"
 
@@ -52,8 +53,8 @@ Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
   data_ = device.is_cpu() ? cpu_alloc(bytes) : cuda_alloc(bytes, device.index);
 }
 
-Storage::Storage(void* external, size_t bytes, Device device)
-    : data_(external), bytes_(bytes), device_(device), owned_(false) {}
+Storage::Storage(void* external, size_t bytes, Device device, std::shared_ptr<void> owner)
+    : data_(external), bytes_(bytes), device_(device), owned_(false), owner_(std::move(owner)) {}
 
 Storage::~Storage() {
   if (!owned_) return;
@@ -93,13 +94,18 @@ Tensor Tensor::from_vector(const std::vector<float>& v, const Shape& shape) {
 }
 
 Tensor Tensor::wrap(void* data, const Shape& shape, DType dtype, Device device) {
+  return wrap(data, shape, dtype, device, nullptr);
+}
+
+Tensor Tensor::wrap(void* data, const Shape& shape, DType dtype, Device device, std::shared_ptr<void> owner) {
   check_shape_fits(shape, dtype_size(dtype));
   Tensor t;
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dtype;
   t.device_ = device;
-  t.storage_ = std::make_shared<Storage>(data, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+  t.storage_ = std::make_shared<Storage>(data, static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device,
+                                         std::move(owner));
   return t;
 }
 

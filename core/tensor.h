@@ -31,8 +31,10 @@ void check_shape_fits(const Shape& shape, size_t itemsize);
 class Storage {
  public:
   Storage(size_t bytes, Device device);
-  // Wraps memory owned elsewhere (no free on destruction).
-  Storage(void* external, size_t bytes, Device device);
+  // Wraps memory owned elsewhere (no free on destruction); `owner`, when
+  // given, is kept alive as long as this storage (e.g. a lease on a
+  // loader's pinned batch slot, data_pipeline/loader.h).
+  Storage(void* external, size_t bytes, Device device, std::shared_ptr<void> owner = nullptr);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -45,6 +47,7 @@ class Storage {
   size_t bytes_ = 0;
   Device device_;
   bool owned_ = true;
+  std::shared_ptr<void> owner_;
 };
 
 class Tensor {
@@ -58,6 +61,8 @@ class Tensor {
   static Tensor from_vector(const std::vector<float>& v, const Shape& shape);
   // Non-owning view of external CPU memory (contiguous).
   static Tensor wrap(void* data, const Shape& shape, DType dtype, Device device = Device::cpu());
+  // The same, keeping `owner` alive while any view of the storage lives.
+  static Tensor wrap(void* data, const Shape& shape, DType dtype, Device device, std::shared_ptr<void> owner);
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }

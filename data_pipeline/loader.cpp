@@ -1,10 +1,13 @@
 #include "data_pipeline/loader.h"
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <stdexcept>
 #include <system_error>
 
 #include "core/log.h"
+#include "core/pinned_memory.h"
 #include "data_pipeline/decode.h"
 
 namespace vt {
@@ -17,6 +20,42 @@ bool first_warning_in_process(const std::string& name) {
   std::lock_guard<std::mutex> lk(mu);
   return warned.insert(name).second;
 }
+
+size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+
+}  // namespace
+
+// pinned_slots: one pinned buffer per slot (images, then labels, then the
+// Mixup targets) and the slots' lease flags. Shared by the loader and every
+// lease, so a lease may outlive the loader; the memory goes with the last.
+struct Loader::PinnedRing {
+  std::vector<PinnedBuffer> mem;
+  size_t labels_at = 0, targets_at = 0;         // byte offsets inside a slot
+  std::unique_ptr<std::atomic<bool>[]> leased;  // read by the workers' predicate without `mu`
+  std::mutex mu;                                // guards `loader`
+  Loader* loader = nullptr;                     // null once the loader is gone
+
+  char* base(int64_t slot) const { return static_cast<char*>(mem[static_cast<size_t>(slot)].data()); }
+  // A slot is given back: wake the workers waiting for it. Lock order
+  // PinnedRing::mu -> Loader::mu_ (the loader never takes `mu` holding mu_).
+  void release(int64_t slot) {
+    leased[slot].store(false);
+    std::lock_guard<std::mutex> g(mu);
+    if (!loader) return;
+    std::lock_guard<std::mutex> lk(loader->mu_);
+    loader->cv_work_.notify_all();
+  }
+};
+
+namespace {
+
+// Held (shared) by the tensors of a handed-out batch; gives the slot back
+// when the last of them goes.
+struct SlotLease {
+  std::shared_ptr<void> ring;
+  std::function<void()> give_back;
+  ~SlotLease() { give_back(); }
+};
 
 }  // namespace
 
@@ -38,6 +77,23 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig cfg) : ds_(s
                                   std::to_string(cfg_.batch_size));
   }
   capacity_ = std::max(cfg_.prefetch, cfg_.workers);
+  if (cfg_.pinned_slots) {
+    // The consumer's leased batches take slots beyond the prefetch window.
+    capacity_ += kLeasedSlots;
+    const Shape shape = ds_->sample_shape();
+    const size_t B = static_cast<size_t>(cfg_.batch_size);
+    const size_t K = cfg_.mixup ? static_cast<size_t>(cfg_.mixup->num_classes) : 0;
+    ring_ = std::make_shared<PinnedRing>();
+    ring_->labels_at = align64(B * static_cast<size_t>(shape_numel(shape)) * sizeof(float));
+    ring_->targets_at = ring_->labels_at + align64(B * sizeof(int32_t));
+    const size_t bytes = ring_->targets_at + B * K * sizeof(float);
+    ring_->leased.reset(new std::atomic<bool>[static_cast<size_t>(capacity_)]);
+    for (int i = 0; i < capacity_; ++i) {
+      ring_->mem.emplace_back(bytes);
+      ring_->leased[i].store(false);
+    }
+    ring_->loader = this;
+  }
   slots_.resize(static_cast<size_t>(capacity_));
   try {
     threads_.reserve(static_cast<size_t>(cfg_.workers));
@@ -52,7 +108,20 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig cfg) : ds_(s
   }
 }
 
-Loader::~Loader() { stop_workers(); }
+Loader::~Loader() {
+  if (ring_) {  // leases still out no longer wake this loader
+    std::lock_guard<std::mutex> g(ring_->mu);
+    ring_->loader = nullptr;
+  }
+  stop_workers();
+}
+
+int Loader::leased_slots() const {
+  int n = 0;
+  if (ring_)
+    for (int i = 0; i < capacity_; ++i) n += ring_->leased[i].load() ? 1 : 0;
+  return n;
+}
 
 void Loader::stop_workers() {
   {
@@ -68,6 +137,9 @@ void Loader::stop_workers() {
 
 void Loader::stop_epoch(std::unique_lock<std::mutex>& lk) {
   ++generation_;
+  // The next epoch's batch 0 takes the slot after the last batch taken, so
+  // the batches a consumer still leases never sit where it waits for one.
+  slot_base_ = (slot_base_ + next_take_) % capacity_;
   num_batches_ = 0;
   next_claim_ = next_take_ = 0;
   cv_work_.notify_all();
@@ -96,19 +168,32 @@ void Loader::start_epoch(uint64_t epoch, EpochOrder order) {
 }
 
 bool Loader::next(Batch& out) {
+  // The previous batch goes first: giving its slot back takes mu_.
+  out = Batch{};
   std::unique_lock<std::mutex> lk(mu_);
   if (failed_ || next_take_ >= num_batches_) return false;
-  Slot& s = slots_[static_cast<size_t>(next_take_ % capacity_)];
+  Slot& s = slots_[static_cast<size_t>(slot_of(next_take_))];
   cv_ready_.wait(lk, [&] { return s.ready || stop_; });
   if (!s.ready) return false;
   std::exception_ptr err = s.error;
   out = std::move(s.batch);
   s = Slot{};
+  const int64_t slot = slot_of(next_take_);
   ++next_take_;
   if (err) {
     failed_ = true;
     stop_epoch(lk);
     std::rethrow_exception(err);
+  }
+  if (ring_) {
+    // The batch's tensors now lease the slot: it is refilled only after
+    // the last of them (or any view of them) is gone.
+    ring_->leased[slot].store(true);
+    auto lease = std::make_shared<SlotLease>();
+    lease->ring = ring_;
+    lease->give_back = [ring = ring_.get(), slot] { ring->release(slot); };
+    for (Tensor* t : {&out.images, &out.labels, &out.targets})
+      if (t->defined()) *t = Tensor::wrap(t->raw(), t->shape(), t->dtype(), Device::cpu(), lease);
   }
   cv_work_.notify_all();
   return true;
@@ -118,23 +203,25 @@ void Loader::worker_loop() {
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     cv_work_.wait(lk, [this] {
-      return stop_ || (next_claim_ < num_batches_ && next_claim_ < next_take_ + capacity_);
+      return stop_ || (next_claim_ < num_batches_ && next_claim_ < next_take_ + capacity_ &&
+                       !(ring_ && ring_->leased[slot_of(next_claim_)].load()));
     });
     if (stop_) return;
     const int64_t b = next_claim_++;
     const uint64_t gen = generation_, epoch = epoch_;
+    const int64_t slot = slot_of(b);
     ++in_flight_;
     lk.unlock();
     Slot result;
     try {
-      build(b, epoch, gen, result);
+      build(b, slot, epoch, gen, result);
     } catch (...) {
       result.error = std::current_exception();
     }
     lk.lock();
     --in_flight_;
     if (gen == generation_) {
-      Slot& s = slots_[static_cast<size_t>(b % capacity_)];
+      Slot& s = slots_[static_cast<size_t>(slot)];
       s = std::move(result);
       s.ready = true;
     }
@@ -173,7 +260,7 @@ void Loader::load_sample(int64_t pos, uint64_t epoch, float* dst, int32_t* label
   }
 }
 
-void Loader::build(int64_t b, uint64_t epoch, uint64_t generation, Slot& out) {
+void Loader::build(int64_t b, int64_t slot, uint64_t epoch, uint64_t generation, Slot& out) {
   // order_ is only replaced after in-flight workers finish (stop_epoch), so
   // reading it unlocked here is safe.
   const int64_t n = static_cast<int64_t>(order_.size());
@@ -185,8 +272,14 @@ void Loader::build(int64_t b, uint64_t epoch, uint64_t generation, Slot& out) {
   bshape.insert(bshape.end(), shape.begin(), shape.end());
   Batch& batch = out.batch;
   batch.index = b;
-  batch.images = Tensor::empty(bshape, DType::F32);
-  batch.labels = Tensor::empty({B}, DType::I32);
+  if (ring_) {  // views of the slot's memory, leased when next() hands the batch out
+    char* base = ring_->base(slot);
+    batch.images = Tensor::wrap(base, bshape, DType::F32);
+    batch.labels = Tensor::wrap(base + ring_->labels_at, {B}, DType::I32);
+  } else {
+    batch.images = Tensor::empty(bshape, DType::F32);
+    batch.labels = Tensor::empty({B}, DType::I32);
+  }
   batch.indices.resize(static_cast<size_t>(B));
   for (int i = 0; i < B; ++i) {
     {
@@ -197,7 +290,8 @@ void Loader::build(int64_t b, uint64_t epoch, uint64_t generation, Slot& out) {
   }
   if (cfg_.mixup) {
     const MixupParams& mp = *cfg_.mixup;
-    batch.targets = Tensor::empty({B, mp.num_classes}, DType::F32);
+    batch.targets = ring_ ? Tensor::wrap(ring_->base(slot) + ring_->targets_at, {B, mp.num_classes}, DType::F32)
+                          : Tensor::empty({B, mp.num_classes}, DType::F32);
     Philox rng(cfg_.seed, philox_stream(kPurposeMixup, philox_stream(static_cast<uint64_t>(cfg_.rank), epoch), static_cast<uint64_t>(b)));
     batch.mix = mixup_batch(batch.images.f32(), B, static_cast<int>(shape[0]), static_cast<int>(shape[1]),
                             static_cast<int>(shape[2]), batch.labels.i32(), batch.targets.f32(), rng, mp);

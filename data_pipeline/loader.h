@@ -15,8 +15,18 @@
 // worker is delivered to the consumer at that batch. Destroying the loader or
 // starting a new epoch mid-epoch stops the workers cleanly.
 //
-// Batches are plain CPU tensors (pinned host memory for CUDA training is not
-// implemented here).
+// Batch memory: by default every batch is a fresh CPU tensor. With
+// `pinned_slots` (GPU runs, data_pipeline/batch_upload.h) the workers write
+// into a ring of preallocated slots of pinned host memory (core/pinned_memory.h),
+// so the upload can be an asynchronous copy and the steady state allocates
+// nothing. A batch handed out by next() then leases its slot: the slot is
+// refilled only once every tensor viewing it (images, labels, targets and
+// any view or copy of them) is gone, so the consumer decides when a slot
+// may be reused (the uploader keeps the batch until its copy completed).
+// The ring has max(prefetch, workers) + kLeasedSlots slots, so a consumer
+// may hold up to kLeasedSlots batches without starving the workers; holding
+// more makes next() wait for a slot that is never given back. A lease may
+// outlive the loader (the slot memory is freed with the last lease).
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -48,11 +58,12 @@ struct LoaderConfig {
   int rank = 0;          // only keys the Mixup stream
   OnCorrupt on_corrupt = OnCorrupt::Error;
   std::optional<MixupParams> mixup;  // num_classes is taken from the dataset
+  bool pinned_slots = false;         // batches in leased pinned slots (above)
 };
 
 struct Batch {
-  int64_t index = 0;   // batch index within the epoch
-  Tensor images;       // F32 [B, C, H, W]
+  int64_t index = 0;   // batch index within the epoch (the order given to start_epoch)
+  Tensor images;       // F32 [B, C, H, W]; with pinned_slots these three lease the batch's slot
   Tensor labels;       // I32 [B]
   Tensor targets;      // F32 [B, K] soft targets when mixup is on, else undefined
   MixupDecision mix;
@@ -61,6 +72,7 @@ struct Batch {
 
 class Loader {
  public:
+  static constexpr int kLeasedSlots = 2;  // pinned_slots: batches a consumer may hold
   // Starts cfg.workers threads. When the OS refuses a thread, the ones
   // already started are stopped and joined and std::runtime_error naming
   // data.workers is thrown (never std::terminate).
@@ -78,6 +90,9 @@ class Loader {
 
   int64_t corrupt_count() const;
   std::vector<std::string> corrupt_names() const;  // sorted, unique
+  // pinned_slots: the slots of the ring, and how many are leased now.
+  int num_slots() const { return static_cast<int>(slots_.size()); }
+  int leased_slots() const;
 
  private:
   struct Slot {
@@ -86,10 +101,14 @@ class Loader {
     std::exception_ptr error;
   };
   void worker_loop();
-  void build(int64_t b, uint64_t epoch, uint64_t generation, Slot& out);
+  void build(int64_t b, int64_t slot, uint64_t epoch, uint64_t generation, Slot& out);
+  // Slot of batch b of this epoch (mu_ held): batches of successive epochs
+  // continue around the ring.
+  int64_t slot_of(int64_t b) const { return (slot_base_ + b) % capacity_; }
   void load_sample(int64_t pos, uint64_t epoch, float* dst, int32_t* label, int64_t* used);
   void stop_epoch(std::unique_lock<std::mutex>& lk);
   void stop_workers();
+  struct PinnedRing;
 
   std::shared_ptr<const Dataset> ds_;
   LoaderConfig cfg_;
@@ -101,10 +120,11 @@ class Loader {
   uint64_t generation_ = 0;
   uint64_t epoch_ = 0;
   EpochOrder order_;
-  int64_t num_batches_ = 0, next_claim_ = 0, next_take_ = 0;
+  int64_t num_batches_ = 0, next_claim_ = 0, next_take_ = 0, slot_base_ = 0;
   int in_flight_ = 0;
   bool failed_ = false;
   std::vector<Slot> slots_;
+  std::shared_ptr<PinnedRing> ring_;  // pinned_slots: slot memory and leases, shared with the leases
   int64_t corrupt_count_ = 0;
   std::set<std::string> corrupt_names_;
 };

@@ -16,6 +16,7 @@
 #include "core/npz.h"
 #include "core/philox.h"
 #include "core/progress.h"
+#include "data_pipeline/batch_upload.h"
 #include "data_pipeline/dataset.h"
 #include "data_pipeline/loader.h"
 #include "data_pipeline/sampler.h"
@@ -97,7 +98,10 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   lc.workers = std::max(1, cfg_.workers);
   lc.seed = cfg_.seed;
   lc.on_corrupt = parse_on_corrupt(cfg_.on_corrupt);
+  lc.pinned_slots = cfg_.compute.device.is_cuda();  // uploaded from pinned slots
   loader_ = std::make_unique<Loader>(dataset_, lc);
+  // GPU: batch s + 1 is copied on the upload stream while step s runs.
+  if (cfg_.compute.device.is_cuda()) upload_ = std::make_unique<BatchUploader>(*loader_, cfg_.compute.device);
 
   plan_step_buffers();
 }
@@ -109,7 +113,7 @@ void DitTrainer::plan_step_buffers() {
   const Device dev = model_->params().weights().device();
   const int64_t B = rank_batch_, C = cfg_.model.in_channels, S = cfg_.model.input_size;
   auto E = [dev](const Shape& s, DType dt = DType::F32) { return Tensor::empty(s, dt, dev); };
-  x0_ = E({B, C, S, S});
+  if (dev.is_cpu()) x0_ = E({B, C, S, S});
   xt_ = E({B, C, S, S});
   noise_ = E({B, C, S, S});
   out_ = E({B, 2 * C, S, S});
@@ -193,6 +197,7 @@ void DitTrainer::start_epoch() {
   o.indices.assign(full.indices.begin() + static_cast<std::ptrdiff_t>(std::min(skip, full.size())), full.indices.end());
   o.draw_ids.assign(full.draw_ids.begin() + static_cast<std::ptrdiff_t>(std::min(skip, full.size())),
                     full.draw_ids.end());
+  if (upload_) upload_->discard();  // a batch prefetched from the previous order
   loader_->start_epoch(static_cast<uint64_t>(epoch_), std::move(o));
 }
 
@@ -200,10 +205,17 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
   const int64_t B = rank_batch_;
   const int rank = dist().rank(), world = dist().world();
   Batch batch;
-  if (!loader_->next(batch)) throw std::logic_error("dittrain: loader ran dry inside an epoch");
-  x0_.copy_from(batch.images);
+  DeviceBatch device_batch;
+  if (!(upload_ ? upload_->next(device_batch) : loader_->next(batch)))
+    throw std::logic_error("dittrain: loader ran dry inside an epoch");
+  if (upload_) {
+    x0_ = device_batch.images;
+    host_y_.copy_from(device_batch.host_labels);
+  } else {
+    x0_.copy_from(batch.images);
+    host_y_.copy_from(batch.labels);
+  }
   if (cfg_.data_kind == "latents") scale(x0_, static_cast<float>(cfg_.latent_scale), x0_);
-  host_y_.copy_from(batch.labels);
   // Per-sample draws are keyed by the global row (j * world + rank), so a
   // sample's t, noise and label dropout do not depend on the world size.
   drop_labels(host_y_, cfg_.model.class_dropout, cfg_.model.num_classes, cfg_.seed, static_cast<uint64_t>(s), rank,
@@ -246,6 +258,7 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
     batch_in_epoch_ = 0;
     start_epoch();
   }
+  if (upload_) upload_->prefetch();  // the next batch's copy overlaps this step's queued work
   step_ = s;
   step_mse_ = step_vb_ = 0;
   for (size_t b = 0; b < L.mse.size(); ++b) step_mse_ += L.mse[b], step_vb_ += L.vb[b];

@@ -40,6 +40,7 @@
 
 namespace vt {
 
+class BatchUploader;
 class Dataset;
 class Loader;
 class OptimizerState;
@@ -99,6 +100,7 @@ class DitTrainer : private StepTask {
   NonFiniteGuard nonfinite_;
   std::shared_ptr<Dataset> dataset_;
   std::unique_ptr<Loader> loader_;
+  std::unique_ptr<BatchUploader> upload_;  // GPU: the pinned upload ring (data_pipeline/batch_upload.h)
   int64_t step_ = 0, epoch_ = 0, batch_in_epoch_ = 0, batches_per_epoch_ = 0;
   int64_t rank_batch_ = 0;  // this rank's share of train.batch_size
   std::vector<std::pair<int64_t, double>> losses_;
@@ -109,7 +111,8 @@ class DitTrainer : private StepTask {
   int64_t bar_first_ = 0, step_log_ = 0;
   std::chrono::steady_clock::time_point t_log_;
   void plan_step_buffers();
-  // step buffers, on the model's device (host_*: the host draws)
+  // step buffers, on the model's device (host_*: the host draws; on a GPU
+  // x0_ views the uploaded batch)
   Tensor x0_, xt_, noise_, tt_, y_, t_, out_, dout_, stats_, schedule_;
   Tensor host_tt_, host_y_, host_t_;
 };

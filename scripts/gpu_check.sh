@@ -211,7 +211,7 @@ vt_summary() {
 
 # The kernel tests compute-sanitizer runs: everything but the cuBLAS GEMMs
 # (library code, slow under the sanitizer) and the host-side plumbing.
-VT_MEMCHECK_FILTER='CudaLayerNorm.*:CudaSiamese.*:CudaAttention.*:CudaCrossEntropy.*:CudaDropPath.*:CudaElementwise.*:CudaActivation.*:CudaEmbedding.*:CudaPatch.*:CudaModulate.*:CudaOptim*.*:CudaMixup.*:CudaImagePrep.*'
+VT_MEMCHECK_FILTER='CudaLayerNorm.*:CudaSiamese.*:CudaAttention.*:CudaCrossEntropy.*:CudaDropPath.*:CudaElementwise.*:CudaActivation.*:CudaEmbedding.*:CudaPatch.*:CudaModulate.*:CudaOptim*.*:CudaMixup.*:CudaImagePrep.*:CudaStream.*'
 # racecheck: the kernels that share data through shared memory (row
 # reductions, the attention softmax, the column-sum kernels).
 VT_RACECHECK_FILTER='CudaLayerNorm.*:CudaSiamese.*:CudaAttention.*:CudaCrossEntropy.*:CudaElementwise.*'

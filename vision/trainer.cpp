@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/philox.h"
 #include "core/progress.h"
+#include "data_pipeline/batch_upload.h"
 #include "data_pipeline/loader.h"
 #include "core/allocator.h"
 #include "kernels/cross_entropy.h"
@@ -199,7 +200,8 @@ struct Trainer::Impl {
     MixupParams mix;
     Tensor logits, dlogits, targets;
     Tensor images, labels;  // GPU: the uploaded batch (the CPU step reads the loader's)
-    Tensor host_targets;    // GPU with several ranks: the targets mixed on the host, uploaded
+    BatchUploader* upload = nullptr;  // GPU: the pinned upload ring (data_pipeline/batch_upload.h)
+    DeviceBatch device_batch;         // GPU: this step's batch, from `upload`
   };
 
   // Mixup/CutMix over several ranks as in one process: timm pairs global
@@ -243,7 +245,7 @@ struct Trainer::Impl {
     CrossEntropyResult ce;
     ps.zero_grad();
     if (!ps.device().is_cpu()) {
-      ce = device_forward(batch, b, w);
+      ce = device_forward(b, w);
     } else if (o.mixing()) {
       Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
       const Shape& s = batch.images.shape();
@@ -261,23 +263,20 @@ struct Trainer::Impl {
     return ce.loss;
   }
 
-  // The same step with the batch on the GPU: uploaded once, mixed there
-  // with the host's draws (identical keys and decision), loss on the device.
-  // With several ranks the global batch is mixed on the host as on CPU ranks
-  // (mix_global_batch: the pairs span ranks), then images and targets are
-  // uploaded, so GPU ranks see the batches of CPU ranks and of one process.
-  CrossEntropyResult device_forward(Batch& batch, int64_t b, StepWork& w) {
+  // The same step with the batch on the GPU (w.device_batch, uploaded by
+  // w.upload), mixed there with the host's draws (identical keys and
+  // decision), loss on the device. With several ranks the global batch is
+  // mixed on the host as on CPU ranks (mix_global_batch: the pairs span
+  // ranks) before its copy (the uploader's prepare hook, loop()), then
+  // images and targets are uploaded, so GPU ranks see the batches of CPU
+  // ranks and of one process.
+  CrossEntropyResult device_forward(int64_t b, StepWork& w) {
+    w.images = w.device_batch.images;
+    w.labels = w.device_batch.labels;
     if (o.mixing() && dist().world() > 1) {
-      Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
-      if (!w.host_targets.defined()) w.host_targets = Tensor::empty(w.targets.shape());
-      mix_global_batch(batch, rng, w, w.host_targets);
-      w.images.copy_from(batch.images);
-      w.targets.copy_from(w.host_targets);
       model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
-      return soft_cross_entropy_forward_backward(w.logits, w.targets, w.dlogits);
+      return soft_cross_entropy_forward_backward(w.logits, w.device_batch.targets, w.dlogits);
     }
-    w.images.copy_from(batch.images);
-    w.labels.copy_from(batch.labels);
     if (o.mixing()) {
       if (rank_batch % 2 != 0)
         throw std::invalid_argument("Mixup/CutMix: batch size " + std::to_string(rank_batch) + " must be even");
@@ -313,11 +312,13 @@ struct Trainer::Impl {
           saved_now(saved), evaluated_now(evaluated), sum(s) {}
 
     Output forward_backward(int64_t) override {
-      if (!loader.next(batch)) throw std::logic_error("vtrain: the loader ran dry inside an epoch");
+      if (!(work.upload ? work.upload->next(work.device_batch) : loader.next(batch)))
+        throw std::logic_error("vtrain: the loader ran dry inside an epoch");
       evaluated_now = saved_now = false;
       const int64_t b = I.batch_in_epoch;
       const double lr = lr_at(I.o.sched, I.epoch, b, steps_per_epoch);
       const double loss = I.forward_backward(batch, b, work);
+      if (work.upload) work.upload->prefetch();  // the next batch's copy overlaps this step
       return {loss, lr, "epoch " + std::to_string(I.epoch) + ", batch " + std::to_string(b)};
     }
     void after_update(int64_t, const Output& out, const UpdateResult& u) override {
@@ -490,6 +491,7 @@ TrainSummary Trainer::Impl::loop() {
   lc.drop_last = true;
   lc.seed = o.seed;
   lc.on_corrupt = parse_on_corrupt(o.on_corrupt);
+  lc.pinned_slots = o.compute.device.is_cuda();  // uploaded from pinned slots
   Loader loader(I.train_ds, lc);
 
   StepWork work;
@@ -509,10 +511,21 @@ TrainSummary Trainer::Impl::loop() {
   const Device dev = o.compute.device;
   work.logits = Tensor::empty({B, K}, DType::F32, dev), work.dlogits = Tensor::empty({B, K}, DType::F32, dev);
   work.targets = Tensor::empty({B, K}, DType::F32, dev);
+  // GPU: batch b + 1 is copied on the upload stream while step b runs; a
+  // global batch over several ranks is mixed on the host before its copy.
+  int64_t epoch_first_batch = I.batch_in_epoch;  // the loader's batch 0 in this epoch
+  std::unique_ptr<BatchUploader> upload;
   if (!dev.is_cpu()) {
-    const int64_t S = o.vit.img_size;
-    work.images = Tensor::empty({B, o.vit.in_chans, S, S}, DType::F32, dev);
-    work.labels = Tensor::empty({B}, DType::I32, dev);
+    BatchUploader::Prepare prepare;
+    if (o.mixing() && dist().world() > 1)
+      prepare = [&I, &work, &epoch_first_batch, B, K](Batch& batch) {
+        const int64_t b = epoch_first_batch + batch.index;
+        Philox rng(I.o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(I.epoch), static_cast<uint64_t>(b)));
+        batch.targets = Tensor::empty({B, K});
+        I.mix_global_batch(batch, rng, work, batch.targets);
+      };
+    upload = std::make_unique<BatchUploader>(loader, dev, std::move(prepare));
+    work.upload = upload.get();
   }
   TrainSummary sum;
   std::pair<EvalResult, EvalResult> last_eval;
@@ -528,6 +541,8 @@ TrainSummary Trainer::Impl::loop() {
     const size_t skip = static_cast<size_t>(std::min(I.batch_in_epoch, steps_per_epoch) * B);
     order.indices.erase(order.indices.begin(), order.indices.begin() + static_cast<ptrdiff_t>(skip));
     order.draw_ids.erase(order.draw_ids.begin(), order.draw_ids.begin() + static_cast<ptrdiff_t>(skip));
+    if (upload) upload->discard();  // the last epoch's end-of-epoch marker
+    epoch_first_batch = I.batch_in_epoch;
     loader.start_epoch(static_cast<uint64_t>(I.epoch), std::move(order));
     ProgressOptions po;
     po.items_per_step = static_cast<double>(o.batch_size);

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include "emu.h"
+#include "emu_trace.h"
 uint3 threadIdx;
 uint3 blockIdx;
 dim3 blockDim, gridDim;
@@ -35,7 +36,24 @@ cudaError_t cudaMalloc(void** p, size_t n) {
 }
 cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
 cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { std::memmove(d, s, n); return cudaSuccess; }
-cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t) { std::memmove(d, s, n); return cudaSuccess; }
+namespace vt_emu {
+std::vector<VtEmuAsyncOp>* trace = nullptr;
+}
+void vt_emu_trace_async(std::vector<VtEmuAsyncOp>* sink) { vt_emu::trace = sink; }
+cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t st) {
+  if (vt_emu::trace) vt_emu::trace->push_back({VtEmuAsyncOp::Copy, st, nullptr, d, s});
+  std::memmove(d, s, n);
+  return cudaSuccess;
+}
+// Pinned host memory (core/pinned_memory.h) is host memory like the rest.
+cudaError_t cudaHostAlloc(void** p, size_t n, unsigned) {
+  *p = std::malloc(n ? n : 1);
+  return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
 cudaError_t cudaMemset(void* d, int v, size_t n) { std::memset(d, v, n); return cudaSuccess; }
 // One emulated device, or VT_EMU_DEVICES of them (data-parallel tests: one
 // per rank, as on a multi-GPU node); all of them are host memory.
@@ -75,7 +93,10 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
   *e = reinterpret_cast<cudaEvent_t>(new char(0));
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  if (vt_emu::trace) vt_emu::trace->push_back({VtEmuAsyncOp::Record, s, e, nullptr, nullptr});
+  return cudaSuccess;
+}
 cudaError_t cudaEventQuery(cudaEvent_t) { return vt_emu::hold_events ? cudaErrorNotReady : cudaSuccess; }
 cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
@@ -87,4 +108,7 @@ cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t) { std::memse
 // wait is satisfied at once (train/grad_allreduce_nccl.cpp orders its NCCL
 // stream after the compute stream with them).
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
+  if (vt_emu::trace) vt_emu::trace->push_back({VtEmuAsyncOp::Wait, s, e, nullptr, nullptr});
+  return cudaSuccess;
+}

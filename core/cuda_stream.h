@@ -1,0 +1,70 @@
+// CUDA streams and events behind opaque handles (so this header needs no
+// CUDA headers), for work that overlaps the compute stream: the batch
+// upload (data_pipeline/batch_upload.h). The op library's kernels run on
+// the legacy default stream (CudaStreamHandle nullptr, "the compute
+// stream"); a stream made here is non-blocking, i.e. it does not
+// synchronise implicitly with the legacy default stream (CUDA Runtime API, "Stream synchronization
+// behavior"), so ordering between the two is exactly the events recorded
+// and waited for.
+//
+// Every call throws std::runtime_error naming the CUDA call and its error;
+// in a build without CUDA, creating a stream or event throws ("this build
+// has no CUDA support").
+#pragma once
+#include "core/allocator.h"
+#include "core/tensor.h"
+
+namespace vt {
+
+class CudaStream {
+ public:
+  CudaStream() = default;  // no stream
+  // A new non-blocking stream on `device` (the current device is restored).
+  static CudaStream create(int device);
+  ~CudaStream();
+  CudaStream(CudaStream&& o) noexcept;
+  CudaStream& operator=(CudaStream&& o) noexcept;
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  CudaStreamHandle handle() const { return stream_; }
+  void synchronize() const;  // waits on the host for all work queued so far
+
+ private:
+  CudaStreamHandle stream_ = nullptr;
+  int device_ = 0;
+};
+
+class CudaEvent {
+ public:
+  CudaEvent() = default;  // no event
+  static CudaEvent create(int device);  // timing disabled (cheapest record and wait)
+  ~CudaEvent();
+  CudaEvent(CudaEvent&& o) noexcept;
+  CudaEvent& operator=(CudaEvent&& o) noexcept;
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  bool defined() const { return event_ != nullptr; }
+
+  // Captures the work queued on `stream` so far (an event made by create).
+  void record(CudaStreamHandle stream);
+  // Makes later work queued on `stream` wait for the recorded work (on the
+  // device; the host does not block).
+  void wait_on(CudaStreamHandle stream) const;
+  // Whether the recorded work has completed (never blocks; true for an
+  // event never recorded or never created; wait_on and synchronize of
+  // such an event do nothing).
+  bool query() const;
+  void synchronize() const;  // blocks the host until the recorded work completed
+
+ private:
+  void* event_ = nullptr;
+};
+
+// Queues a copy of `src` into `dst` on `stream` (cudaMemcpyAsync): same
+// shape and dtype, both contiguous, at least one on CUDA. The host memory of
+// a host-to-device copy must stay untouched until the copy completed (an
+// event recorded after it); it overlaps other streams' work only when that
+// memory is pinned (core/pinned_memory.h).
+void copy_async(const Tensor& dst, const Tensor& src, CudaStreamHandle stream);
+
+}  // namespace vt

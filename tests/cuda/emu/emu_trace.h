@@ -1,0 +1,21 @@
+// What the emulated runtime (runtime.cpp) lets a test observe of work on
+// several streams. The emulator runs every copy and kernel at the call, so
+// streams never overlap here; code that orders streams with events is
+// instead checked on the order of its calls: while a sink is set, every
+// cudaMemcpyAsync, cudaEventRecord and cudaStreamWaitEvent appends one entry.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+struct VtEmuAsyncOp {
+  enum Kind { Copy, Record, Wait } kind;
+  const void* stream;  // the stream it was queued on (nullptr: the legacy default stream)
+  const void* event;   // Record, Wait
+  const void* dst;     // Copy
+  const void* src;     // Copy
+};
+void vt_emu_trace_async(std::vector<VtEmuAsyncOp>* sink);  // nullptr: stop tracing
+// While held, cudaEventQuery reports every event as not ready (work "still
+// running"); cudaEventSynchronize still returns.
+void vt_emu_hold_events(bool hold);
+size_t vt_emu_malloc_count();  // cudaMalloc calls so far
