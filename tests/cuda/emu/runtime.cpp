@@ -34,8 +34,22 @@ cudaError_t cudaMalloc(void** p, size_t n) {
   return cudaSuccess;
 }
 cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
-cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { std::memmove(d, s, n); return cudaSuccess; }
-cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t) { std::memmove(d, s, n); return cudaSuccess; }
+// Device->host copies are counted too: the host waits for the GPU at each,
+// so a test can check how often a training loop reads (vt_emu_d2h_count).
+namespace vt_emu {
+size_t d2h_count = 0;
+}
+size_t vt_emu_d2h_count() { return vt_emu::d2h_count; }
+cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k) {
+  if (k == cudaMemcpyDeviceToHost) ++vt_emu::d2h_count;
+  std::memmove(d, s, n);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t) {
+  if (k == cudaMemcpyDeviceToHost) ++vt_emu::d2h_count;
+  std::memmove(d, s, n);
+  return cudaSuccess;
+}
 cudaError_t cudaMemset(void* d, int v, size_t n) { std::memset(d, v, n); return cudaSuccess; }
 // One emulated device, or VT_EMU_DEVICES of them (data-parallel tests: one
 // per rank, as on a multi-GPU node); all of them are host memory.

@@ -6,7 +6,7 @@
 // GEMMs keep the losses within 2e-2 relative. A CPU checkpoint resumed on
 // the GPU continues with the CPU's losses, and steps after the first make no
 // cudaMalloc (the workspaces are planned once, the caching allocator serves
-// the rest).
+// the rest), and the host reads the step records once per log interval.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -117,6 +117,30 @@ TEST_F(DeitTrainEmu, NoCudaMallocAfterTheFirstStep) {
   EXPECT_GT(one, 0u);
   EXPECT_EQ(three, one) << "cudaMalloc calls: 1 step " << one << ", 3 steps " << three;
   EXPECT_GT(cuda_peak_bytes_in_use(), 0u);
+}
+
+TEST_F(DeitTrainEmu, OneDeviceReadPerLogInterval) {
+  // log.every_steps 2: a 6-step run reads the step records after steps 2, 4
+  // and 6, a 2-step run after step 2; the evaluation and checkpoint at the
+  // end are the same in both, so 4 more steps cost exactly 2 more
+  // device->host copies (the loss and the gradient norm no longer cross per step).
+  const std::vector<std::string> ov{"device=cuda", "precision=fp32", "log.every_steps=2"};
+  auto with = [&](const char* steps) {
+    std::vector<std::string> o = ov;
+    o.push_back(steps);
+    return o;
+  };
+  size_t before = vt_emu_d2h_count();
+  const auto two = train("two", "siamese", with("train.max_steps=2"));
+  const size_t d2h_two = vt_emu_d2h_count() - before;
+  before = vt_emu_d2h_count();
+  const auto six = train("six", "siamese", with("train.max_steps=6"));
+  const size_t d2h_six = vt_emu_d2h_count() - before;
+  ASSERT_EQ(six.size(), 6u);
+  EXPECT_EQ(d2h_six - d2h_two, 2u) << "device->host copies: 2 steps " << d2h_two << ", 6 steps " << d2h_six;
+  // Every step's loss arrived at the read, as the CPU computes it.
+  const auto cpu = train("cpu6", "siamese", {"device=cpu", "train.max_steps=6"});
+  vt_test::expect_losses_close(six, cpu, 1e-5, "deferred losses");
 }
 
 }  // namespace
