@@ -5,10 +5,16 @@
 // within 1e-5 after 10 steps; bf16 GEMMs keep the losses within 2e-2. A CPU
 // checkpoint resumed on the GPU continues with the CPU's losses, and DDIM
 // sampling of the trained model (classifier-free guidance on, eta > 0, so
-// guidance and noise both count) gives the CPU sampler's latents.
+// guidance and noise both count) gives the CPU sampler's latents. A NaN
+// latent makes the steps that draw it non-finite: with train.max_nonfinite
+// 0 the GPU run (which reads its step records once per log interval) stops
+// naming the CPU's step with the CPU's weights, and with 1 it skips the
+// CPU's steps and ends with the CPU's checkpoint.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -84,6 +90,67 @@ TEST_F(DitTrainEmu, CpuCheckpointResumesOnGpu) {
   const auto rest = train("moved", "siamese", {"device=cuda", "precision=fp32"});  // resumes step 5
   vt_test::expect_losses_close(rest, std::vector<double>(full.begin() + 5, full.end()), 1e-5, "resumed on cuda", 6);
   EXPECT_LE(vt_test::max_abs_diff(file("moved", 10, "ema.safetensors"), file("cpu", 10, "ema.safetensors")), 1e-5);
+}
+
+// "... at step K (epoch E); stopping after ..." -> "at step K (epoch E)".
+std::string stop_step(const std::string& msg) {
+  const size_t a = msg.find(" at step "), b = msg.find(';', a);
+  return a == std::string::npos || b == std::string::npos ? "(no step in: " + msg + ")" : msg.substr(a, b - a);
+}
+
+TEST_F(DitTrainEmu, PoisonedLatentStopsAndSkipsAsTheCpu) {
+  {  // latent 5 of the shard is NaN: one step per epoch draws it
+    auto shard = load_safetensors(data() + "/shard_000.safetensors");
+    Tensor& lat = shard.at("latents");
+    for (int64_t i = 5 * 256; i < 6 * 256; ++i) lat.f32()[i] = NAN;
+    save_safetensors(data() + "/shard_000.safetensors",
+                     std::vector<std::pair<std::string, Tensor>>(shard.begin(), shard.end()));
+  }
+  // max_nonfinite 0: both stop at the first poisoned step, the GPU at its read.
+  std::string msg[2];
+  std::vector<float> weights[2], ema[2];
+  for (int d = 0; d < 2; ++d) {
+    const std::string dev = d == 0 ? "cpu" : "gpu";
+    DitTrainer t(cfg("stop_" + dev, "siamese", {d == 0 ? "device=cpu" : "device=cuda", "precision=fp32"}));
+    try {
+      t.train();
+    } catch (const NonFiniteLoss& e) {
+      msg[d] = e.what();
+    }
+    weights[d] = t.store().weights().to(Device::cpu()).to_vector();
+    ema[d] = t.ema().to(Device::cpu()).to_vector();
+  }
+  ASSERT_NE(msg[0].find("stopping after 1 consecutive"), std::string::npos) << msg[0];
+  EXPECT_EQ(stop_step(msg[1]), stop_step(msg[0])) << msg[1];
+  ASSERT_EQ(weights[1].size(), weights[0].size());
+  for (size_t i = 0; i < weights[0].size(); ++i) {  // the weights of the step before the stop (no update after it)
+    ASSERT_NEAR(weights[1][i], weights[0][i], 1e-5) << "weight " << i;
+    ASSERT_NEAR(ema[1][i], ema[0][i], 1e-5) << "ema " << i;
+  }
+  // max_nonfinite 1: the poisoned steps (one an epoch) are skipped alike.
+  const auto cpu = train("skip_cpu", "siamese", {"device=cpu", "train.max_nonfinite=1"});
+  const auto gpu = train("skip_gpu", "siamese", {"device=cuda", "precision=fp32", "train.max_nonfinite=1"});
+  ASSERT_EQ(cpu.size(), 10u);
+  ASSERT_EQ(gpu.size(), 10u);
+  int skipped = 0;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    ASSERT_EQ(std::isfinite(gpu[i]), std::isfinite(cpu[i])) << "step " << i + 1;
+    if (!std::isfinite(cpu[i])) ++skipped;
+    else EXPECT_NEAR(gpu[i], cpu[i], 1e-5 * std::fabs(cpu[i])) << "step " << i + 1;
+  }
+  EXPECT_GE(skipped, 2);
+  for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"})
+    EXPECT_LE(vt_test::max_abs_diff(file("skip_gpu", 10, f), file("skip_cpu", 10, f)), 1e-5) << f;
+  // The same steps recorded as non-finite in metrics.jsonl.
+  auto nonfinite_steps = [&](const std::string& run) {
+    std::vector<int64_t> steps;
+    std::ifstream in(out(run) + "/t/metrics.jsonl");
+    for (std::string line; std::getline(in, line);)
+      if (line.find("\"nonfinite\"") != std::string::npos) steps.push_back(std::stoll(line.substr(8)));
+    return steps;
+  };
+  EXPECT_EQ(nonfinite_steps("skip_gpu"), nonfinite_steps("skip_cpu"));
+  EXPECT_EQ(nonfinite_steps("skip_cpu").size(), static_cast<size_t>(skipped));
 }
 
 TEST_F(DitTrainEmu, DdimSamplingMatchesCpu) {
