@@ -119,6 +119,7 @@ void DitTrainer::plan_step_buffers() {
   out_ = E({B, 2 * C, S, S});
   dout_ = E({B, 2 * C, S, S});
   stats_ = E({B, 2}, DType::I64);
+  if (!dev.is_cpu()) scalars_ = Tensor::zeros({3}, DType::F32, dev);
   host_tt_ = Tensor::empty({B});
   host_y_ = Tensor::empty({B}, DType::I32);
   host_t_ = Tensor::empty({B}, DType::I32);
@@ -245,10 +246,6 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
   diffusion_q_sample(schedule_, t_, x0_, noise_, xt_);
   model_->forward(xt_, tt_, y_, out_);
   diffusion_training_losses(schedule_, t_, out_, x0_, xt_, noise_, diffusion_t0(cfg_.t0_term), stats_, dout_);
-  // The per-sample losses cross to the host (B x 2 doubles): the loop's
-  // non-finite policy and the metrics need the step's loss.
-  const Tensor stats = stats_.to(Device::cpu());
-  const auto L = GaussianDiffusion::losses_from_stats(f64_data(stats), B);
   ParamStore& ps = model_->params();
   ps.zero_grad();
   model_->backward(dout_);
@@ -260,6 +257,20 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
   }
   if (upload_) upload_->prefetch();  // the next batch's copy overlaps this step's queued work
   step_ = s;
+  Output out;
+  out.lr = cfg_.lr;
+  out.where = "epoch " + std::to_string(epoch_);
+  if (!x0_.device().is_cpu()) {
+    // The step's means stay on the device; TrainLoop reads them (as means
+    // over ranks) once per log interval into out.values.
+    diffusion_loss_means(stats_, scalars_);
+    out.loss = std::numeric_limits<double>::quiet_NaN();
+    out.scalars = scalars_;
+    return out;
+  }
+  // CPU: the per-sample losses (B x 2 doubles) give the loss the loop's
+  // non-finite policy and the metrics need.
+  const auto L = GaussianDiffusion::losses_from_stats(f64_data(stats_), B);
   step_mse_ = step_vb_ = 0;
   for (size_t b = 0; b < L.mse.size(); ++b) step_mse_ += L.mse[b], step_vb_ += L.vb[b];
   step_mse_ /= static_cast<double>(B), step_vb_ /= static_cast<double>(B);
@@ -268,13 +279,15 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
     dist().allreduce_sum(parts, 2);
     step_mse_ = parts[0] / world, step_vb_ = parts[1] / world;
   }
-  return {L.mean, cfg_.lr, "epoch " + std::to_string(epoch_)};
+  out.loss = L.mean;
+  out.values = {L.mean, step_mse_, step_vb_};
+  return out;
 }
 
 void DitTrainer::after_update(int64_t s, const Output& out, const UpdateResult& u) {
   losses_.emplace_back(s, out.loss);  // the mean over ranks
-  if (u.applied) {  // skipped steps stay out of the means
-    acc_loss_ += out.loss, acc_mse_ += step_mse_, acc_vb_ += step_vb_, acc_gnorm_ += u.grad_norm;
+  if (u.applied) {  // skipped steps stay out of the means (values: loss, mse, vb; on a GPU means over ranks)
+    acc_loss_ += out.loss, acc_mse_ += out.values.at(1), acc_vb_ += out.values.at(2), acc_gnorm_ += u.grad_norm;
     ++acc_n_;
   }
   if (bar_) bar_->update(s - bar_first_, {{"loss", out.loss}});

@@ -106,7 +106,7 @@ class DitTrainer : private StepTask {
   std::vector<std::pair<int64_t, double>> losses_;
   double acc_loss_ = 0, acc_mse_ = 0, acc_vb_ = 0, acc_gnorm_ = 0;  // since the last metrics line
   int64_t acc_n_ = 0;
-  double step_mse_ = 0, step_vb_ = 0;  // of the step in flight
+  double step_mse_ = 0, step_vb_ = 0;  // of the step in flight (CPU)
   ProgressBar* bar_ = nullptr;         // of the running train()
   int64_t bar_first_ = 0, step_log_ = 0;
   std::chrono::steady_clock::time_point t_log_;
@@ -114,6 +114,7 @@ class DitTrainer : private StepTask {
   // step buffers, on the model's device (host_*: the host draws; on a GPU
   // x0_ views the uploaded batch)
   Tensor x0_, xt_, noise_, tt_, y_, t_, out_, dout_, stats_, schedule_;
+  Tensor scalars_;  // GPU: F32 [3] (loss, mse, vb) of the step, read by TrainLoop once per log interval
   Tensor host_tt_, host_y_, host_t_;
 };
 

@@ -111,6 +111,18 @@ void diffusion_training_losses(const Tensor& schedule, const Tensor& t, const Te
                                  f64_data(stats), opt_out(grad), B, N);
 }
 
+void diffusion_loss_means(const Tensor& stats, const Tensor& out) {
+  const char* op = "diffusion_loss_means";
+  opcheck::defined(op, "stats", stats);
+  if (stats.dim() != 2 || stats.size(1) != 2 || stats.size(0) < 1)
+    opcheck::fail(op, opcheck::desc("stats", stats) + " must be [B >= 1, 2]");
+  opcheck::like(op, "stats", stats, stats.shape(), DType::I64);
+  opcheck::like(op, "out", out, {3}, DType::F32);
+  opcheck::same_device(op, stats.device(), {{"out", &out}});
+  if (opcheck::on_cuda(op, stats)) VT_CUDA_CALL(cuda::diffusion_loss_means(f64_data(stats), stats.size(0), out.f32()));
+  cpu::diffusion_loss_means(f64_data(stats), stats.size(0), out.f32());
+}
+
 void diffusion_p_mean_variance(const Tensor& schedule, const Tensor& t, const Tensor& model_out, const Tensor& x,
                                bool clip, const Tensor& mean, const Tensor& log_variance, const Tensor& x0_hat) {
   const char* op = "diffusion_p_mean_variance";

@@ -61,6 +61,12 @@ void diffusion_training_losses(const Tensor& schedule, const Tensor& t, const Te
                                const Tensor& x_t, const Tensor& noise, DiffusionT0 t0, const Tensor& stats,
                                const Tensor& grad);
 
+// The step's scalars of a GPU training step, left on the device for the
+// deferred read (train/loop.h): out F32 [3] = (mean over rows of mse + vb,
+// mean mse, mean vb) of stats I64 [B, 2] (float64; summed in double, in row
+// order, then rounded to fp32).
+void diffusion_loss_means(const Tensor& stats, const Tensor& out);
+
 // p(x_{t-1} | x_t): mean, log variance and x0_hat ([B, C, ...] F32 each,
 // undefined to skip; overwritten).
 void diffusion_p_mean_variance(const Tensor& schedule, const Tensor& t, const Tensor& model_out, const Tensor& x,

@@ -173,5 +173,17 @@ VT_HOST_DEVICE inline float cfg_elem(float cond, float unc, double scale) {
   return static_cast<float>(unc + scale * (static_cast<double>(cond) - unc));
 }
 
+// The step's means of the per-sample terms (stats: B rows of mse, vb), as
+// GaussianDiffusion::losses_from_stats and dittrain sum them: the loss
+// mean_b(mse_b + vb_b), mean mse and mean vb, in row order.
+VT_HOST_DEVICE inline void loss_means(const double* stats, int64_t B, double* loss, double* mse, double* vb) {
+  double l = 0, m = 0, v = 0;
+  for (int64_t b = 0; b < B; ++b) l += stats[2 * b] + stats[2 * b + 1];
+  for (int64_t b = 0; b < B; ++b) m += stats[2 * b], v += stats[2 * b + 1];
+  *loss = l / static_cast<double>(B);
+  *mse = m / static_cast<double>(B);
+  *vb = v / static_cast<double>(B);
+}
+
 }  // namespace dmath
 }  // namespace vt

@@ -1,6 +1,7 @@
 #include "kernels/optim.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "kernels/cpu/elementwise.h"
@@ -135,6 +136,86 @@ void ema_update(const Tensor& ema, const Tensor& param, float decay) {
     return;
   }
   cpu::ema_update(ema.f32(), param.f32(), ema.numel(), decay);
+}
+
+}  // namespace vt
+
+namespace vt {
+
+namespace {
+UpdateState* state_of(const char* op, const Tensor& state) {
+  opcheck::defined(op, "state", state);
+  check_flat(op, "state", state, kUpdateStateWords, DType::I64);
+  return static_cast<UpdateState*>(state.raw());
+}
+}  // namespace
+
+void update_prepare(const Tensor& grad, const Tensor& scalars, const Tensor& state, const Tensor& record,
+                    const UpdateHyper& hp) {
+  const char* op = "update_prepare";
+  opcheck::defined(op, "grad", grad);
+  check_flat(op, "grad", grad, grad.numel());
+  opcheck::defined(op, "scalars", scalars);
+  if (scalars.numel() < 1) opcheck::fail(op, opcheck::desc("scalars", scalars) + " is empty (scalars[0] is the loss)");
+  check_flat(op, "scalars", scalars, scalars.numel());
+  UpdateState* s = state_of(op, state);
+  opcheck::defined(op, "record", record);
+  check_flat(op, "record", record, kUpdateRecordHead + scalars.numel(), DType::I64);
+  opcheck::same_device(op, grad.device(), {{"scalars", &scalars}, {"state", &state}, {"record", &record}});
+  const int k = static_cast<int>(scalars.numel());
+  double* rec = static_cast<double*>(record.raw());
+  if (on_cuda(op, grad)) {
+#ifdef VT_CUDA
+    cuda::update_prepare(grad.f32(), grad.numel(), scalars.f32(), k, s, rec, hp);
+#endif
+    return;
+  }
+  cpu::update_prepare(grad.f32(), grad.numel(), scalars.f32(), k, s, rec, hp);
+}
+
+void fused_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                  const Tensor& decay_mask, const Tensor& param_bf16, const Tensor& ema, float ema_decay,
+                  const Tensor& state) {
+  const char* op = "fused_update";
+  opcheck::defined(op, "param", param);
+  const int64_t n = param.numel();
+  check_flat(op, "param", param, n);
+  check_flat(op, "grad", grad, n);
+  check_flat(op, "exp_avg", exp_avg, n);
+  check_flat(op, "exp_avg_sq", exp_avg_sq, n);
+  if (decay_mask.defined()) check_flat(op, "decay_mask", decay_mask, n, DType::U8);
+  if (param_bf16.defined()) check_flat(op, "param_bf16", param_bf16, n, DType::BF16);
+  if (ema.defined()) check_flat(op, "ema", ema, n);
+  UpdateState* s = state_of(op, state);
+  opcheck::same_device(op, param.device(), {{"grad", &grad}, {"exp_avg", &exp_avg}, {"exp_avg_sq", &exp_avg_sq},
+                                            {"decay_mask", &decay_mask}, {"param_bf16", &param_bf16},
+                                            {"ema", &ema}, {"state", &state}});
+  const uint8_t* mask = decay_mask.defined() ? decay_mask.u8() : nullptr;
+  float* e = ema.defined() ? ema.f32() : nullptr;
+  if (on_cuda(op, param)) {
+#ifdef VT_CUDA
+    cuda::fused_update(param.f32(), grad.f32(), exp_avg.f32(), exp_avg_sq.f32(), n, mask,
+                       param_bf16.defined() ? static_cast<__nv_bfloat16*>(param_bf16.raw()) : nullptr, e, ema_decay,
+                       s);
+#endif
+    return;
+  }
+  cpu::fused_update(param.f32(), grad.f32(), exp_avg.f32(), exp_avg_sq.f32(), n, mask,
+                    param_bf16.defined() ? param_bf16.bf16() : nullptr, e, ema_decay, s);
+}
+
+Tensor make_update_state(Device device, int64_t t, int64_t consecutive) {
+  if (t < 0 || consecutive < 0)
+    throw std::invalid_argument("make_update_state: t and consecutive must be >= 0, got " + std::to_string(t) + ", " +
+                                std::to_string(consecutive));
+  Tensor host = Tensor::zeros({kUpdateStateWords}, DType::I64);
+  UpdateState s{};
+  s.t = t;
+  s.consecutive = consecutive;
+  s.skip = 1;  // nothing prepared yet
+  s.clip_scale = 1.0f;
+  std::memcpy(host.raw(), &s, sizeof s);
+  return device.is_cpu() ? host : host.to(device);
 }
 
 }  // namespace vt

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "kernels/optim_step.h"
 
 namespace vt {
 
@@ -79,5 +80,33 @@ void clip_grad_norm_on_device(const Tensor& grad, double max_norm, const Tensor&
 
 // ema = decay * ema + (1 - decay) * param (same element counts, F32).
 void ema_update(const Tensor& ema, const Tensor& param, float decay);
+
+// The optimizer step that never waits for the device (GPU training; the
+// shared math and the state layout are kernels/optim_step.h):
+//
+// update_prepare reduces grad's sum of squares (on the device), then one
+// thread reads scalars[0] (the step's loss) and that sum, runs the
+// non-finite policy with hp.max_nonfinite on `state`, forms the clip factor
+// (hp.max_norm, <= 0: none) and AdamW's constants for the state's update
+// count, and writes `record`: [status (UpdateStatus), grad norm before
+// clipping, scalars...] as doubles.
+//   grad: F32 flat; scalars: F32 [k >= 1]; state: I64 [kUpdateStateWords]
+//   (make_update_state); record: I64 [kUpdateRecordHead + k] read through
+//   f64_data (there is no F64 dtype). All on one device.
+void update_prepare(const Tensor& grad, const Tensor& scalars, const Tensor& state, const Tensor& record,
+                    const UpdateHyper& hp);
+// One pass over the flat buffers, for the step update_prepare prepared:
+// nothing when the state says skip; else per element g' = clip_scale * g,
+// AdamW (as adamw_step) into param/exp_avg/exp_avg_sq, the bf16 copy
+// (param_bf16, when defined) and, when ema is defined,
+// ema = ema_decay * ema + (1 - ema_decay) * param. grad is not written
+// (the separate path scales it in place). On CUDA one kernel launch.
+// Same buffer rules as adamw_step; ema F32 like param or undefined.
+void fused_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                  const Tensor& decay_mask, const Tensor& param_bf16, const Tensor& ema, float ema_decay,
+                  const Tensor& state);
+// A fresh state (I64 [kUpdateStateWords]) on `device`: t AdamW updates
+// already taken, `consecutive` non-finite steps in a row, not stopped.
+Tensor make_update_state(Device device, int64_t t, int64_t consecutive);
 
 }  // namespace vt

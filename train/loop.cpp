@@ -1,8 +1,16 @@
 #include "train/loop.h"
 
+#include <cmath>
+#include <stdexcept>
+
 #include "train/run_dir.h"
 
 namespace vt {
+
+namespace {
+// Records between two reads when no metrics line bounds them.
+constexpr int64_t kUnloggedReadEvery = 256;
+}  // namespace
 
 int64_t TrainLoop::run(StepTask& task, int64_t first, int64_t end) {
   for (int64_t s = first + 1; s <= end; ++s) {
@@ -11,22 +19,68 @@ int64_t TrainLoop::run(StepTask& task, int64_t first, int64_t end) {
       allreduce_ = make_gradient_allreduce(params_.grads().device());
       allreduce_made_ = true;
     }
+    const bool on_device = !params_.grads().device().is_cpu();
     if (allreduce_) {
       Tensor g = params_.grads();
       allreduce_->mean(g);
-      out.loss = mean_over_ranks(out.loss);
+      if (on_device) allreduce_->mean(out.scalars);
+      else out.loss = mean_over_ranks(out.loss);
     }
-    const UpdateResult u = apply_update(params_, opt_, guard_, run_, s, out.loss, out.lr, o_.update, out.where);
-    task.after_update(s, out, u);
-    if (o_.log_every_steps > 0 && (s % o_.log_every_steps == 0 || (o_.log_at_end && s == end)))
-      run_.write_metrics(s, task.log_scalars(s), {{"split", "train"}}, "train");
+    const bool log_now = o_.log_every_steps > 0 && (s % o_.log_every_steps == 0 || (o_.log_at_end && s == end));
+    const bool ckpt_now = (o_.ckpt_every_steps > 0 && s % o_.ckpt_every_steps == 0) || (o_.ckpt_at_end && s == end);
+    if (on_device) {
+      if (!out.scalars.defined())
+        throw std::logic_error("TrainLoop: a step on " + params_.grads().device().str() + " without device scalars");
+      if (!device_) {
+        const int64_t cap = o_.log_every_steps > 0 ? o_.log_every_steps : kUnloggedReadEvery;
+        device_ = std::make_unique<DeviceUpdate>(params_, opt_, guard_, o_.update, cap);
+      }
+      device_->launch(out.scalars, out.lr);
+      unread_.emplace_back(s, std::move(out));
+      if (log_now || ckpt_now || device_->full()) read_device(task);
+    } else {
+      const UpdateResult u = apply_update(params_, opt_, guard_, run_, s, out.loss, out.lr, o_.update, out.where);
+      task.after_update(s, out, u);
+    }
+    if (log_now) run_.write_metrics(s, task.log_scalars(s), {{"split", "train"}}, "train");
     task.after_step(s);
     if (o_.ckpt_every_steps > 0 && s % o_.ckpt_every_steps == 0)
       task.save("every " + std::to_string(o_.ckpt_every_steps) + " steps");
     else if (o_.ckpt_at_end && s == end)
       task.save("end");
   }
+  if (device_) read_device(task);  // the epoch's or run's end: evaluation and the caller see every step
   return end;
+}
+
+void TrainLoop::read_device(StepTask& task) {
+  if (unread_.empty()) return;
+  const std::vector<DeviceUpdate::Record> recs = device_->read();
+  ++reads_;
+  if (recs.size() != unread_.size()) throw std::logic_error("TrainLoop: step records out of step with the steps run");
+  std::vector<std::pair<int64_t, StepTask::Output>> steps;
+  steps.swap(unread_);
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const DeviceUpdate::Record& r = recs[i];
+    const int64_t s = steps[i].first;
+    StepTask::Output& out = steps[i].second;
+    out.values = r.scalars;
+    out.loss = r.scalars.at(0);
+    UpdateResult u;
+    u.grad_norm = r.grad_norm;
+    u.applied = r.status == kUpdateApplied;
+    // The host side of the policy, as apply_update runs it on the CPU: the
+    // record first, then the guard (which throws for the stopping step).
+    if (!std::isfinite(out.loss) || !std::isfinite(u.grad_norm))
+      run_.write_metrics(s, {{"loss", out.loss}, {"grad_norm", u.grad_norm}, {"lr", out.lr}},
+                         {{"split", "train"}, {"event", "nonfinite"}}, "train");
+    const bool host_applies = guard_.check(s, out.loss, u.grad_norm, out.where, run_.last_checkpoint());
+    if (host_applies != u.applied)
+      throw std::logic_error("TrainLoop: the device's non-finite decision at step " + std::to_string(s) +
+                             " differs from the host's");
+    if (u.applied) opt_.set_steps(opt_.steps() + 1);
+    task.after_update(s, out, u);
+  }
 }
 
 }  // namespace vt

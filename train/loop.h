@@ -7,11 +7,22 @@
 // (epoch, batch) and decides what an epoch end means (vtrain: evaluation
 // and epoch checkpoints around TrainLoop::run).
 //
+// Gradients on a GPU (docs/design.md §2, "Deferred reads"): the step's
+// loss stays a device scalar (Output::scalars) and the update runs on the
+// device without a host wait (train/device_update.h). The host reads the
+// records of all steps since the last read in one copy at a metrics line,
+// before a checkpoint, when the record buffer is full (log.every_steps
+// steps; 256 without metrics lines) and at the end of run(); only then does
+// it replay the non-finite policy's host side (metrics records, warnings,
+// NonFiniteLoss naming the step that stopped) and call after_update for
+// each of those steps in order, with Output::loss filled. after_step runs
+// per step, before the step's after_update.
+//
 // Data parallel (core/dist.h): after each forward_backward the loop replaces
 // the gradients by their mean over ranks (train/grad_allreduce.h) and the
-// step's loss by its mean over ranks, before clipping, the non-finite
-// policy and AdamW, so every rank takes the same decision and the same
-// update; only rank 0 writes (RunDirectory).
+// step's loss (on a GPU: all its scalars) by its mean over ranks, before
+// clipping, the non-finite policy and AdamW, so every rank takes the same
+// decision and the same update; only rank 0 writes (RunDirectory).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -20,6 +31,7 @@
 #include <vector>
 
 #include "backbone/optimizer_state.h"
+#include "train/device_update.h"
 #include "train/grad_allreduce.h"
 #include "train/nonfinite.h"
 #include "train/update_step.h"
@@ -33,14 +45,23 @@ class StepTask {
   virtual ~StepTask() = default;
   struct Output {
     double loss = 0;    // this rank's batch's mean training loss; the loop makes it the mean over ranks
+                        // (GPU: filled by the loop at the read, from scalars[0])
     double lr = 0;      // learning rate of this step
     std::string where;  // context for messages ("epoch 3, batch 17")
+    // GPU steps: F32 [k] on the gradients' device, [0] the loss, then what
+    // the task wants back in `values` (the same k every step). The loop
+    // makes them means over ranks. Undefined on the CPU.
+    Tensor scalars;
+    // GPU: the host copy of scalars, filled at the read; CPU: whatever the
+    // task puts there.
+    std::vector<double> values;
   };
   // Step `step` (1-based): the next batch's forward and backward into the
   // model's gradients (zeroed by the task).
   virtual Output forward_backward(int64_t step) = 0;
-  // Bookkeeping once the update of `step` is applied or skipped (counters,
-  // progress, accumulated metrics).
+  // Bookkeeping once the update of `step` is applied or skipped (losses,
+  // progress, accumulated metrics); on a GPU called at the read, so
+  // anything the next forward_backward needs (step counters) belongs there.
   virtual void after_update(int64_t step, const Output& out, const UpdateResult& u) = 0;
   // The scalars of the train metrics line written at `step`.
   virtual std::vector<std::pair<std::string, double>> log_scalars(int64_t step) = 0;
@@ -64,9 +85,14 @@ class TrainLoop {
   TrainLoop(ParamStore& params, OptimizerState& opt, NonFiniteGuard& guard, RunDirectory& run, LoopOptions o)
       : params_(params), opt_(opt), guard_(guard), run_(run), o_(std::move(o)) {}
 
-  // Runs steps first + 1 .. end; returns end. Throws NonFiniteLoss when the
-  // policy stops, and whatever the task throws.
+  // Runs steps first + 1 .. end; returns end (every step read and
+  // accounted for). Throws NonFiniteLoss when the policy stops (on a GPU at
+  // the first read after the stopping step; no update is applied after
+  // it), and whatever the task throws.
   int64_t run(StepTask& task, int64_t first, int64_t end);
+
+  // Device->host reads of step records so far (GPU; counts DeviceUpdate::read calls that copied).
+  int64_t reads() const { return reads_; }
 
  private:
   ParamStore& params_;
@@ -78,6 +104,13 @@ class TrainLoop {
   // for CUDA buffers); stays null in a single process.
   std::unique_ptr<GradientAllReduce> allreduce_;
   bool allreduce_made_ = false;
+  // GPU: the device update and the steps launched but not read yet.
+  std::unique_ptr<DeviceUpdate> device_;
+  std::vector<std::pair<int64_t, StepTask::Output>> unread_;
+  int64_t reads_ = 0;
+  // Reads the pending records and runs, per step in order, the host side of
+  // the policy and task.after_update.
+  void read_device(StepTask& task);
 };
 
 }  // namespace vt

@@ -28,6 +28,8 @@ class NonFiniteGuard {
   bool check(int64_t step, double loss, double grad_norm, const std::string& where,
              const std::string& last_checkpoint);
 
+  int max_consecutive() const { return max_; }
+  int consecutive() const { return consecutive_; }  // non-finite steps in a row so far
   int64_t skipped_total() const { return total_; }  // skipped steps of the whole run
   void set_skipped_total(int64_t n) { total_ = n; }  // restored from a checkpoint
 

@@ -202,6 +202,7 @@ struct Trainer::Impl {
     Tensor images, labels;  // GPU: the uploaded batch (the CPU step reads the loader's)
     BatchUploader* upload = nullptr;  // GPU: the pinned upload ring (data_pipeline/batch_upload.h)
     DeviceBatch device_batch;         // GPU: this step's batch, from `upload`
+    Tensor stats;                     // GPU: F32 [2], the step's loss and correct count (TrainLoop's scalars)
   };
 
   // Mixup/CutMix over several ranks as in one process: timm pairs global
@@ -265,7 +266,8 @@ struct Trainer::Impl {
 
   // The same step with the batch on the GPU (w.device_batch, uploaded by
   // w.upload), mixed there with the host's draws (identical keys and
-  // decision), loss on the device. With several ranks the global batch is
+  // decision), loss on the device (w.stats: loss, correct; read by TrainLoop
+  // once per log interval). With several ranks the global batch is
   // mixed on the host as on CPU ranks (mix_global_batch: the pairs span
   // ranks) before its copy (the uploader's prepare hook, loop()), then
   // images and targets are uploaded, so GPU ranks see the batches of CPU
@@ -275,7 +277,8 @@ struct Trainer::Impl {
     w.labels = w.device_batch.labels;
     if (o.mixing() && dist().world() > 1) {
       model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
-      return soft_cross_entropy_forward_backward(w.logits, w.device_batch.targets, w.dlogits);
+      soft_cross_entropy_to_stats(w.logits, w.device_batch.targets, w.dlogits, w.stats);
+      return device_loss();
     }
     if (o.mixing()) {
       if (rank_batch % 2 != 0)
@@ -286,11 +289,15 @@ struct Trainer::Impl {
       if (d.applied) mix_images(w.images, d.cutmix, d.lambda, MixBox{d.box.y0, d.box.y1, d.box.x0, d.box.x1});
       mix_targets(w.labels, d.lambda, w.mix.label_smoothing, w.targets);
       model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
-      return soft_cross_entropy_forward_backward(w.logits, w.targets, w.dlogits);
+      soft_cross_entropy_to_stats(w.logits, w.targets, w.dlogits, w.stats);
+      return device_loss();
     }
     model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
-    return cross_entropy_forward_backward(w.logits, w.labels, static_cast<float>(o.label_smoothing), w.dlogits);
+    cross_entropy_to_stats(w.logits, w.labels, static_cast<float>(o.label_smoothing), w.dlogits, w.stats);
+    return device_loss();
   }
+  // The loss of a GPU step is in StepWork::stats until TrainLoop reads it.
+  static CrossEntropyResult device_loss() { return {std::numeric_limits<double>::quiet_NaN(), 0}; }
 
   // vtrain's StepTask: the steps of one epoch's loader, run by TrainLoop.
   struct EpochSteps : StepTask {
@@ -305,6 +312,7 @@ struct Trainer::Impl {
     const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
     Batch batch;
     double grad_norm = 0, last_lr = 0;  // of the last step
+    const int64_t first_step = I.step;
 
     EpochSteps(Impl& impl, Loader& l, StepWork& w, ProgressBar& b, int64_t spe, bool& saved, bool& evaluated,
                TrainSummary& s)
@@ -317,18 +325,24 @@ struct Trainer::Impl {
       evaluated_now = saved_now = false;
       const int64_t b = I.batch_in_epoch;
       const double lr = lr_at(I.o.sched, I.epoch, b, steps_per_epoch);
-      const double loss = I.forward_backward(batch, b, work);
+      Output out;
+      out.loss = I.forward_backward(batch, b, work);
       if (work.upload) work.upload->prefetch();  // the next batch's copy overlaps this step
-      return {loss, lr, "epoch " + std::to_string(I.epoch) + ", batch " + std::to_string(b)};
-    }
-    void after_update(int64_t, const Output& out, const UpdateResult& u) override {
+      out.lr = lr;
+      out.where = "epoch " + std::to_string(I.epoch) + ", batch " + std::to_string(b);
+      out.scalars = work.stats;  // undefined on the CPU
+      // The position moves here, not at after_update: on a GPU that runs
+      // at the read, after later steps' forward passes.
       ++I.step;
       ++I.batch_in_epoch;
+      return out;
+    }
+    void after_update(int64_t s, const Output& out, const UpdateResult& u) override {
       I.losses.push_back(out.loss);
       sum.last_loss = out.loss;
       grad_norm = u.grad_norm;
       last_lr = out.lr;
-      bar.update(I.batch_in_epoch - first_batch, {{"loss", out.loss}, {"lr", out.lr}});
+      bar.update(s - first_step, {{"loss", out.loss}, {"lr", out.lr}});
     }
     std::vector<std::pair<std::string, double>> log_scalars(int64_t) override {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -526,6 +540,7 @@ TrainSummary Trainer::Impl::loop() {
       };
     upload = std::make_unique<BatchUploader>(loader, dev, std::move(prepare));
     work.upload = upload.get();
+    work.stats = Tensor::zeros({2}, DType::F32, dev);
   }
   TrainSummary sum;
   std::pair<EvalResult, EvalResult> last_eval;

@@ -104,5 +104,11 @@ void diffusion_cfg_combine(const float* model_out, double scale, int64_t guided,
       }
 }
 
+void diffusion_loss_means(const double* stats, int64_t B, float* out) {
+  double l, m, v;
+  dmath::loss_means(stats, B, &l, &m, &v);
+  out[0] = static_cast<float>(l), out[1] = static_cast<float>(m), out[2] = static_cast<float>(v);
+}
+
 }  // namespace cpu
 }  // namespace vt

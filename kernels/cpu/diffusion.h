@@ -17,7 +17,10 @@ void gaussian_noise(float* out, int64_t B, int64_t N, uint64_t seed, uint64_t pu
 void diffusion_q_sample(const double* sched, const int32_t* t, const float* x0, const float* noise, float* out,
                         int64_t B, int64_t N);
 
+void diffusion_loss_means(const double* stats, int64_t B, float* out);
+
 // model_out [B, 2N]; stats [B, 2]; grad [B, 2N] or nullptr.
+
 void diffusion_training_losses(const double* sched, const int32_t* t, const float* model_out, const float* x0,
                                const float* x_t, const float* noise, DiffusionT0 t0, double* stats, float* grad,
                                int64_t B, int64_t N);

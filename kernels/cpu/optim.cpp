@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/dtype.h"
+
 namespace vt {
 namespace cpu {
 
@@ -44,6 +46,24 @@ void ema_update(float* ema, const float* p, int64_t n, float decay) {
   const float w = 1.0f - decay;
 #pragma omp parallel for simd schedule(static) if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) ema[i] = decay * ema[i] + w * p[i];
+}
+
+void update_prepare(const float* g, int64_t n, const float* scalars, int n_scalars, UpdateState* state,
+                    double* record, const UpdateHyper& h) {
+  update_prepare_math(*state, sum_of_squares(g, n), scalars, n_scalars, record, h);
+}
+
+void fused_update(float* p, const float* g, float* m, float* v, int64_t n, const uint8_t* decay_mask,
+                  uint16_t* p_bf16, float* ema, float ema_decay, const UpdateState* state) {
+  const UpdateState s = *state;
+  if (s.skip) return;
+  const float w = 1.0f - ema_decay;
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    const float pi = fused_update_element(s, p[i], g[i], m[i], v[i], !decay_mask || decay_mask[i]);
+    if (p_bf16) p_bf16[i] = f32_to_bf16(pi);
+    if (ema) ema[i] = ema_decay * ema[i] + w * pi;
+  }
 }
 
 }  // namespace cpu

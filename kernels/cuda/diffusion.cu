@@ -146,6 +146,13 @@ __global__ void cfg_kernel(const T* __restrict__ model_out, double scale, int64_
   }
 }
 
+__global__ void loss_means_kernel(const double* __restrict__ stats, int64_t B, float* __restrict__ out) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  double l, m, v;
+  dmath::loss_means(stats, B, &l, &m, &v);
+  out[0] = static_cast<float>(l), out[1] = static_cast<float>(m), out[2] = static_cast<float>(v);
+}
+
 }  // namespace
 
 void gaussian_noise(float* out, int64_t B, int64_t N, uint64_t seed, uint64_t purpose, uint64_t key, bool row_last,
@@ -217,6 +224,11 @@ void diffusion_cfg_combine(const void* model_out, double scale, int64_t guided, 
                       cfg_kernel<T><<<grid_1d(B * C2 * S, kThreads), kThreads, 0, stream>>>(
                           static_cast<const T*>(model_out), scale, guided, static_cast<T*>(out), B, C2, S));
   check_launch(op);
+}
+
+void diffusion_loss_means(const double* stats, int64_t B, float* out, cudaStream_t stream) {
+  loss_means_kernel<<<1, 32, 0, stream>>>(stats, B, out);
+  check_launch("cuda::diffusion_loss_means");
 }
 
 }  // namespace cuda

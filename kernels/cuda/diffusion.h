@@ -26,6 +26,9 @@ void diffusion_training_losses(const double* sched, int64_t K, const int32_t* t,
                                const float* x0, const float* x_t, const float* noise, DiffusionT0 t0, double* stats,
                                void* grad, int64_t B, int64_t N, DType io, cudaStream_t stream = 0);
 
+// kernels/diffusion.h's diffusion_loss_means: one thread (B is a batch).
+void diffusion_loss_means(const double* stats, int64_t B, float* out, cudaStream_t stream = 0);
+
 void diffusion_p_mean_variance(const double* sched, int64_t K, const int32_t* t, const void* model_out,
                                const float* x, bool clip, float* mean, float* log_variance, float* x0_hat, int64_t B,
                                int64_t N, DType io, cudaStream_t stream = 0);

@@ -55,7 +55,47 @@ __global__ void ema_kernel(float* __restrict__ ema, const float* __restrict__ p,
     ema[i] = decay * ema[i] + w * p[i];
 }
 
+__global__ void update_prepare_kernel(const double* __restrict__ sumsq, const float* __restrict__ scalars,
+                                      int n_scalars, UpdateState* __restrict__ state, double* __restrict__ record,
+                                      UpdateHyper h) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) update_prepare_math(*state, *sumsq, scalars, n_scalars, record, h);
+}
+
+__global__ void fused_update_kernel(float* __restrict__ p, const float* __restrict__ g, float* __restrict__ m,
+                                    float* __restrict__ v, int64_t n, const uint8_t* __restrict__ mask,
+                                    __nv_bfloat16* __restrict__ p_bf16, float* __restrict__ ema, float ema_decay,
+                                    const UpdateState* __restrict__ state) {
+  const UpdateState s = *state;
+  if (s.skip) return;
+  const float w = 1.0f - ema_decay;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float pi = fused_update_element(s, p[i], g[i], m[i], v[i], !mask || mask[i]);
+    if (p_bf16) p_bf16[i] = __float2bfloat16_rn(pi);
+    if (ema) ema[i] = ema_decay * ema[i] + w * pi;
+  }
+}
+
 }  // namespace
+
+void update_prepare(const float* g, int64_t n, const float* scalars, int n_scalars, UpdateState* state,
+                    double* record, const UpdateHyper& h, cudaStream_t stream) {
+  const char* op = "cuda::update_prepare";
+  Workspace sumsq(sizeof(double), stream);
+  sum_to_device(g, n, true, DType::F32, sumsq.f64(), stream);
+  update_prepare_kernel<<<1, 32, 0, stream>>>(sumsq.f64(), scalars, n_scalars, state, record, h);
+  check_launch(op);
+}
+
+void fused_update(float* p, const float* g, float* m, float* v, int64_t n, const uint8_t* decay_mask,
+                  __nv_bfloat16* p_bf16, float* ema, float ema_decay, const UpdateState* state,
+                  cudaStream_t stream) {
+  const char* op = "cuda::fused_update";
+  if (n == 0) return;
+  fused_update_kernel<<<grid_1d(n, 256), 256, 0, stream>>>(p, g, m, v, n, decay_mask, p_bf16, ema, ema_decay,
+                                                           state);
+  check_launch(op);
+}
 
 void adamw(float* p, const float* g, float* m, float* v, int64_t n, double lr, double beta1, double beta2,
            double eps, double weight_decay, int64_t step, const uint8_t* decay_mask, __nv_bfloat16* p_bf16,

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "kernels/optim_step.h"
+
 namespace vt {
 namespace cuda {
 
@@ -33,6 +35,18 @@ double sum_of_squares(const float* x, int64_t n, cudaStream_t stream = 0);
 
 // ema = decay * ema + (1 - decay) * p.
 void ema_update(float* ema, const float* p, int64_t n, float decay, cudaStream_t stream = 0);
+
+// kernels/optim.h's update_prepare: the deterministic sum of squares of g
+// into a device double, then one thread runs update_prepare_math
+// (kernels/optim_step.h) on the device state and record. No host wait.
+void update_prepare(const float* g, int64_t n, const float* scalars, int n_scalars, UpdateState* state,
+                    double* record, const UpdateHyper& h, cudaStream_t stream = 0);
+// kernels/optim.h's fused_update in one launch; every thread reads the
+// device state (skip, clip factor, AdamW constants). p_bf16 and ema may be
+// nullptr.
+void fused_update(float* p, const float* g, float* m, float* v, int64_t n, const uint8_t* decay_mask,
+                  __nv_bfloat16* p_bf16, float* ema, float ema_decay, const UpdateState* state,
+                  cudaStream_t stream = 0);
 
 }  // namespace cuda
 }  // namespace vt

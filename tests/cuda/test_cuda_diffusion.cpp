@@ -124,6 +124,26 @@ TEST(CudaDiffusion, TrainingLossesMatchCpu) {
     }
 }
 
+// The step's loss/MSE/VB means stay on the device for the deferred read:
+// both twins against the closed form summed on the host in row order.
+TEST(CudaDiffusion, LossMeansMatchCpu) {
+  VT_SKIP_WITHOUT_GPU();
+  const int64_t B = 7;
+  Tensor stats = Tensor::empty({B, 2}, DType::I64);
+  double* st = f64_data(stats);
+  const std::vector<float> r = randn(2 * B, 41, 3.0);
+  double loss = 0, mse = 0, vb = 0;
+  for (int64_t i = 0; i < 2 * B; ++i) st[i] = std::fabs(r[static_cast<size_t>(i)]) * (1.0 + 1e-9 * i);
+  for (int64_t b = 0; b < B; ++b) loss += st[2 * b] + st[2 * b + 1], mse += st[2 * b], vb += st[2 * b + 1];
+  const std::vector<float> want{static_cast<float>(loss / B), static_cast<float>(mse / B), static_cast<float>(vb / B)};
+  Tensor out = Tensor::zeros({3}), gout = Tensor::zeros({3}, DType::F32, Device::cuda(0));
+  diffusion_loss_means(stats, out);
+  diffusion_loss_means(stats.to(Device::cuda(0)), gout);
+  EXPECT_EQ(out.to_vector(), want);
+  EXPECT_EQ(gout.to_vector(), want);
+  EXPECT_THROW(diffusion_loss_means(Tensor::zeros({B, 3}, DType::I64), out), std::invalid_argument);
+}
+
 TEST(CudaDiffusion, PMeanVarianceAndStepsMatchCpu) {
   VT_SKIP_WITHOUT_GPU();
   const Tensor tab = schedule_table(kK), t = t_of(kT), td = t_of(kT, Device::cuda(0));

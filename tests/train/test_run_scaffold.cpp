@@ -125,7 +125,9 @@ struct ScriptedTask : StepTask {
     calls.push_back("fb" + std::to_string(s));
     ps.zero_grad();
     ps.grads().f32()[0] = 0.5f;
-    return {losses[static_cast<size_t>(s - 1)], 0.1, "batch " + std::to_string(s)};
+    Output out;
+    out.loss = losses[static_cast<size_t>(s - 1)], out.lr = 0.1, out.where = "batch " + std::to_string(s);
+    return out;
   }
   void after_update(int64_t s, const Output&, const UpdateResult& u) override {
     calls.push_back(std::string(u.applied ? "up" : "skip") + std::to_string(s));

@@ -35,12 +35,21 @@ cudaError_t cudaMalloc(void** p, size_t n) {
   return cudaSuccess;
 }
 cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
-cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { std::memmove(d, s, n); return cudaSuccess; }
+// Device->host copies are counted: the host waits for the GPU at each, so a
+// test can check how often a training loop reads (vt_emu_d2h_count).
 namespace vt_emu {
+size_t d2h_count = 0;
 std::vector<VtEmuAsyncOp>* trace = nullptr;
 }
+size_t vt_emu_d2h_count() { return vt_emu::d2h_count; }
+cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k) {
+  if (k == cudaMemcpyDeviceToHost) ++vt_emu::d2h_count;
+  std::memmove(d, s, n);
+  return cudaSuccess;
+}
 void vt_emu_trace_async(std::vector<VtEmuAsyncOp>* sink) { vt_emu::trace = sink; }
-cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t st) {
+cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t st) {
+  if (k == cudaMemcpyDeviceToHost) ++vt_emu::d2h_count;
   if (vt_emu::trace) vt_emu::trace->push_back({VtEmuAsyncOp::Copy, st, nullptr, d, s});
   std::memmove(d, s, n);
   return cudaSuccess;

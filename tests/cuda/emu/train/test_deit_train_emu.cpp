@@ -6,7 +6,7 @@
 // GEMMs keep the losses within 2e-2 relative. A CPU checkpoint resumed on
 // the GPU continues with the CPU's losses, and steps after the first make no
 // cudaMalloc (the workspaces are planned once, the caching allocator serves
-// the rest).
+// the rest), and the host reads the step records once per log interval.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -117,6 +117,22 @@ TEST_F(DeitTrainEmu, NoCudaMallocAfterTheFirstStep) {
   EXPECT_GT(one, 0u);
   EXPECT_EQ(three, one) << "cudaMalloc calls: 1 step " << one << ", 3 steps " << three;
   EXPECT_GT(cuda_peak_bytes_in_use(), 0u);
+}
+
+TEST_F(DeitTrainEmu, OneDeviceReadPerLogInterval) {
+  // log.every_steps 2: a 4-step run reads the step records after steps 2
+  // and 4, a 2-step run after step 2; the evaluation and checkpoint at the
+  // end are the same in both, so 2 more steps cost exactly 1 more
+  // device->host copy (the loss and the gradient norm no longer cross per
+  // step). Every step's loss still arrives: SiameseFp32MatchesCpu.
+  auto d2h = [&](const std::string& run, const char* steps) {
+    const size_t before = vt_emu_d2h_count();
+    const auto losses = train(run, "siamese", {"device=cuda", "precision=fp32", "log.every_steps=2", steps});
+    EXPECT_EQ(losses.size(), static_cast<size_t>(std::stoi(std::string(steps).substr(16)))) << run;
+    return vt_emu_d2h_count() - before;
+  };
+  const size_t two = d2h("two", "train.max_steps=2"), four = d2h("four", "train.max_steps=4");
+  EXPECT_EQ(four - two, 1u) << "device->host copies: 2 steps " << two << ", 4 steps " << four;
 }
 
 }  // namespace

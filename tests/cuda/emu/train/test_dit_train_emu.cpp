@@ -5,10 +5,16 @@
 // within 1e-5 after 10 steps; bf16 GEMMs keep the losses within 2e-2. A CPU
 // checkpoint resumed on the GPU continues with the CPU's losses, and DDIM
 // sampling of the trained model (classifier-free guidance on, eta > 0, so
-// guidance and noise both count) gives the CPU sampler's latents.
+// guidance and noise both count) gives the CPU sampler's latents. A NaN
+// latent makes step 3 non-finite: with train.max_nonfinite 0 the GPU run
+// (which reads its step records once per log interval) stops naming step 3
+// with the weights of step 2, and with 1 it skips step 3 as the CPU does
+// and ends with the CPU's checkpoint and metrics records.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +22,7 @@
 #include "core/npz.h"
 #include "core/philox.h"
 #include "core/safetensors.h"
+#include "data_pipeline/sampler.h"
 #include "diffusion/dit_trainer.h"
 #include "diffusion/sampler.h"
 #include "train_emu_util.h"
@@ -84,6 +91,72 @@ TEST_F(DitTrainEmu, CpuCheckpointResumesOnGpu) {
   const auto rest = train("moved", "siamese", {"device=cuda", "precision=fp32"});  // resumes step 5
   vt_test::expect_losses_close(rest, std::vector<double>(full.begin() + 5, full.end()), 1e-5, "resumed on cuda", 6);
   EXPECT_LE(vt_test::max_abs_diff(file("moved", 10, "ema.safetensors"), file("cpu", 10, "ema.safetensors")), 1e-5);
+}
+
+// "... at step K (epoch E); stopping after ..." -> "at step K (epoch E)".
+std::string stop_step(const std::string& msg) {
+  const size_t a = msg.find(" at step "), b = msg.find(';', a);
+  return a == std::string::npos || b == std::string::npos ? "(no step in: " + msg + ")" : msg.substr(a, b - a);
+}
+
+TEST_F(DitTrainEmu, PoisonedLatentStopsAndSkipsAsTheCpu) {
+  {  // the latent of step 3's first row is NaN (epoch 0's order, seed 9)
+    const int64_t bad = train_order(16, 9, 0, 0, 1).indices.at(2 * 4);
+    auto shard = load_safetensors(data() + "/shard_000.safetensors");
+    Tensor& lat = shard.at("latents");
+    for (int64_t i = bad * 256; i < (bad + 1) * 256; ++i) lat.f32()[i] = NAN;
+    save_safetensors(data() + "/shard_000.safetensors",
+                     std::vector<std::pair<std::string, Tensor>>(shard.begin(), shard.end()));
+  }
+  // Reads after steps 4 and 5 (log.every_steps 4, the end at 5).
+  // One block keeps the four emulated runs short.
+  const std::vector<std::string> common{"precision=fp32", "log.every_steps=4", "train.max_steps=5", "model.depth=1"};
+  auto with = [&](std::vector<std::string> o) {
+    o.insert(o.end(), common.begin(), common.end());
+    return o;
+  };
+  // max_nonfinite 0: both stop at step 3, the GPU at its read after step 4.
+  std::string msg[2];
+  std::vector<float> weights[2], ema[2];
+  for (int d = 0; d < 2; ++d) {
+    DitTrainer t(cfg(d == 0 ? "stop_cpu" : "stop_gpu", "siamese", with({d == 0 ? "device=cpu" : "device=cuda"})));
+    try {
+      t.train();
+    } catch (const NonFiniteLoss& e) {
+      msg[d] = e.what();
+    }
+    weights[d] = t.store().weights().to(Device::cpu()).to_vector();
+    ema[d] = t.ema().to(Device::cpu()).to_vector();
+  }
+  ASSERT_NE(msg[0].find("at step 3 (epoch 0); stopping after 1 consecutive"), std::string::npos) << msg[0];
+  EXPECT_EQ(stop_step(msg[1]), stop_step(msg[0])) << msg[1];
+  ASSERT_EQ(weights[1].size(), weights[0].size());
+  for (size_t i = 0; i < weights[0].size(); ++i) {  // the weights after step 2 (no update after it)
+    ASSERT_NEAR(weights[1][i], weights[0][i], 1e-5) << "weight " << i;
+    ASSERT_NEAR(ema[1][i], ema[0][i], 1e-5) << "ema " << i;
+  }
+  // max_nonfinite 1: step 3 is skipped alike, 4 and 5 applied.
+  const auto cpu = train("skip_cpu", "siamese", with({"device=cpu", "train.max_nonfinite=1"}));
+  const auto gpu = train("skip_gpu", "siamese", with({"device=cuda", "train.max_nonfinite=1"}));
+  ASSERT_EQ(cpu.size(), 5u);
+  ASSERT_EQ(gpu.size(), 5u);
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    ASSERT_EQ(std::isfinite(gpu[i]), i != 2) << "step " << i + 1;
+    ASSERT_EQ(std::isfinite(cpu[i]), i != 2) << "step " << i + 1;
+    if (i != 2) EXPECT_NEAR(gpu[i], cpu[i], 1e-5 * std::fabs(cpu[i])) << "step " << i + 1;
+  }
+  for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"})
+    EXPECT_LE(vt_test::max_abs_diff(file("skip_gpu", 5, f), file("skip_cpu", 5, f)), 1e-5) << f;
+  // The same step recorded as non-finite in metrics.jsonl.
+  auto nonfinite_steps = [&](const std::string& run) {
+    std::vector<int64_t> steps;
+    std::ifstream in(out(run) + "/t/metrics.jsonl");
+    for (std::string line; std::getline(in, line);)
+      if (line.find("\"nonfinite\"") != std::string::npos) steps.push_back(std::stoll(line.substr(8)));
+    return steps;
+  };
+  EXPECT_EQ(nonfinite_steps("skip_cpu"), std::vector<int64_t>{3});
+  EXPECT_EQ(nonfinite_steps("skip_gpu"), std::vector<int64_t>{3});
 }
 
 TEST_F(DitTrainEmu, DdimSamplingMatchesCpu) {

@@ -18,6 +18,7 @@
 #include "core/tensor.h"
 
 size_t vt_emu_malloc_count();  // tests/cuda/emu/runtime.cpp: cudaMalloc calls so far
+size_t vt_emu_d2h_count();     // and device->host copies so far
 
 namespace vt_test {
 
