@@ -1,5 +1,7 @@
 #include "kernels/attention.h"
 
+#include <atomic>
+
 #include "kernels/cpu/attention.h"
 #include "kernels/op_checks.h"
 #ifdef VT_CUDA
@@ -37,7 +39,23 @@ bool saved_is_lse(const char* op, const AttnDims& d, const Tensor& saved, DType 
   return false;
 }
 
+// attention_calls(): [forward, backward] x [F32, BF16].
+std::atomic<int64_t> g_calls[2][2];
+
+void count_call(int pass, DType io) {
+  g_calls[pass][io == DType::BF16 ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
+}
+
 }  // namespace
+
+AttentionCalls attention_calls() {
+  AttentionCalls c;
+  c.forward_f32 = g_calls[0][0].load(std::memory_order_relaxed);
+  c.forward_bf16 = g_calls[0][1].load(std::memory_order_relaxed);
+  c.backward_f32 = g_calls[1][0].load(std::memory_order_relaxed);
+  c.backward_bf16 = g_calls[1][1].load(std::memory_order_relaxed);
+  return c;
+}
 
 void attention_forward(const Tensor& qkv, int64_t num_heads, const Tensor& out, const Tensor& saved) {
   const char* op = "attention_forward";
@@ -48,6 +66,7 @@ void attention_forward(const Tensor& qkv, int64_t num_heads, const Tensor& out, 
 #ifndef VT_CUDA
   if (!qkv.device().is_cpu()) opcheck::no_cuda(op);
 #endif
+  count_call(0, qkv.dtype());
   if (d.B * d.T == 0) return;
 #ifdef VT_CUDA
   if (qkv.device().is_cuda()) {
@@ -74,6 +93,7 @@ void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& save
 #ifndef VT_CUDA
   if (!qkv.device().is_cpu()) opcheck::no_cuda(op);
 #endif
+  count_call(1, qkv.dtype());
   if (d.B * d.T == 0) return;
 #ifdef VT_CUDA
   if (qkv.device().is_cuda()) {
