@@ -99,7 +99,8 @@ inline DeviceFigures end_figures(const AttentionCalls& begin, int64_t saved_byte
   const AttentionCalls now = attention_calls();
   DeviceFigures f;
   f.calls = {now.forward_f32 - begin.forward_f32, now.forward_bf16 - begin.forward_bf16,
-             now.backward_f32 - begin.backward_f32, now.backward_bf16 - begin.backward_bf16};
+             now.backward_f32 - begin.backward_f32, now.backward_bf16 - begin.backward_bf16,
+             now.forward_cudnn - begin.forward_cudnn};
   f.saved_bytes = saved_bytes;
   f.peak_bytes = cuda_peak_bytes_in_use();
   return f;
@@ -111,10 +112,11 @@ inline bool attention_verdict(const std::string& precision, const DeviceFigures&
   const bool bf16 = precision == "bf16";
   const bool ok = bf16 ? (c.forward_f32 == 0 && c.backward_f32 == 0 && c.forward_bf16 > 0 && c.backward_bf16 > 0)
                        : (c.forward_bf16 == 0 && c.backward_bf16 == 0 && c.forward_f32 > 0);
-  std::printf("%s: attention calls fwd/bwd bf16 %lld/%lld, fp32 %lld/%lld: %s; saved activations %.3f GiB, "
-              "peak GPU memory %.2f GiB\n",
+  std::printf("%s: attention calls fwd/bwd bf16 %lld/%lld, fp32 %lld/%lld, cuDNN SDPA fwd %lld: %s; "
+              "saved activations %.3f GiB, peak GPU memory %.2f GiB\n",
               precision.c_str(), static_cast<long long>(c.forward_bf16), static_cast<long long>(c.backward_bf16),
-              static_cast<long long>(c.forward_f32), static_cast<long long>(c.backward_f32), ok ? "PASS" : "FAIL",
+              static_cast<long long>(c.forward_f32), static_cast<long long>(c.backward_f32),
+              static_cast<long long>(c.forward_cudnn), ok ? "PASS" : "FAIL",
               static_cast<double>(f.saved_bytes) / (1 << 30), static_cast<double>(f.peak_bytes) / (1 << 30));
   return ok;
 }

@@ -68,7 +68,7 @@ vt::AttentionCalls attention_calls_during(F f) {
   f();
   const vt::AttentionCalls b = vt::attention_calls();
   return {b.forward_f32 - a.forward_f32, b.forward_bf16 - a.forward_bf16, b.backward_f32 - a.backward_f32,
-          b.backward_bf16 - a.backward_bf16};
+          b.backward_bf16 - a.backward_bf16, b.forward_cudnn - a.forward_cudnn};
 }
 
 // A bf16 run's attention saw only BF16 q/k/v (bf16 activations reach the
