@@ -79,8 +79,11 @@ void Backbone::set_active_depth(int64_t n) {
 }
 
 void Backbone::plan(int64_t B, int64_t T) {
-  if (B == B_ && T == T_ && !xs_.empty() && planned_on_ == store_->device()) return;
+  // Replanned on a new shape, device or activation dtype (precision).
+  const DType act = activation_dtype(*store_);
+  if (B == B_ && T == T_ && !xs_.empty() && planned_on_ == store_->device() && planned_act_ == act) return;
   planned_on_ = store_->device();
+  planned_act_ = act;
   B_ = B, T_ = T;
   const Device dev = store_->device();
   auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
@@ -95,7 +98,7 @@ void Backbone::plan(int64_t B, int64_t T) {
     if (hy) ys_[i] = alias_ ? xs_[i] : Tensor::empty({B, T, D}, DType::F32, dev);
   }
   for (auto& b : blocks_) b->plan(B, T);
-  scratch_.plan(cfg_, B, T, dev);
+  scratch_.plan(cfg_, B, T, dev, act);
   ensure(fmean_, {3, B * T});
   ensure(frstd_, {3, B * T});
   ensure(gx_, {B, T, D});

@@ -92,6 +92,7 @@ class Backbone {
   BlockScratch scratch_;
   int64_t B_ = 0, T_ = 0;
   Device planned_on_;  // the store's device when the workspaces were planned
+  DType planned_act_ = DType::F32;  // and its activation dtype (backbone/workspace.h)
   bool has_forward_ = false;
 
   FinalNorm add_final(const std::string& name, bool affine);

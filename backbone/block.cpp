@@ -11,11 +11,12 @@
 namespace vt {
 
 
-void BlockScratch::plan(const BackboneConfig& cfg, int64_t B, int64_t T, Device dev) {
+void BlockScratch::plan(const BackboneConfig& cfg, int64_t B, int64_t T, Device dev, DType act) {
   auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
   const int64_t D = cfg.dim;
-  mod.plan(B, T, D, cfg.hidden(), cfg.scheme == NormScheme::Hybrid, dev);
-  for (Tensor* t : {&u, &f, &dz, &df, &dr, &gx_alt}) ensure(*t, {B, T, D});
+  mod.plan(B, T, D, cfg.hidden(), cfg.scheme == NormScheme::Hybrid, dev, act);
+  for (Tensor* t : {&u, &dz, &dr, &gx_alt}) ensure(*t, {B, T, D});
+  for (Tensor* t : {&f, &df}) ensure_workspace(*t, {B, T, D}, dev, act);
   if (cfg.conditioned()) {
     ensure(dmod, {B, 6 * D});
     ensure(d_silu, {B, D});
@@ -105,13 +106,14 @@ void Block::plan(int64_t B, int64_t T) {
   auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
   B_ = B, T_ = T;
   const int64_t D = cfg_.dim, R = B * T;
+  const DType act = activation_dtype(*store_);
   attn_.plan(B, T);
   mlp_.plan(B, T);
   for (Sub& s : sub_) {
-    ensure(s.z, {B, T, D});
+    ensure_workspace(s.z, {B, T, D}, dev, act);
     ensure(s.mean, {3, R});
     ensure(s.rstd, {3, R});
-    if (cfg_.conditioned()) ensure(s.f, {B, T, D});
+    if (cfg_.conditioned()) ensure_workspace(s.f, {B, T, D}, dev, act);
     if (s.after.enabled) {
       ensure(s.r, {B, T, D});
       ensure(s.r_mean, {R});
@@ -281,6 +283,7 @@ std::vector<std::pair<std::string, double>> Block::norm_scales() const {
 
 int64_t Block::saved_bytes() const {
   int64_t n = attn_.saved_bytes() + mlp_.saved_bytes() + static_cast<int64_t>(mod_.defined() ? mod_.nbytes() : 0);
+  n += ada_.saved_bytes();
   for (const Sub& s : sub_)
     for (const Tensor* t : {&s.z, &s.mean, &s.rstd, &s.f, &s.r, &s.r_mean, &s.r_rstd, &s.drop})
       if (t->defined()) n += static_cast<int64_t>(t->nbytes());

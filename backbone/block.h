@@ -16,6 +16,12 @@
 // F's own activations, f when a gate (DiT) needs it, the pre-norm sum r for
 // Post-Norm, the drop-path scales. The stream values at the sublayer
 // boundaries are saved by the Backbone (BlockIO slots).
+//
+// dtypes: the streams, u, r, the statistics, the adaLN output and the
+// gradients into the streams are F32; z, f and df (F's input, output and
+// output gradient) are in activation_dtype(store), BF16 under precision
+// bf16: the input kernel normalises in fp32 and writes z in bf16, the
+// residual kernel reads a bf16 f and adds it to the fp32 streams in fp32.
 #pragma once
 #include <string>
 #include <utility>
@@ -36,10 +42,11 @@ struct BlockIO {
 // Temporaries shared by all blocks of a backbone.
 struct BlockScratch {
   ModuleScratch mod;
-  Tensor u, f, dz, df, dr, gx_alt;  // [B,T,D]
+  Tensor u, f, dz, df, dr, gx_alt;  // [B,T,D]; f, df in the activation dtype
   Tensor dmod;                      // [B,6D] (DiT)
   Tensor d_silu;                    // [B,D]  (DiT)
-  void plan(const BackboneConfig& cfg, int64_t B, int64_t T, Device dev);  // on the parameters' device
+  // On the parameters' device; f, df and the module scratch in `act`.
+  void plan(const BackboneConfig& cfg, int64_t B, int64_t T, Device dev, DType act);
 };
 
 class Block {
@@ -84,7 +91,7 @@ class Block {
     // Which streams the input kernel reads and the residual writes; the x
     // residual's base is u = post(x) (x itself when post is off).
     bool in_x = false, in_y = false, out_x = false, out_y = false;
-    Tensor z, mean, rstd, f, r, r_mean, r_rstd, drop;
+    Tensor z, mean, rstd, f, r, r_mean, r_rstd, drop;  // z, f in the activation dtype
   };
   Norm add_norm(ParamStore& store, const std::string& name, bool enabled, bool affine);
   SiameseNorm norm_of(const Norm& n) const;

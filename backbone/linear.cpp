@@ -20,6 +20,10 @@ void Linear::forward(const Tensor& x, const Tensor& y) const {
     linear_forward(x, weight(), bias(), y);
     return;
   }
+  if (x.dtype() == DType::BF16) {  // an activation already in bf16: nothing to round or keep
+    linear_forward(x, store_->value_bf16(w_), bias(), y);
+    return;
+  }
   ensure_workspace(xb_, x.shape(), x.device(), DType::BF16);
   convert(x, xb_);
   linear_forward(xb_, store_->value_bf16(w_), bias(), y);
@@ -31,11 +35,17 @@ void Linear::backward(const Tensor& dy, const Tensor& x, const Tensor& dx) const
     linear_backward(dy, x, weight(), dx, dw, db);
     return;
   }
-  if (!xb_.defined() || xb_.shape() != x.shape())
+  const bool x_bf16 = x.dtype() == DType::BF16;
+  if (!x_bf16 && (!xb_.defined() || xb_.shape() != x.shape()))
     throw std::logic_error("Linear::backward: no bf16 forward input saved for x " + x.str());
+  const Tensor& xin = x_bf16 ? x : xb_;
+  if (dy.dtype() == DType::BF16) {
+    linear_backward(dy, xin, store_->value_bf16(w_), dx, dw, db);
+    return;
+  }
   ensure_workspace(dyb_, dy.shape(), dy.device(), DType::BF16);
   convert(dy, dyb_);
-  linear_backward(dyb_, xb_, store_->value_bf16(w_), dx, dw, db);
+  linear_backward(dyb_, xin, store_->value_bf16(w_), dx, dw, db);
 }
 
 }  // namespace vt

@@ -14,12 +14,19 @@ class Linear {
   Linear(ParamStore& store, const std::string& name, int64_t in, int64_t out, bool bias, ParamInit weight_init,
          ParamInit bias_init = ParamInit::zeros());
 
-  // x [..., in] -> y [..., out]. With the store's bf16 weight copy
-  // (precision: bf16, CUDA) the GEMM reads x and W rounded to bf16 and
-  // accumulates in fp32; y, the bias and the gradients stay fp32.
+  // x [..., in] -> y [..., out], F32 without the store's bf16 weight copy.
+  // With it (precision: bf16, CUDA) the GEMM reads x as BF16 (an F32 x is
+  // rounded into a private copy kept for the backward; a BF16 x is used as
+  // is) and the bf16 W, accumulates in fp32 and writes y in y's dtype (F32,
+  // or BF16 for an activation that feeds another bf16 op); the bias is fp32.
   void forward(const Tensor& x, const Tensor& y) const;
-  // dx = dy W (OVERWRITE; skipped when dx undefined); dW, db ACCUMULATE.
+  // dx = dy W (OVERWRITE, in dx's dtype; skipped when dx undefined); dW, db
+  // ACCUMULATE in fp32. x is the forward's input. With the bf16 copy an F32
+  // dy is rounded to bf16 first, a BF16 dy is used as is.
   void backward(const Tensor& dy, const Tensor& x, const Tensor& dx) const;
+  // Bytes kept for the backward beyond the caller's tensors: the bf16 copy
+  // of an F32 input (0 without the bf16 weight copy or for a BF16 input).
+  int64_t saved_bytes() const { return xb_.defined() ? static_cast<int64_t>(xb_.nbytes()) : 0; }
 
   Device device() const { return store_->device(); }
   int64_t in_features() const { return in_; }
@@ -29,9 +36,9 @@ class Linear {
 
  private:
   ParamStore* store_ = nullptr;
-  // bf16 GEMMs (the store has a bf16 weight copy): this layer's input and
-  // upstream gradient rounded to bf16. Each Linear runs once per forward,
-  // so xb_ still holds the forward's input when backward runs.
+  // bf16 GEMMs (the store has a bf16 weight copy): this layer's F32 input
+  // and upstream gradient rounded to bf16. Each Linear runs once per
+  // forward, so xb_ still holds the forward's input when backward runs.
   mutable Tensor xb_, dyb_;
   ParamId w_ = 0, b_ = 0;
   bool has_bias_ = false;

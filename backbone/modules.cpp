@@ -7,8 +7,8 @@
 namespace vt {
 
 
-void ModuleScratch::plan(int64_t B, int64_t T, int64_t D, int64_t hidden, bool qkv_norm, Device dev) {
-  auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
+void ModuleScratch::plan(int64_t B, int64_t T, int64_t D, int64_t hidden, bool qkv_norm, Device dev, DType act) {
+  auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev, act); };
   ensure(d_a, {B, T, D});
   ensure(d_qkv, {B, T, 3 * D});
   ensure(d_h, {B, T, hidden});
@@ -38,17 +38,18 @@ Attention::Attention(ParamStore& store, const std::string& prefix, int64_t dim, 
 
 void Attention::plan(int64_t B, int64_t T) {
   const Device dev = store_->device();
-  auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
+  const DType act = activation_dtype(*store_);
+  auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev, act); };
   ensure(qkv_out_, {B, T, 3 * dim_});
   // probs on the CPU (bitwise-stable training), logsumexp on CUDA (flash:
   // no [T, T] tensor); kernels/attention.h.
-  const AttentionSavedSpec spec = attention_saved_spec(dev, B, T, heads_, dim_ / heads_);
+  const AttentionSavedSpec spec = attention_saved_spec(dev, B, T, heads_, dim_ / heads_, act);
   ensure_workspace(saved_, spec.shape, dev, spec.dtype);
   ensure(a_, {B, T, dim_});
   if (qkv_norm_) {
     ensure(qkv_raw_, {B, T, 3 * dim_});
-    ensure(qn_mean_, {3, B * T * heads_});
-    ensure(qn_rstd_, {3, B * T * heads_});
+    ensure_workspace(qn_mean_, {3, B * T * heads_}, dev);  // statistics: F32
+    ensure_workspace(qn_rstd_, {3, B * T * heads_}, dev);
   }
 }
 
@@ -92,6 +93,7 @@ void Attention::backward(const Tensor& df, const Tensor& z, const Tensor& dz, Mo
 
 int64_t Attention::saved_bytes() const {
   int64_t n = static_cast<int64_t>(qkv_out_.nbytes() + saved_.nbytes() + a_.nbytes());
+  n += qkv_.saved_bytes() + proj_.saved_bytes();
   if (qkv_norm_) n += static_cast<int64_t>(qkv_raw_.nbytes() + qn_mean_.nbytes() + qn_rstd_.nbytes());
   return n;
 }
@@ -101,11 +103,13 @@ Mlp::Mlp(ParamStore& store, const std::string& prefix, int64_t dim, int64_t hidd
     : fc1_(store, prefix + "mlp.fc1", dim, hidden, true, fc1_init),
       fc2_(store, prefix + "mlp.fc2", hidden, dim, true, fc2_init),
       act_(act),
-      hidden_(hidden) {}
+      hidden_(hidden),
+      store_(&store) {}
 
 void Mlp::plan(int64_t B, int64_t T) {
   const Device dev = fc1_.device();
-  auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
+  const DType act = activation_dtype(*store_);
+  auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev, act); };
   ensure(h1_, {B, T, hidden_});
   ensure(h2_, {B, T, hidden_});
 }
@@ -122,6 +126,8 @@ void Mlp::backward(const Tensor& df, const Tensor& z, const Tensor& dz, ModuleSc
   fc1_.backward(s.d_h, z, dz);
 }
 
-int64_t Mlp::saved_bytes() const { return static_cast<int64_t>(h1_.nbytes() + h2_.nbytes()); }
+int64_t Mlp::saved_bytes() const {
+  return static_cast<int64_t>(h1_.nbytes() + h2_.nbytes()) + fc1_.saved_bytes() + fc2_.saved_bytes();
+}
 
 }  // namespace vt

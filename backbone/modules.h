@@ -13,6 +13,13 @@
 //     saves the raw projection [B,T,3D] and the norm statistics [3, B*T*H].
 //   Mlp (timm layers.Mlp): f = fc2(gelu(fc1(z)))
 //     saves fc1 output [B,T,hidden] and the activation [B,T,hidden].
+//
+// dtypes: z, f, df and everything saved or passed between the ops inside
+// (qkv, the attention output, the MLP's hidden activations and their
+// gradients) are in activation_dtype(store) (backbone/workspace.h): BF16
+// under precision bf16, so attention runs on bf16 q/k/v (cuDNN's SDPA on a
+// GPU) and the saved activations take half the bytes; statistics and the
+// logsumexp stay F32. dz (a gradient into the residual streams) is F32.
 #pragma once
 #include <string>
 #include <vector>
@@ -28,8 +35,8 @@ struct ModuleScratch {
   Tensor d_qkv;  // [B,T,3D]
   Tensor d_h;    // [B,T,hidden]
   Tensor qn_x, qn_y;  // [B,T,D] one of q/k/v made contiguous (qkv_norm)
-  // On `dev`, the device of the model's parameters.
-  void plan(int64_t B, int64_t T, int64_t D, int64_t hidden, bool qkv_norm, Device dev);
+  // On `dev`, the device of the model's parameters, in the activation dtype `act`.
+  void plan(int64_t B, int64_t T, int64_t D, int64_t hidden, bool qkv_norm, Device dev, DType act);
 };
 
 class Attention {
@@ -74,6 +81,7 @@ class Mlp {
   Activation act_ = Activation::GeluErf;
   int64_t hidden_ = 0;
   Tensor h1_, h2_;
+  ParamStore* store_ = nullptr;
 };
 
 }  // namespace vt

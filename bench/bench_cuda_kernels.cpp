@@ -124,7 +124,7 @@ void bench_shape(const Shape2& s, DType dt, int iters) {
   // Siamese input: DeiT (3 affine norms) or DiT (affine post/pre, plain
   // input norm, modulate). Forward reads x, y; writes u, z.
   cuda::SiameseInputArgs a;
-  a.rows = R, a.d = D, a.io = dt, a.x = x.raw(), a.y = y.raw(), a.rows_per_sample = s.rows_per_sample;
+  a.rows = R, a.d = D, a.io = dt, a.act = dt, a.x = x.raw(), a.y = y.raw(), a.rows_per_sample = s.rows_per_sample;
   a.post = {true, w.f32(), b.f32()};
   a.pre = {true, w.f32(), b.f32()};
   a.input = s.dit ? cuda::SiameseNormArgs{true, nullptr, nullptr} : cuda::SiameseNormArgs{true, w.f32(), b.f32()};
@@ -146,7 +146,7 @@ void bench_shape(const Shape2& s, DType dt, int iters) {
   // Residual: forward reads u, f, y; writes x, y. Backward reads dx_out,
   // dy_out (and f for dgate); writes df.
   cuda::SiameseResidualArgs r;
-  r.rows = R, r.d = D, r.io = dt, r.u = u.raw(), r.f = z.raw(), r.y = y.raw(), r.drop_scale = drop.f32();
+  r.rows = R, r.d = D, r.io = dt, r.act = dt, r.u = u.raw(), r.f = z.raw(), r.y = y.raw(), r.drop_scale = drop.f32();
   r.rows_per_sample = s.rows_per_sample, r.inv_c = 0.5f;
   if (s.dit) r.gate = at(mod, 2 * D), r.gate_ld = 6 * D;
   report("siamese_residual_fwd", s, dt, 5 * row_bytes,

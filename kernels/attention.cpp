@@ -1,5 +1,7 @@
 #include "kernels/attention.h"
 
+#include <atomic>
+
 #include "kernels/cpu/attention.h"
 #include "kernels/op_checks.h"
 #ifdef VT_CUDA
@@ -37,7 +39,25 @@ bool saved_is_lse(const char* op, const AttnDims& d, const Tensor& saved, DType 
   return false;
 }
 
+// attention_calls(): [forward, backward] x [F32, BF16], and cuDNN forwards.
+std::atomic<int64_t> g_calls[2][2];
+std::atomic<int64_t> g_cudnn_forwards;
+
+void count_call(int pass, DType io) {
+  g_calls[pass][io == DType::BF16 ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
+}
+
 }  // namespace
+
+AttentionCalls attention_calls() {
+  AttentionCalls c;
+  c.forward_f32 = g_calls[0][0].load(std::memory_order_relaxed);
+  c.forward_bf16 = g_calls[0][1].load(std::memory_order_relaxed);
+  c.backward_f32 = g_calls[1][0].load(std::memory_order_relaxed);
+  c.backward_bf16 = g_calls[1][1].load(std::memory_order_relaxed);
+  c.forward_cudnn = g_cudnn_forwards.load(std::memory_order_relaxed);
+  return c;
+}
 
 void attention_forward(const Tensor& qkv, int64_t num_heads, const Tensor& out, const Tensor& saved) {
   const char* op = "attention_forward";
@@ -48,6 +68,7 @@ void attention_forward(const Tensor& qkv, int64_t num_heads, const Tensor& out, 
 #ifndef VT_CUDA
   if (!qkv.device().is_cpu()) opcheck::no_cuda(op);
 #endif
+  count_call(0, qkv.dtype());
   if (d.B * d.T == 0) return;
 #ifdef VT_CUDA
   if (qkv.device().is_cuda()) {
@@ -55,6 +76,8 @@ void attention_forward(const Tensor& qkv, int64_t num_heads, const Tensor& out, 
       return cuda::attention_forward(qkv.raw(), out.raw(), saved.raw(), d.B, d.T, d.H, d.Dh, qkv.dtype());
     if (!cuda::flash_attention_supported(d.Dh) && !lse)  // inference at head dims the flash kernel lacks
       return cuda::attention_forward(qkv.raw(), out.raw(), nullptr, d.B, d.T, d.H, d.Dh, qkv.dtype());
+    if (lse && cuda::sdpa_uses_cudnn(d.B, d.T, d.H, d.Dh, qkv.dtype()))
+      g_cudnn_forwards.fetch_add(1, std::memory_order_relaxed);
     return cuda::sdpa_forward(qkv.raw(), out.raw(), lse ? saved.f32() : nullptr, d.B, d.T, d.H, d.Dh, qkv.dtype());
   }
 #endif
@@ -74,6 +97,7 @@ void attention_backward(const Tensor& qkv, const Tensor& out, const Tensor& save
 #ifndef VT_CUDA
   if (!qkv.device().is_cpu()) opcheck::no_cuda(op);
 #endif
+  count_call(1, qkv.dtype());
   if (d.B * d.T == 0) return;
 #ifdef VT_CUDA
   if (qkv.device().is_cuda()) {

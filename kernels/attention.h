@@ -53,6 +53,18 @@ struct AttentionSavedSpec {
 AttentionSavedSpec attention_saved_spec(Device device, int64_t batch, int64_t tokens, int64_t num_heads,
                                         int64_t head_dim, DType io = DType::F32);
 
+// Process-wide counts of attention_forward / attention_backward calls that
+// passed their checks, by io dtype: what tests read to see which path a
+// training step took (bf16 training must hand attention BF16 q/k/v, which
+// is what reaches cuDNN's SDPA), and of the training forwards cuDNN's SDPA
+// served (0 in a build without it). Relaxed atomics, never reset: compare
+// differences around the code under test.
+struct AttentionCalls {
+  int64_t forward_f32 = 0, forward_bf16 = 0, backward_f32 = 0, backward_bf16 = 0;
+  int64_t forward_cudnn = 0;
+};
+AttentionCalls attention_calls();
+
 // Bytes of saved probabilities (the CPU's saved state), B*H*T*T*4.
 int64_t attention_saved_bytes(int64_t batch, int64_t tokens, int64_t num_heads);
 

@@ -27,6 +27,14 @@ void check_rows(const char* op, const char* name, const Tensor& t, const Shape& 
   if (t.defined()) oc::f32_like(op, name, t, shape);
 }
 
+// An activation of F (z, f, df): contiguous, F32, or BF16 on CUDA (the
+// kernels' `act` dtype); returns its dtype.
+DType check_act(const char* op, const char* name, const Tensor& t, const Shape& shape) {
+  const DType dt = oc::io_dtype(op, name, t);
+  oc::like(op, name, t, shape, dt);
+  return dt;
+}
+
 void check_norm(const char* op, const char* name, const SiameseNorm& n, int64_t d) {
   if (!n.enabled) return;
   const std::string w = std::string(name) + ".weight", b = std::string(name) + ".bias";
@@ -106,12 +114,13 @@ void siamese_input_forward(const SiameseInputSpec& s, const Tensor& u, const Ten
   const Dims dm = check_input(op, s, mean, rstd);
   const Shape& shape = (s.x.defined() ? s.x : s.y).shape();
   check_rows(op, "u", u, shape);
-  oc::f32_like(op, "z", z, shape);
   oc::same_device(op, dm.dev, {{"u", &u}, {"z", &z}});
+  const DType act = check_act(op, "z", z, shape);
   if (dm.dev.is_cuda()) {
 #ifdef VT_CUDA
-    cuda::siamese_input_forward(cuda::f32_args(input_rows(s, dm)), mptr(u), z.f32(), mean.f32(), rstd.f32(),
-                                use_saved_stats);
+    cuda::SiameseInputArgs a = cuda::f32_args(input_rows(s, dm));
+    a.act = act;
+    cuda::siamese_input_forward(a, mptr(u), z.raw(), mean.f32(), rstd.f32(), use_saved_stats);
     return;
 #else
     oc::no_cuda(op);
@@ -168,8 +177,7 @@ void siamese_input_backward(const SiameseInputSpec& s, const Tensor& mean, const
 namespace {
 
 cpu::SiameseResidualRows residual_rows(const char* op, const SiameseResidualSpec& s) {
-  oc::defined(op, "f", s.f);
-  oc::f32_like(op, "f", s.f, s.f.shape());
+  check_act(op, "f", s.f, s.f.shape());
   const Shape& shape = s.f.shape();
   check_rows(op, "u", s.u, shape);
   check_rows(op, "y", s.y, shape);
@@ -189,7 +197,7 @@ cpu::SiameseResidualRows residual_rows(const char* op, const SiameseResidualSpec
   }
   oc::same_device(op, s.f.device(), {{"u", &s.u}, {"y", &s.y}, {"gate", &s.gate}, {"drop_scale", &s.drop_scale}});
   a.u = cptr(s.u);
-  a.f = s.f.f32();
+  a.f = s.f.dtype() == DType::F32 ? s.f.f32() : nullptr;  // a BF16 f goes to CUDA by raw()
   a.y = cptr(s.y);
   a.gate = cptr(s.gate);
   a.gate_ld = s.gate.defined() ? s.gate.strides()[0] : 0;
@@ -198,6 +206,16 @@ cpu::SiameseResidualRows residual_rows(const char* op, const SiameseResidualSpec
   a.inv_c = s.inv_c;
   return a;
 }
+
+#ifdef VT_CUDA
+// The CUDA arguments of residual_rows(): f (and df) in f's dtype.
+cuda::SiameseResidualArgs cuda_residual_args(const cpu::SiameseResidualRows& rows, const SiameseResidualSpec& s) {
+  cuda::SiameseResidualArgs a = cuda::f32_args(rows);
+  a.f = s.f.raw();
+  a.act = s.f.dtype();
+  return a;
+}
+#endif
 
 }  // namespace
 
@@ -209,7 +227,7 @@ void siamese_residual_forward(const SiameseResidualSpec& s, const Tensor& x_out,
   oc::same_device(op, s.f.device(), {{"x_out", &x_out}, {"y_out", &y_out}});
   if (s.f.device().is_cuda()) {
 #ifdef VT_CUDA
-    cuda::siamese_residual_forward(cuda::f32_args(a), s.u.defined() ? x_out.f32() : nullptr,
+    cuda::siamese_residual_forward(cuda_residual_args(a, s), s.u.defined() ? x_out.f32() : nullptr,
                                    s.y.defined() ? y_out.f32() : nullptr);
     return;
 #else
@@ -225,7 +243,7 @@ void siamese_residual_backward(const SiameseResidualSpec& s, const Tensor& dx_ou
   const cpu::SiameseResidualRows a = residual_rows(op, s);
   check_rows(op, "dx_out", dx_out, s.f.shape());
   check_rows(op, "dy_out", dy_out, s.f.shape());
-  oc::f32_like(op, "df", df, s.f.shape());
+  oc::like(op, "df", df, s.f.shape(), s.f.dtype());
   if (dgate.defined()) {
     if (!s.gate.defined()) oc::fail(op, "dgate given without gate");
     Dims dm;
@@ -237,7 +255,7 @@ void siamese_residual_backward(const SiameseResidualSpec& s, const Tensor& dx_ou
   oc::same_device(op, s.f.device(), {{"dx_out", &dx_out}, {"dy_out", &dy_out}, {"df", &df}, {"dgate", &dgate}});
   if (s.f.device().is_cuda()) {
 #ifdef VT_CUDA
-    cuda::siamese_residual_backward(cuda::f32_args(a), cptr(dx_out), cptr(dy_out), df.f32(), mptr(dgate));
+    cuda::siamese_residual_backward(cuda_residual_args(a, s), cptr(dx_out), cptr(dy_out), df.raw(), mptr(dgate));
     return;
 #else
     oc::no_cuda(op);

@@ -15,7 +15,9 @@
 // z = x), the ablation without normalized input, and the final merges
 // (DeiT: final_norm(pre_norm(x) + post_norm(y)); DiT: postnorm(x) + prenorm(y)).
 //
-// Shapes: streams, u, z and gradients [..., D] F32 contiguous, R rows.
+// Shapes: streams, u, z and gradients [..., D] F32 contiguous, R rows; on
+// CUDA, F's activations z, f and df may be BF16 instead (df takes f's dtype)
+// while the streams stay F32: bf16 training (README, precision table).
 // mean/rstd [3, R] F32: row 0 post norm, 1 pre norm, 2 input norm (fp32
 // statistics computed in double, as kernels/layernorm.h). Norm weight/bias
 // [D] (undefined = non-affine). shift/scale/gate [B, D] with any row stride
@@ -26,9 +28,9 @@
 //
 // Errors: std::invalid_argument naming the op, the tensor and its shape.
 // CPU: OpenMP over rows; parameter gradients over column blocks with double
-// accumulators (results independent of the thread count). CUDA (fp32
-// tensors): kernels/cuda/siamese.h, one block per row, deterministic
-// column sums (bf16 I/O through the raw vt::cuda API).
+// accumulators (results independent of the thread count). CUDA:
+// kernels/cuda/siamese.h, one block per row, deterministic column sums
+// (all-bf16 I/O through the raw vt::cuda API).
 #pragma once
 #include "core/tensor.h"
 

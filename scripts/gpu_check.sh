@@ -10,7 +10,9 @@
 #   memcheck  compute-sanitizer memcheck on the kernel tests (a subset)
 #   racecheck compute-sanitizer racecheck on the shared-memory kernels
 #   agree_*   CPU-vs-GPU training agreement at real size: DeiT-S batch 8,
-#             5 steps, fp32 and bf16; DiT-L/4 batch 4, 5 steps, fp32 and bf16
+#             5 steps, fp32 and bf16; DiT-L/4 batch 4, 5 steps, fp32 and bf16;
+#             bf16 fails unless every attention call got bf16 q/k/v (the bf16
+#             activation path); prints saved-activation and peak GiB per run
 #   kernels   GB/s of LayerNorm and the SiameseNorm kernels vs a D2D copy
 #   attention forward+backward time of the [B,H,T,T] path, the own flash kernel and cuDNN's
 #             fused SDPA at DeiT-S and DiT-L/4 shapes (bench_attention), as ratios

@@ -5,7 +5,10 @@
 // Command line: NAME [steps=5] [batch=DEFAULT] [fp32|bf16 (default: both)].
 // Verdict: the largest relative loss difference over the steps, against
 // 1e-4 (fp32: the GPU computes what the CPU computes, to rounding) or 2e-2
-// (bf16 GEMM operands). Parameter differences are printed, not judged: for a
+// (bf16 GEMMs and activations), and the dtype the attention kernels were
+// handed: a bf16 run must call attention with BF16 q/k/v only (the bf16
+// activation path, cuDNN's SDPA when built), an fp32 run with F32 only.
+// Parameter differences are printed, not judged: for a
 // parameter whose gradient is near zero, AdamW's m/(sqrt(v)+eps) amplifies a
 // rounding difference up to a whole step of size lr, so after a few steps the
 // largest parameter difference can be as large as the largest update even
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "core/allocator.h"
+#include "kernels/attention.h"
 
 namespace vt {
 namespace agreement {
@@ -75,6 +79,46 @@ inline double max_abs_diff(const float* a, const float* b, int64_t n) {
     m = std::isnan(d) ? INFINITY : std::max(m, d);
   }
   return m;
+}
+
+// What a run on the GPU measured besides its losses: the attention calls it
+// made by io dtype, the backbone's saved activations (bytes, after the last
+// step) and the caching allocator's peak over the run.
+struct DeviceFigures {
+  AttentionCalls calls;
+  int64_t saved_bytes = 0;
+  size_t peak_bytes = 0;
+};
+
+// Starts measuring (resets the allocator's peak): call before the run.
+inline AttentionCalls begin_figures() {
+  cuda_reset_peak_bytes();
+  return attention_calls();
+}
+inline DeviceFigures end_figures(const AttentionCalls& begin, int64_t saved_bytes) {
+  const AttentionCalls now = attention_calls();
+  DeviceFigures f;
+  f.calls = {now.forward_f32 - begin.forward_f32, now.forward_bf16 - begin.forward_bf16,
+             now.backward_f32 - begin.backward_f32, now.backward_bf16 - begin.backward_bf16,
+             now.forward_cudnn - begin.forward_cudnn};
+  f.saved_bytes = saved_bytes;
+  f.peak_bytes = cuda_peak_bytes_in_use();
+  return f;
+}
+
+// Prints the figures; true when attention saw only the precision's dtype.
+inline bool attention_verdict(const std::string& precision, const DeviceFigures& f) {
+  const AttentionCalls& c = f.calls;
+  const bool bf16 = precision == "bf16";
+  const bool ok = bf16 ? (c.forward_f32 == 0 && c.backward_f32 == 0 && c.forward_bf16 > 0 && c.backward_bf16 > 0)
+                       : (c.forward_bf16 == 0 && c.backward_bf16 == 0 && c.forward_f32 > 0);
+  std::printf("%s: attention calls fwd/bwd bf16 %lld/%lld, fp32 %lld/%lld, cuDNN SDPA fwd %lld: %s; "
+              "saved activations %.3f GiB, peak GPU memory %.2f GiB\n",
+              precision.c_str(), static_cast<long long>(c.forward_bf16), static_cast<long long>(c.backward_bf16),
+              static_cast<long long>(c.forward_f32), static_cast<long long>(c.backward_f32),
+              static_cast<long long>(c.forward_cudnn), ok ? "PASS" : "FAIL",
+              static_cast<double>(f.saved_bytes) / (1 << 30), static_cast<double>(f.peak_bytes) / (1 << 30));
+  return ok;
 }
 
 // Prints the precision's verdict line; true when within tolerance.

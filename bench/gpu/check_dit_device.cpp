@@ -56,6 +56,7 @@ struct DitL4 {
 struct Run {
   std::vector<double> losses;
   std::vector<float> init, params;  // before the first and after the last step
+  agreement::DeviceFigures figures;  // GPU runs
 };
 
 // One step's host-side draws: labels (with DiT's label dropout) and
@@ -77,10 +78,11 @@ HostDraws host_draws(const DitL4& tc, int64_t B, int64_t step) {
 }
 
 Run train(const DitL4& tc, Device dev, bool bf16, int steps, int64_t B) {
+  const AttentionCalls begin = agreement::begin_figures();
   DiT model(tc.model);
   model.init_weights(tc.seed);  // on the host, then moved: both runs start from the same weights
   model.to(dev);
-  if (bf16) model.params().enable_bf16_copy();  // precision bf16: bf16 GEMM operands, fp32 everything else
+  if (bf16) model.params().enable_bf16_copy();  // precision bf16: bf16 GEMMs and activations, fp32 streams
   OptimizerState opt(model.params(), /*with_ema=*/true);
   const GaussianDiffusion diff = GaussianDiffusion::linear(tc.num_timesteps);
   const Tensor schedule = diff.schedule_on(dev);
@@ -112,6 +114,7 @@ Run train(const DitL4& tc, Device dev, bool bf16, int steps, int64_t B) {
     r.losses.push_back(GaussianDiffusion::losses_from_stats(f64_data(h), B).mean);
   }
   r.params = model.params().weights().to(Device::cpu()).to_vector();
+  r.figures = agreement::end_figures(begin, model.backbone().saved_activation_bytes());
   return r;
 }
 
@@ -141,6 +144,7 @@ int main(int argc, char** argv) {
                                           static_cast<int64_t>(cpu.params.size())),
                   steps, largest_update);
       ok = agreement::verdict(prec, worst) && ok;
+      ok = agreement::attention_verdict(prec, gpu.figures) && ok;
     }
     std::printf("check_dit_device: %s\n", ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;

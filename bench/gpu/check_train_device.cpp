@@ -37,6 +37,7 @@ constexpr uint64_t kSeed = 20260101;
 struct Run {
   std::vector<double> losses;
   Tensor weights, ema, exp_avg, exp_avg_sq;  // on the host, after the last step
+  agreement::DeviceFigures figures;          // GPU runs
 };
 
 // Batch `step`: images N(0, 1) (normalised pixels) and uniform labels.
@@ -48,6 +49,7 @@ void synthetic_batch(int64_t step, Tensor& images, Tensor& labels, int64_t K) {
 }
 
 Run train(const VitConfig& cfg, Device dev, bool bf16, int steps, int64_t B) {
+  const AttentionCalls begin = agreement::begin_figures();
   VisionTransformer model(cfg);
   model.init(kSeed);
   model.to(dev);
@@ -78,8 +80,7 @@ Run train(const VitConfig& cfg, Device dev, bool bf16, int steps, int64_t B) {
   r.ema = opt.ema().to(Device::cpu());
   r.exp_avg = opt.exp_avg().to(Device::cpu());
   r.exp_avg_sq = opt.exp_avg_sq().to(Device::cpu());
-  if (dev.is_cuda())
-    std::printf("  peak GPU memory %.2f GiB\n", static_cast<double>(cuda_peak_bytes_in_use()) / (1 << 30));
+  r.figures = agreement::end_figures(begin, model.backbone().saved_activation_bytes());
   return r;
 }
 
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
                   max_abs_diff(gpu.weights, cpu.weights), max_abs_diff(gpu.ema, cpu.ema),
                   max_abs_diff(gpu.exp_avg, cpu.exp_avg), max_abs_diff(gpu.exp_avg_sq, cpu.exp_avg_sq));
       ok = agreement::verdict(prec, worst) && ok;
+      ok = agreement::attention_verdict(prec, gpu.figures) && ok;
     }
     std::printf("check_train_device: %s\n", ok ? "PASS" : "FAIL");
     return ok ? 0 : 1;

@@ -50,6 +50,9 @@ void flash_attention_backward(const void* qkv, const void* out, const float* lse
 // fused SDPA (attention_cudnn.h) for BF16 when the build defines
 // VT_CUDNN_SDPA and cuDNN takes the shape, else the flash kernel above.
 // Both save the same lse (natural-log logsumexp of the scaled scores).
+// Whether the lse path runs cuDNN's SDPA for this shape and io dtype (a
+// VT_CUDNN_SDPA build, BF16, a shape cuDNN takes); else the flash kernel.
+bool sdpa_uses_cudnn(int64_t B, int64_t T, int64_t H, int64_t Dh, DType io);
 void sdpa_forward(const void* qkv, void* out, float* lse, int64_t B, int64_t T, int64_t H, int64_t Dh, DType io,
                   cudaStream_t stream = 0);
 void sdpa_backward(const void* qkv, const void* out, const float* lse, const void* dout, void* dqkv, int64_t B,

@@ -309,11 +309,19 @@ void flash_attention_backward(const void* qkv, const void* out, const float* lse
   check_launch(op);
 }
 
+bool sdpa_uses_cudnn(int64_t B, int64_t T, int64_t H, int64_t Dh, DType io) {
+#ifdef VT_CUDNN_SDPA
+  return io == DType::BF16 && cudnn_sdpa_supported(B, T, H, Dh);
+#else
+  (void)B, (void)T, (void)H, (void)Dh, (void)io;
+  return false;
+#endif
+}
+
 void sdpa_forward(const void* qkv, void* out, float* lse, int64_t B, int64_t T, int64_t H, int64_t Dh, DType io,
                   cudaStream_t stream) {
 #ifdef VT_CUDNN_SDPA
-  if (io == DType::BF16 && lse && cudnn_sdpa_supported(B, T, H, Dh))
-    return cudnn_sdpa_forward(qkv, out, lse, B, T, H, Dh, stream);
+  if (lse && sdpa_uses_cudnn(B, T, H, Dh, io)) return cudnn_sdpa_forward(qkv, out, lse, B, T, H, Dh, stream);
 #endif
   flash_attention_forward(qkv, out, lse, B, T, H, Dh, io, stream);
 }
@@ -321,8 +329,7 @@ void sdpa_forward(const void* qkv, void* out, float* lse, int64_t B, int64_t T, 
 void sdpa_backward(const void* qkv, const void* out, const float* lse, const void* dout, void* dqkv, int64_t B,
                    int64_t T, int64_t H, int64_t Dh, DType io, cudaStream_t stream) {
 #ifdef VT_CUDNN_SDPA
-  if (io == DType::BF16 && cudnn_sdpa_supported(B, T, H, Dh))
-    return cudnn_sdpa_backward(qkv, out, lse, dout, dqkv, B, T, H, Dh, stream);
+  if (sdpa_uses_cudnn(B, T, H, Dh, io)) return cudnn_sdpa_backward(qkv, out, lse, dout, dqkv, B, T, H, Dh, stream);
 #endif
   flash_attention_backward(qkv, out, lse, dout, dqkv, B, T, H, Dh, io, stream);
 }

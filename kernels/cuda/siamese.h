@@ -8,8 +8,11 @@
 // and the residual x_out = u + o * inv_c, y_out = y + o, o = drop_scale[b] *
 // gate[b] * f, with their backward passes.
 //
-// dtypes: every row tensor (x, y, u, z, f, shift, scale, gate and all their
-// gradients) is in `io` (F32 or BF16); norm weights/biases, statistics
+// dtypes: the stream tensors (x, y, u, x_out, y_out, shift, scale, gate and
+// every gradient except df) are in `io` (F32 or BF16); the activations the
+// sublayer F reads or writes (z, f, df) in `act` (F32 or BF16): bf16 training
+// keeps the streams fp32 and hands F bf16 (README, precision table). Set both
+// for an all-bf16 call. Norm weights/biases, statistics
 // mean/rstd [3, rows] (slot 0 post, 1 pre, 2 input; disabled slots
 // untouched), parameter gradients and drop_scale [B] are fp32. Arithmetic and
 // statistics are fp32. shift/scale/gate and dshift/dscale/dgate are [B, ld]
@@ -44,6 +47,7 @@ struct SiameseInputArgs {
   int64_t rows = 0, d = 0;
   float eps = 1e-6f;
   DType io = DType::F32;
+  DType act = DType::F32;  // z
   const void* x = nullptr;
   const void* y = nullptr;
   SiameseNormArgs post, pre, input;
@@ -75,6 +79,7 @@ void siamese_input_backward(const SiameseInputArgs& a, const float* mean, const 
 struct SiameseResidualArgs {
   int64_t rows = 0, d = 0;
   DType io = DType::F32;
+  DType act = DType::F32;  // f and df
   const void* u = nullptr;
   const void* f = nullptr;
   const void* y = nullptr;

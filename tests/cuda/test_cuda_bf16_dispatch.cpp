@@ -14,6 +14,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
+#include "kernels/siamese.h"
 
 namespace vt {
 namespace {
@@ -97,9 +98,63 @@ TEST(CudaBf16Dispatch, PointwiseActivationAndAttention) {
   attention_forward(qkv, H, o, probs);
   Tensor gprobs = Tensor::empty(probs.shape(), DType::BF16, Device::cuda(0));
   Tensor go = Tensor::empty(o.shape(), DType::BF16, Device::cuda(0));
+  const AttentionCalls before = attention_calls();
   attention_forward(dev16(qkv), H, go, gprobs);
   close(go, o, DType::BF16, "attention out");
   close(gprobs, probs, DType::BF16, "attention probs");
+  // The call counter the training tests read saw exactly this bf16 call.
+  const AttentionCalls after = attention_calls();
+  EXPECT_EQ(after.forward_bf16 - before.forward_bf16, 1);
+  EXPECT_EQ(after.forward_f32 - before.forward_f32, 0);
+}
+
+// bf16 training's SiameseNorm calls (backbone/block.h): fp32 streams, bf16 z
+// written by the input kernel, a bf16 f added to the fp32 streams by the
+// residual kernel, df written in bf16; against the CPU ops in fp32.
+TEST(CudaBf16Dispatch, SiameseFp32StreamsBf16Activations) {
+  VT_SKIP_WITHOUT_GPU();
+  const int64_t B = 2, T = 3, D = 40, R = B * T;
+  Tensor x = rnd16({B, T, D}, 20, 2.0, 1.0), y = rnd16({B, T, D}, 21, 3.0), f = rnd16({B, T, D}, 22);
+  Tensor w = rnd16({D}, 23, 0.2, 1.0), b = rnd16({D}, 24, 0.1), gate = rnd16({B, D}, 25);
+  Tensor dxo = rnd16({B, T, D}, 26), dyo = rnd16({B, T, D}, 27);
+  SiameseInputSpec sp;
+  sp.x = x, sp.y = y, sp.post = {true, w, b}, sp.pre = {true, w, b}, sp.input = {true, w, b};
+  Tensor u = Tensor::empty(x.shape()), z = Tensor::empty(x.shape()), mean = Tensor::empty({3, R}),
+         rstd = Tensor::empty({3, R});
+  siamese_input_forward(sp, u, z, mean, rstd);
+  SiameseResidualSpec rs;
+  rs.u = u, rs.f = f, rs.y = y, rs.gate = gate, rs.inv_c = 0.5f;
+  Tensor xo = Tensor::empty(x.shape()), yo = Tensor::empty(x.shape()), df = Tensor::empty(x.shape()),
+         dgate = Tensor::empty({B, D});
+  siamese_residual_backward(rs, dxo, dyo, df, dgate);
+  siamese_residual_forward(rs, xo, yo);
+
+  SiameseInputSpec gsp = sp;
+  gsp.x = dev32(x), gsp.y = dev32(y);
+  gsp.post = gsp.pre = gsp.input = {true, dev32(w), dev32(b)};
+  Tensor gu = dev32(Tensor::zeros(x.shape())), gz = Tensor::empty(x.shape(), DType::BF16, Device::cuda(0));
+  Tensor gmean = dev32(Tensor::zeros({3, R})), grstd = dev32(Tensor::zeros({3, R}));
+  siamese_input_forward(gsp, gu, gz, gmean, grstd);
+  close(gz, z, DType::BF16, "z");
+  close(gu, u, DType::F32, "u");
+  close(grstd, rstd, DType::F32, "rstd");
+  SiameseResidualSpec grs = rs;
+  grs.u = dev32(u), grs.f = dev16(f), grs.y = dev32(y), grs.gate = dev32(gate);
+  Tensor gxo = dev32(Tensor::zeros(x.shape())), gyo = gxo.clone(), gdgate = dev32(Tensor::zeros({B, D}));
+  Tensor gdf = Tensor::empty(x.shape(), DType::BF16, Device::cuda(0));
+  siamese_residual_backward(grs, dev32(dxo), dev32(dyo), gdf, gdgate);
+  siamese_residual_forward(grs, gxo, gyo);
+  close(gxo, xo, DType::F32, "x_out");
+  close(gyo, yo, DType::F32, "y_out");
+  close(gdf, df, DType::BF16, "df");
+  close(gdgate, dgate, DType::F32, "dgate");
+  // df takes f's dtype; an F32 df for a bf16 f is an error naming df.
+  try {
+    siamese_residual_backward(grs, dev32(dxo), dev32(dyo), gxo, Tensor());
+    ADD_FAILURE() << "F32 df for a BF16 f accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("df"), std::string::npos) << e.what();
+  }
 }
 
 // The message of an op call that must fail.

@@ -2,7 +2,8 @@
 // which are themselves tested against the unfused LayerNorm oracle, for every
 // optional part: absent streams, disabled and non-affine norms, DiT modulate
 // with row-strided shift/scale, du/dy_pass, use_saved_stats, gate,
-// drop_scale and inv_c; fp32 and bf16 I/O.
+// drop_scale and inv_c; fp32 and bf16 I/O, and the mixed form bf16 training
+// uses (fp32 streams, bf16 z, f and df).
 #include <gtest/gtest.h>
 
 #include "cuda_test_util.h"
@@ -37,8 +38,9 @@ struct NormData {
   Tensor gw, gb;
 };
 
-void run_input_case(const InputCase& c, DType io, uint64_t seed) {
-  SCOPED_TRACE(std::string(c.name) + " " + dtype_name(io));
+// io: the streams' dtype; act: z's (kernels/cuda/siamese.h).
+void run_input_case(const InputCase& c, DType io, uint64_t seed, DType act) {
+  SCOPED_TRACE(std::string(c.name) + " " + dtype_name(io) + " act " + dtype_name(act));
   const int64_t rows = c.samples * c.rows_per_sample, d = c.d, ld = 6 * d;
   const size_t n = static_cast<size_t>(rows * d), nmod = static_cast<size_t>(c.samples * ld);
   const auto x = representable(randn(n, seed, 1.5, 0.5), io);
@@ -76,7 +78,7 @@ void run_input_case(const InputCase& c, DType io, uint64_t seed) {
 
   Tensor gx = to_device(x, io), gy = to_device(y, io), gmod = to_device(mod, io);
   cuda::SiameseInputArgs ga;
-  ga.rows = rows, ga.d = d, ga.eps = 1e-6f, ga.io = io;
+  ga.rows = rows, ga.d = d, ga.eps = 1e-6f, ga.io = io, ga.act = act;
   ga.x = c.has_x ? gx.raw() : nullptr;
   ga.y = c.has_y ? gy.raw() : nullptr;
   ga.post = gn[0], ga.pre = gn[1], ga.input = gn[2];
@@ -86,19 +88,19 @@ void run_input_case(const InputCase& c, DType io, uint64_t seed) {
   // Forward. Disabled statistic slots must stay untouched: both start equal.
   std::vector<float> u(n), z(n), mean = stats0, rstd = stats0;
   cpu::siamese_input_forward(ca, u.data(), z.data(), mean.data(), rstd.data(), false);
-  Tensor gu = device_filled(n, io, {}), gz = device_filled(n, io, {});
+  Tensor gu = device_filled(n, io, {}), gz = device_filled(n, act, {});
   Tensor gmean = to_device(stats0, DType::F32), grstd = to_device(stats0, DType::F32);
   cuda::siamese_input_forward(ga, gu.raw(), gz.raw(), gmean.f32(), grstd.f32(), false);
   expect_close(to_host(gu), u, out_tol(io), "u");
-  expect_close(to_host(gz), z, out_tol(io), "z");
+  expect_close(to_host(gz), z, out_tol(act), "z");
   expect_close(to_host(gmean), mean, 1e-5, "mean");
   expect_close(to_host(grstd), rstd, 1e-5, "rstd");
 
   // Recompute with the CPU's saved statistics, without u.
   Tensor smean = to_device(mean, DType::F32), srstd = to_device(rstd, DType::F32);
-  Tensor gz2 = device_filled(n, io, {});
+  Tensor gz2 = device_filled(n, act, {});
   cuda::siamese_input_forward(ga, nullptr, gz2.raw(), smean.f32(), srstd.f32(), true);
-  expect_close(to_host(gz2), z, out_tol(io), "z (use_saved_stats)");
+  expect_close(to_host(gz2), z, out_tol(act), "z (use_saved_stats)");
 
   // Backward; parameter gradients accumulate onto nonzero values.
   std::vector<std::vector<float>> pg0(6);
@@ -166,13 +168,20 @@ const InputCase kInputCases[] = {
 TEST(CudaSiamese, InputMatchesCpuFp32) {
   VT_SKIP_WITHOUT_GPU();
   uint64_t seed = 100;
-  for (const auto& c : kInputCases) run_input_case(c, DType::F32, seed += 100);
+  for (const auto& c : kInputCases) run_input_case(c, DType::F32, seed += 100, DType::F32);
 }
 
 TEST(CudaSiamese, InputMatchesCpuBf16) {
   VT_SKIP_WITHOUT_GPU();
   uint64_t seed = 5100;
-  for (const auto& c : kInputCases) run_input_case(c, DType::BF16, seed += 100);
+  for (const auto& c : kInputCases) run_input_case(c, DType::BF16, seed += 100, DType::BF16);
+}
+
+// bf16 training: fp32 streams in, z written in bf16 (statistics fp32).
+TEST(CudaSiamese, InputMatchesCpuFp32StreamsBf16Z) {
+  VT_SKIP_WITHOUT_GPU();
+  uint64_t seed = 15100;
+  for (const auto& c : kInputCases) run_input_case(c, DType::F32, seed += 100, DType::BF16);
 }
 
 struct ResidualCase {
@@ -182,11 +191,12 @@ struct ResidualCase {
   float inv_c;
 };
 
-void run_residual_case(const ResidualCase& c, DType io, uint64_t seed) {
-  SCOPED_TRACE(std::string(c.name) + " " + dtype_name(io));
+// io: the streams' dtype; act: f's and df's (kernels/cuda/siamese.h).
+void run_residual_case(const ResidualCase& c, DType io, uint64_t seed, DType act) {
+  SCOPED_TRACE(std::string(c.name) + " " + dtype_name(io) + " act " + dtype_name(act));
   const int64_t rows = c.samples * c.rows_per_sample, d = c.d, ld = 6 * d;
   const size_t n = static_cast<size_t>(rows * d), nmod = static_cast<size_t>(c.samples * ld);
-  const auto u = representable(randn(n, seed), io), f = representable(randn(n, seed + 1), io),
+  const auto u = representable(randn(n, seed), io), f = representable(randn(n, seed + 1), act),
              y = representable(randn(n, seed + 2), io), mod = representable(randn(nmod, seed + 3), io),
              dxo = representable(randn(n, seed + 4), io), dyo = representable(randn(n, seed + 5), io),
              dmod0 = representable(randn(nmod, seed + 6), io);
@@ -204,22 +214,22 @@ void run_residual_case(const ResidualCase& c, DType io, uint64_t seed) {
                                  c.gate ? dmod.data() + 5 * d : nullptr);
 
   // In place (x_out aliasing u, y_out aliasing y), as the block uses it.
-  Tensor gu = to_device(u, io), gf = to_device(f, io), gy = to_device(y, io), gmod = to_device(mod, io),
+  Tensor gu = to_device(u, io), gf = to_device(f, act), gy = to_device(y, io), gmod = to_device(mod, io),
          gdrop = to_device(drop, DType::F32);
   cuda::SiameseResidualArgs ga;
-  ga.rows = rows, ga.d = d, ga.io = io, ga.u = c.has_u ? gu.raw() : nullptr, ga.f = gf.raw();
+  ga.rows = rows, ga.d = d, ga.io = io, ga.act = act, ga.u = c.has_u ? gu.raw() : nullptr, ga.f = gf.raw();
   ga.y = c.has_y ? gy.raw() : nullptr;
   ga.gate = c.gate ? at(gmod, 5 * d) : nullptr, ga.gate_ld = ld;
   ga.drop_scale = c.drop ? gdrop.f32() : nullptr, ga.rows_per_sample = c.rows_per_sample, ga.inv_c = c.inv_c;
   // The backward reads u/y only through f, so run it before the in-place forward.
-  Tensor gdxo = to_device(dxo, io), gdyo = to_device(dyo, io), gdf = device_filled(n, io, dxo),
+  Tensor gdxo = to_device(dxo, io), gdyo = to_device(dyo, io), gdf = device_filled(n, act, dxo),
          gdmod = to_device(dmod0, io);
   cuda::siamese_residual_backward(ga, c.has_u ? gdxo.raw() : nullptr, c.has_y ? gdyo.raw() : nullptr, gdf.raw(),
                                   c.gate ? at_mut(gdmod, 5 * d) : nullptr);
   cuda::siamese_residual_forward(ga, c.has_u ? gu.raw() : nullptr, c.has_y ? gy.raw() : nullptr);
   if (c.has_u) expect_close(to_host(gu), xo, out_tol(io), "x_out");
   if (c.has_y) expect_close(to_host(gy), yo, out_tol(io), "y_out");
-  expect_close(to_host(gdf), df, out_tol(io), "df");
+  expect_close(to_host(gdf), df, out_tol(act), "df");
   expect_close(to_host(gdmod), dmod, out_tol(io), "dgate");
 }
 
@@ -234,13 +244,20 @@ const ResidualCase kResidualCases[] = {
 TEST(CudaSiamese, ResidualMatchesCpuFp32) {
   VT_SKIP_WITHOUT_GPU();
   uint64_t seed = 9100;
-  for (const auto& c : kResidualCases) run_residual_case(c, DType::F32, seed += 100);
+  for (const auto& c : kResidualCases) run_residual_case(c, DType::F32, seed += 100, DType::F32);
 }
 
 TEST(CudaSiamese, ResidualMatchesCpuBf16) {
   VT_SKIP_WITHOUT_GPU();
   uint64_t seed = 12100;
-  for (const auto& c : kResidualCases) run_residual_case(c, DType::BF16, seed += 100);
+  for (const auto& c : kResidualCases) run_residual_case(c, DType::BF16, seed += 100, DType::BF16);
+}
+
+// bf16 training: a bf16 f added to fp32 streams in fp32, df written in bf16.
+TEST(CudaSiamese, ResidualMatchesCpuFp32StreamsBf16F) {
+  VT_SKIP_WITHOUT_GPU();
+  uint64_t seed = 18100;
+  for (const auto& c : kResidualCases) run_residual_case(c, DType::F32, seed += 100, DType::BF16);
 }
 
 TEST(CudaSiamese, BackwardIsDeterministic) {

@@ -3,7 +3,8 @@
 // CutMix, drop path, EMA and gradient clipping on, 10 steps. The CPU run is
 // the oracle: fp32 losses within 1e-5 relative at every step and every
 // parameter, EMA weight and AdamW moment within 1e-5 after 10 steps; bf16
-// GEMMs keep the losses within 2e-2 relative. A CPU checkpoint resumed on
+// (GEMMs and activations, attention on bf16 q/k/v in every step) keeps the
+// losses within 2e-2 relative. A CPU checkpoint resumed on
 // the GPU continues with the CPU's losses, and steps after the first make no
 // cudaMalloc (the workspaces are planned once, the caching allocator serves
 // the rest), and the host reads the step records once per log interval.
@@ -81,10 +82,15 @@ TEST_F(DeitTrainEmu, PreNormFp32MatchesCpu) { expect_fp32_agreement("pre"); }
 
 TEST_F(DeitTrainEmu, SiameseBf16LossesWithinTolerance) {
   const auto cpu = train("cpu", "siamese", {"device=cpu"});
-  const auto gpu = train("gpu", "siamese", {"device=cuda", "precision=bf16"});
+  std::vector<double> gpu;
+  const AttentionCalls calls = vt_test::attention_calls_during(
+      [&] { gpu = train("gpu", "siamese", {"device=cuda", "precision=bf16"}); });
   vt_test::expect_losses_close(gpu, cpu, 2e-2, "siamese bf16");
   // bf16 GEMMs really ran: the losses are not the fp32 ones bit for bit.
   EXPECT_NE(gpu, cpu);
+  // And bf16 activations: attention got bf16 q/k/v in every step and the
+  // final evaluations (model and EMA).
+  vt_test::expect_bf16_attention(calls, 10 * 2);  // 10 steps x depth 2
 }
 
 TEST_F(DeitTrainEmu, CpuCheckpointResumesOnGpu) {

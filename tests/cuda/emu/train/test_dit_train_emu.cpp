@@ -2,7 +2,8 @@
 // against the same code on the CPU: a tiny DiT (SiameseNorm, label dropout, the t = 0 likelihood term, gradient clipping and EMA on)
 // trains 10 steps; the CPU run is the oracle. fp32: the loss of every step
 // within 1e-5 relative and every parameter, EMA weight and AdamW moment
-// within 1e-5 after 10 steps; bf16 GEMMs keep the losses within 2e-2. A CPU
+// within 1e-5 after 10 steps; bf16 (GEMMs and activations, attention on bf16
+// q/k/v in every step) keeps the losses within 2e-2. A CPU
 // checkpoint resumed on the GPU continues with the CPU's losses, and DDIM
 // sampling of the trained model (classifier-free guidance on, eta > 0, so
 // guidance and noise both count) gives the CPU sampler's latents. A NaN
@@ -79,9 +80,12 @@ TEST_F(DitTrainEmu, SiameseFp32MatchesCpu) { expect_fp32_agreement("siamese"); }
 
 TEST_F(DitTrainEmu, SiameseBf16LossesWithinTolerance) {
   const auto cpu = train("cpu", "siamese", {"device=cpu"});
-  const auto gpu = train("gpu", "siamese", {"device=cuda", "precision=bf16"});
+  std::vector<double> gpu;
+  const AttentionCalls calls = vt_test::attention_calls_during(
+      [&] { gpu = train("gpu", "siamese", {"device=cuda", "precision=bf16"}); });
   vt_test::expect_losses_close(gpu, cpu, 2e-2, "siamese bf16");
   EXPECT_NE(gpu, cpu);  // the bf16 GEMMs really ran
+  vt_test::expect_bf16_attention(calls, 10 * 2);  // 10 steps x depth 2
 }
 
 TEST_F(DitTrainEmu, CpuCheckpointResumesOnGpu) {

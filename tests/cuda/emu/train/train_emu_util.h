@@ -16,6 +16,7 @@
 #include "core/philox.h"
 #include "core/safetensors.h"
 #include "core/tensor.h"
+#include "kernels/attention.h"
 
 size_t vt_emu_malloc_count();  // tests/cuda/emu/runtime.cpp: cudaMalloc calls so far
 size_t vt_emu_d2h_count();     // and device->host copies so far
@@ -59,6 +60,26 @@ inline double max_abs_diff(const std::string& file_a, const std::string& file_b,
     }
   }
   return m;
+}
+
+// The attention calls made while f() runs, by io dtype (kernels/attention.h).
+template <class F>
+vt::AttentionCalls attention_calls_during(F f) {
+  const vt::AttentionCalls a = vt::attention_calls();
+  f();
+  const vt::AttentionCalls b = vt::attention_calls();
+  return {b.forward_f32 - a.forward_f32, b.forward_bf16 - a.forward_bf16, b.backward_f32 - a.backward_f32,
+          b.backward_bf16 - a.backward_bf16, b.forward_cudnn - a.forward_cudnn};
+}
+
+// A bf16 run's attention saw only BF16 q/k/v (bf16 activations reach the
+// attention kernels, cuDNN's SDPA on a GPU): `backward_calls` backward calls
+// (steps x depth), at least as many forward ones (evaluation adds some).
+inline void expect_bf16_attention(const vt::AttentionCalls& c, int64_t backward_calls) {
+  EXPECT_EQ(c.forward_f32, 0);
+  EXPECT_EQ(c.backward_f32, 0);
+  EXPECT_EQ(c.backward_bf16, backward_calls);
+  EXPECT_GE(c.forward_bf16, backward_calls);
 }
 
 // A latent shard for the tiny DiT runs: DIR/shard_000.safetensors with n
