@@ -302,6 +302,136 @@ __global__ void input_backward_rows_kernel(SiameseInputArgs a, const float* __re
   }
 }
 
+// Warp-per-row twin of input_backward_rows_kernel for d <= kWarpRowMaxD:
+// x, y and s (then ds) stay in registers; dz, scale and du are re-read per
+// pass (L1/L2 hits), as the block kernel re-reads them.
+template <typename T, int V>
+__global__ void input_backward_rows_warp_kernel(SiameseInputArgs a, const float* __restrict__ mean,
+                                                const float* __restrict__ rstd, SiameseInputGradArgs g,
+                                                float* red) {
+  const int64_t d = a.d, rows = a.rows, r = warp_row();
+  if (r >= rows) return;  // a whole warp leaves: no shuffle waits on it
+  const LaneRow<V> L{d, static_cast<int>(threadIdx.x & 31)};
+  constexpr int C = LaneRow<V>::C;
+  const T* x = row_ptr<T>(a.x, r * d);
+  const T* y = row_ptr<T>(a.y, r * d);
+  const T* dz = row_ptr<T>(g.dz, r * d);
+  const T* du = x ? row_ptr<T>(g.du, r * d) : nullptr;
+  const T* dpass = y ? row_ptr<T>(g.dy_pass, r * d) : nullptr;
+  const T* sc = a.shift ? row_ptr<T>(a.scale, (r / a.rows_per_sample) * a.mod_ld) : nullptr;
+  const float inv_d = 1.0f / static_cast<float>(d);
+  float mx = 0.0f, rx = 1.0f, my = 0.0f, ry = 1.0f, ms = 0.0f, rs = 1.0f;
+  if (x && a.post.enabled) mx = mean[r], rx = rstd[r];
+  if (y && a.pre.enabled) my = mean[rows + r], ry = rstd[rows + r];
+  if (a.input.enabled) ms = mean[2 * rows + r], rs = rstd[2 * rows + r];
+  float xs[kLaneElems], ys[kLaneElems], sv[kLaneElems];
+  if (x) L.load(x, xs);
+  if (y) L.load(y, ys);
+  // dn = dz * (1 + scale) of chunk c.
+  auto load_dn = [&](int c, float* dn) {
+    ld_vec<V>(dz, L.col(c), dn);
+    if (sc) {
+      float t[V];
+      ld_vec<V>(sc, L.col(c), t);
+#pragma unroll
+      for (int k = 0; k < V; ++k) dn[k] *= 1.0f + t[k];
+    }
+  };
+
+  // Recompute s; the input norm's sums of g = dn * w_in and g * s_hat.
+  float si0 = 0.0f, si1 = 0.0f;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    if (!L.has(c)) continue;
+    float dn[V];
+    load_dn(c, dn);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const int i = c * V + k;
+      const int64_t j = L.col(c) + k;
+      float u = 0.0f, v = 0.0f;
+      if (x) u = a.post.enabled ? (xs[i] - mx) * rx * wt(a.post.weight, j) + bs(a.post.bias, j) : xs[i];
+      if (y) v = a.pre.enabled ? (ys[i] - my) * ry * wt(a.pre.weight, j) + bs(a.pre.bias, j) : ys[i];
+      sv[i] = u + v;
+      if (a.input.enabled) {
+        const float gg = dn[k] * wt(a.input.weight, j);
+        si0 += gg;
+        si1 += gg * ((sv[i] - ms) * rs);
+      }
+    }
+  }
+  float ai = 0.0f, bi = 0.0f;
+  if (a.input.enabled) {
+    ai = warp_sum(si0) * inv_d, bi = warp_sum(si1) * inv_d;
+    if (red && L.lane == 0) red[r] = ai, red[rows + r] = bi;
+  }
+  // ds; the post/pre norms' sums (post: g = (du + ds) w_post, pre: g = ds w_pre).
+  float sp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    if (!L.has(c)) continue;
+    float dn[V], dup[V];
+    load_dn(c, dn);
+    if (du) ld_vec<V>(du, L.col(c), dup);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const int i = c * V + k;
+      const int64_t j = L.col(c) + k;
+      float ds = dn[k];
+      if (a.input.enabled) ds = rs * (dn[k] * wt(a.input.weight, j) - ai - (sv[i] - ms) * rs * bi);
+      sv[i] = ds;
+      if (x && a.post.enabled) {
+        const float gg = ((du ? dup[k] : 0.0f) + ds) * wt(a.post.weight, j);
+        sp[0] += gg;
+        sp[1] += gg * ((xs[i] - mx) * rx);
+      }
+      if (y && a.pre.enabled) {
+        const float gg = ds * wt(a.pre.weight, j);
+        sp[2] += gg;
+        sp[3] += gg * ((ys[i] - my) * ry);
+      }
+    }
+  }
+  if ((x && a.post.enabled) || (y && a.pre.enabled)) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) sp[q] = warp_sum(sp[q]);
+  }
+  const float ap = sp[0] * inv_d, bp = sp[1] * inv_d, aq = sp[2] * inv_d, bq = sp[3] * inv_d;
+  T* dx = (x && g.dx) ? static_cast<T*>(g.dx) + r * d : nullptr;
+  T* dy = (y && g.dy) ? static_cast<T*>(g.dy) + r * d : nullptr;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    if (!L.has(c)) continue;
+    if (dx) {
+      float dup[V], o[V];
+      if (du) ld_vec<V>(du, L.col(c), dup);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const int i = c * V + k;
+        const float dut = (du ? dup[k] : 0.0f) + sv[i];
+        o[k] = a.post.enabled ? rx * (dut * wt(a.post.weight, L.col(c) + k) - ap - (xs[i] - mx) * rx * bp) : dut;
+      }
+      st_vec<V>(dx, L.col(c), o);
+    }
+    if (dy) {
+      // dy may alias dy_pass: this lane reads the chunk before writing it.
+      float o[V];
+      if (dpass) {
+        ld_vec<V>(dpass, L.col(c), o);
+      } else {
+#pragma unroll
+        for (int k = 0; k < V; ++k) o[k] = 0.0f;
+      }
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const int i = c * V + k;
+        o[k] += a.pre.enabled ? ry * (sv[i] * wt(a.pre.weight, L.col(c) + k) - aq - (ys[i] - my) * ry * bq) : sv[i];
+      }
+      st_vec<V>(dy, L.col(c), o);
+    }
+  }
+}
+
 // The elementwise quantities of row r, column j that the parameter and
 // modulation gradients sum (recomputed from the saved statistics).
 struct Elem {
@@ -496,6 +626,12 @@ bool input_vec_ok(const SiameseInputArgs& a, const void* u, const void* z) {
   return vec_ok<T, A>(a.d, {a.x, a.y, u, a.shift, a.scale}, {z});
 }
 
+template <typename T>
+bool input_bwd_vec_ok(const SiameseInputArgs& a, const SiameseInputGradArgs& g) {
+  if (a.shift && a.mod_ld % vec_width<T>() != 0) return false;
+  return vec_ok<T, T>(a.d, {a.x, a.y, a.shift ? a.scale : nullptr, g.dz, g.du, g.dy_pass, g.dx, g.dy}, {});
+}
+
 template <typename T, typename A>
 bool residual_vec_ok(const SiameseResidualArgs& a, std::initializer_list<const void*> t_ptrs, const void* f) {
   if (a.gate && a.gate_ld % vec_width<T>() != 0) return false;
@@ -551,10 +687,18 @@ void siamese_input_backward(const SiameseInputArgs& a, const float* mean, const 
     throw std::invalid_argument(std::string(op) + ": too many rows " + std::to_string(a.rows));
   const int64_t samples = want_mod ? samples_of(op, a.rows, a.rows_per_sample) : 0;
   Workspace red(want_red ? static_cast<size_t>(2 * a.rows) * sizeof(float) : 0);
-  const size_t smem = static_cast<size_t>(3 * a.d) * sizeof(float);
-  VT_CUDA_DISPATCH_IO(op, a.io, T,
-                      input_backward_rows_kernel<T><<<static_cast<unsigned>(a.rows), row_threads(a.d), smem,
-                                                      stream>>>(a, mean, rstd, g, red.f32()));
+  if (a.d <= kWarpRowMaxD) {
+    VT_CUDA_DISPATCH_IO(op, a.io, T,
+                        VT_ROW_VEC_DISPATCH((input_bwd_vec_ok<T>(a, g)), T, V,
+                                            auto k = input_backward_rows_warp_kernel<T, V>;
+                                            k<<<warp_row_blocks(a.rows), 32 * kWarpRows, 0, stream>>>(
+                                                a, mean, rstd, g, red.f32())));
+  } else {
+    const size_t smem = static_cast<size_t>(3 * a.d) * sizeof(float);
+    VT_CUDA_DISPATCH_IO(op, a.io, T,
+                        input_backward_rows_kernel<T><<<static_cast<unsigned>(a.rows), row_threads(a.d), smem,
+                                                        stream>>>(a, mean, rstd, g, red.f32()));
+  }
   check_launch(op);
   if (want_params) {
     // Only the accumulators of enabled norms with a stream are meaningful.
