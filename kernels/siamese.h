@@ -29,7 +29,8 @@
 // Errors: std::invalid_argument naming the op, the tensor and its shape.
 // CPU: OpenMP over rows; parameter gradients over column blocks with double
 // accumulators (results independent of the thread count). CUDA:
-// kernels/cuda/siamese.h, one block per row, deterministic column sums
+// kernels/cuda/siamese.h, one warp per row (d <= 1024, else one block per
+// row), deterministic column sums
 // (all-bf16 I/O through the raw vt::cuda API).
 #pragma once
 #include "core/tensor.h"

@@ -1,8 +1,10 @@
 #include "kernels/cuda/layernorm.h"
 
+#include <initializer_list>
 #include <string>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/row_warp.cuh"
 
 namespace vt {
 namespace cuda {
@@ -11,7 +13,9 @@ namespace {
 
 using namespace detail;
 
-// Rows live in dynamic shared memory; 48 KiB is the launch default.
+// Rows up to kWarpRowMaxD take the warp-per-row kernels (registers, vector
+// loads). Wider rows take the block-per-row kernels, whose rows live in
+// dynamic shared memory; 48 KiB is the launch default.
 constexpr int64_t kMaxSmemFloats = 12288 - 256;  // 48 KiB minus 1 KiB for block_sum slots
 
 void check_width(const char* op, int64_t d, int64_t copies) {
@@ -85,6 +89,83 @@ __global__ void ln_backward_dx_kernel(const T* dy, const T* __restrict__ x, cons
   }
 }
 
+// Warp-per-row twins of the two kernels above for d <= kWarpRowMaxD
+// (row_warp.cuh): the row stays in registers, V-wide loads.
+template <typename T, int V>
+__global__ void ln_forward_warp_kernel(const T* x, const float* __restrict__ w,
+                                       const float* __restrict__ b, float eps, int64_t rows, int64_t d, T* y,
+                                       float* mean, float* rstd) {
+  const int64_t r = warp_row();
+  if (r >= rows) return;  // a whole warp leaves: no shuffle waits on it
+  const LaneRow<V> L{d, static_cast<int>(threadIdx.x & 31)};
+  float v[kLaneElems];
+  L.load(x + r * d, v);  // the whole row is read before y (which may alias x) is written
+  float mu, rs;
+  L.mean_rstd(v, eps, mu, rs);
+  if (L.lane == 0) {
+    if (mean) mean[r] = mu;
+    if (rstd) rstd[r] = rs;
+  }
+#pragma unroll
+  for (int c = 0; c < LaneRow<V>::C; ++c) {
+    if (!L.has(c)) continue;
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const int64_t j = L.col(c) + k;
+      float t = (v[c * V + k] - mu) * rs;
+      if (w) t *= w[j];
+      if (b) t += b[j];
+      v[c * V + k] = t;
+    }
+  }
+  L.store(y + r * d, v);
+}
+
+template <typename T, int V>
+__global__ void ln_backward_dx_warp_kernel(const T* dy, const T* __restrict__ x, const float* __restrict__ w,
+                                           const float* __restrict__ mean, const float* __restrict__ rstd,
+                                           int64_t rows, int64_t d, T* dx, bool accumulate) {
+  const int64_t r = warp_row();
+  if (r >= rows) return;
+  const LaneRow<V> L{d, static_cast<int>(threadIdx.x & 31)};
+  float g[kLaneElems], h[kLaneElems];
+  L.load(dy + r * d, g);
+  L.load(x + r * d, h);
+  const float mu = mean[r], rs = rstd[r];
+  float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+  for (int c = 0; c < LaneRow<V>::C; ++c) {
+    if (!L.has(c)) continue;
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const int i = c * V + k;
+      if (w) g[i] *= w[L.col(c) + k];
+      h[i] = (h[i] - mu) * rs;
+      s0 += g[i];
+      s1 += g[i] * h[i];
+    }
+  }
+  const float inv_d = 1.0f / static_cast<float>(d);
+  const float a = warp_sum(s0) * inv_d, bb = warp_sum(s1) * inv_d;
+  float old[kLaneElems];
+  if (accumulate) L.load(dx + r * d, old);
+#pragma unroll
+  for (int i = 0; i < kLaneElems; ++i) {
+    const float v = rs * (g[i] - a - h[i] * bb);
+    g[i] = accumulate ? old[i] + v : v;
+  }
+  L.store(dx + r * d, g);  // dy (which dx may alias) was read in full above
+}
+
+// 128-bit loads need d a multiple of the vector width and aligned rows.
+template <typename T>
+bool ln_vec_ok(int64_t d, std::initializer_list<const void*> rows) {
+  if (d % vec_width<T>() != 0) return false;
+  for (const void* p : rows)
+    if (!aligned_to(p, sizeof(T) * vec_width<T>())) return false;
+  return true;
+}
+
 // Per (column, 64-row chunk): sums of dy * x_hat and dy.
 template <typename T>
 __global__ void ln_param_partials_kernel(const T* __restrict__ dy, const T* __restrict__ x,
@@ -111,6 +192,15 @@ void layernorm_forward(const void* x, const float* weight, const float* bias, fl
   const char* op = "cuda::layernorm_forward";
   if (rows == 0 || d == 0) return;
   check_width(op, d, 1);
+  if (d <= kWarpRowMaxD) {
+    VT_CUDA_DISPATCH_IO(op, io, T, VT_ROW_VEC_DISPATCH(ln_vec_ok<T>(d, {x, y}), T, V,
+                                                      auto k = ln_forward_warp_kernel<T, V>;
+                                                      k<<<warp_row_blocks(rows), 32 * kWarpRows, 0, stream>>>(
+                                                          static_cast<const T*>(x), weight, bias, eps, rows, d,
+                                                          static_cast<T*>(y), mean, rstd)));
+    check_launch(op);
+    return;
+  }
   const int threads = row_threads(d);
   const size_t smem = static_cast<size_t>(d) * sizeof(float);
   VT_CUDA_DISPATCH_IO(op, io, T,
@@ -138,6 +228,16 @@ void layernorm_backward(const void* dy, const void* x, const float* weight, cons
     finalize_chunks<2>(ws.f32(), chunks, d, ChunkOutputs<2>{{dweight, dbias}}, stream, op);
   }
   if (!dx) return;
+  if (d <= kWarpRowMaxD) {
+    VT_CUDA_DISPATCH_IO(op, io, T, VT_ROW_VEC_DISPATCH(ln_vec_ok<T>(d, {dy, x, dx}), T, V,
+                                                      auto k = ln_backward_dx_warp_kernel<T, V>;
+                                                      k<<<warp_row_blocks(rows), 32 * kWarpRows, 0, stream>>>(
+                                                          static_cast<const T*>(dy), static_cast<const T*>(x),
+                                                          weight, mean, rstd, rows, d, static_cast<T*>(dx),
+                                                          accumulate_dx)));
+    check_launch(op);
+    return;
+  }
   const int threads = row_threads(d);
   const size_t smem = static_cast<size_t>(2 * d) * sizeof(float);
   VT_CUDA_DISPATCH_IO(op, io, T,

@@ -5,8 +5,12 @@
 // mean, rstd, dweight, dbias: fp32 (statistics and parameter gradients stay
 // fp32 in bf16 training). Any of weight/bias/mean/rstd/dweight/dbias may be
 // nullptr when absent. Arithmetic is fp32: statistics by a two-pass
-// (mean, then centred variance) block reduction, one thread block per row
-// with the row cached in shared memory (d <= 6016 for backward, 12032 forward).
+// (mean, then centred variance) reduction. Rows of d <= 1024 (forward and
+// dx): one warp per row, 4 rows per block, the row held in registers and read
+// with 128-bit loads when d is a multiple of 4 (fp32) / 8 (bf16) and the
+// pointers are 16-byte aligned, scalar loads otherwise (row_warp.cuh). Wider
+// rows: one thread block per row with the row cached in shared memory
+// (d <= 6016 for backward, 12032 forward).
 // dweight/dbias accumulate through a deterministic two-stage column sum
 // (fixed 64-row chunks, then the chunks in order): identical bits every run.
 // dx may alias dy (not when accumulating); y may alias x.

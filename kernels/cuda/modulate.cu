@@ -1,6 +1,7 @@
 #include "kernels/cuda/modulate.h"
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/row_warp.cuh"
 
 namespace vt {
 namespace cuda {
@@ -11,19 +12,25 @@ using namespace detail;
 
 // Elementwise maps over [B, T, D] with per-(b, d) vectors. kind 0: modulate
 // (out = x * (1 + a) + c), 1: gate (out = a * x), 2: modulate's dx
-// (out = x * (1 + a)), 3: gate's dx (out = x * a).
-template <typename T>
+// (out = x * (1 + a)), 3: gate's dx (out = x * a). V elements per access
+// (128-bit when D and the pointers allow, see map()); a vector never crosses
+// a row, so it shares one sample's a and c rows.
+template <typename T, int V>
 __global__ void map_kernel(const T* x, const float* __restrict__ a, int64_t ld_a, const float* __restrict__ c,
                            int64_t ld_c, T* out, int64_t T_, int64_t D, int64_t total, int kind) {
-  VT_GRID_STRIDE(i, total) {
-    const int64_t d = i % D, b = i / (T_ * D);
-    const float xv = ld(x, i), av = a[b * ld_a + d];
-    float v;
-    if (kind == 0) v = xv * (1.0f + av) + c[b * ld_c + d];
-    else if (kind == 1) v = av * xv;
-    else if (kind == 2) v = xv * (1.0f + av);
-    else v = xv * av;
-    st(out, i, v);
+  VT_GRID_STRIDE(vi, total / V) {
+    const int64_t i = vi * V, d = i % D, b = i / (T_ * D);
+    float v[V];
+    ld_vec<V>(x, i, v);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const float xv = v[k], av = a[b * ld_a + d + k];
+      if (kind == 0) v[k] = xv * (1.0f + av) + c[b * ld_c + d + k];
+      else if (kind == 1) v[k] = av * xv;
+      else if (kind == 2) v[k] = xv * (1.0f + av);
+      else v[k] = xv * av;
+    }
+    st_vec<V>(out, i, v);
   }
 }
 
@@ -45,13 +52,27 @@ __global__ void token_sums_kernel(const T* __restrict__ g, const T* __restrict__
   }
 }
 
-template <typename T>
+template <typename T, int V>
 __global__ void gate_residual_kernel(const T* __restrict__ x, const float* __restrict__ gate, int64_t ld_gate,
                                      float alpha, float* residual, int64_t T_, int64_t D, int64_t total) {
-  VT_GRID_STRIDE(i, total) {
-    const int64_t d = i % D, b = i / (T_ * D);
-    residual[i] += alpha * gate[b * ld_gate + d] * ld(x, i);
+  VT_GRID_STRIDE(vi, total / V) {
+    const int64_t i = vi * V, d = i % D, b = i / (T_ * D);
+    float xv[V], rv[V];
+    ld_vec<V>(x, i, xv);
+    ld_vec<V>(residual, i, rv);
+#pragma unroll
+    for (int k = 0; k < V; ++k) rv[k] += alpha * gate[b * ld_gate + d + k] * xv[k];
+    st_vec<V>(residual, i, rv);
   }
+}
+
+// 128-bit accesses when D is a multiple of the vector width of Tio and the
+// row tensors (of Tio, or fp32 for `f32_row`) are aligned to it.
+template <typename Tio>
+bool map_vec_ok(int64_t D, const void* x, const void* out, const float* f32_row = nullptr) {
+  constexpr int V = vec_width<Tio>();
+  return D % V == 0 && aligned_to(x, sizeof(Tio) * V) && aligned_to(out, sizeof(Tio) * V) &&
+         aligned_to(f32_row, sizeof(float) * V);
 }
 
 void map(const char* op, const void* x, const float* a, int64_t ld_a, const float* c, int64_t ld_c, void* out,
@@ -59,8 +80,10 @@ void map(const char* op, const void* x, const float* a, int64_t ld_a, const floa
   const int64_t total = B * T_ * D;
   if (total == 0) return;
   VT_CUDA_DISPATCH_IO(op, io, Tio,
-                      map_kernel<Tio><<<grid_1d(total, 256), 256, 0, stream>>>(
-                          static_cast<const Tio*>(x), a, ld_a, c, ld_c, static_cast<Tio*>(out), T_, D, total, kind));
+                      VT_ROW_VEC_DISPATCH(map_vec_ok<Tio>(D, x, out), Tio, V, auto k = map_kernel<Tio, V>;
+                                          k<<<grid_1d(total / V, 256), 256, 0, stream>>>(
+                                              static_cast<const Tio*>(x), a, ld_a, c, ld_c,
+                                              static_cast<Tio*>(out), T_, D, total, kind)));
   check_launch(op);
 }
 
@@ -107,8 +130,11 @@ void gate_residual_add(const void* x, const float* gate, int64_t ld_gate, float 
   const int64_t total = B * T * D;
   if (total == 0) return;
   VT_CUDA_DISPATCH_IO(op, io, Tio,
-                      gate_residual_kernel<Tio><<<grid_1d(total, 256), 256, 0, stream>>>(
-                          static_cast<const Tio*>(x), gate, ld_gate, alpha, residual, T, D, total));
+                      VT_ROW_VEC_DISPATCH(map_vec_ok<Tio>(D, x, nullptr, residual), Tio, V,
+                                          auto k = gate_residual_kernel<Tio, V>;
+                                          k<<<grid_1d(total / V, 256), 256, 0, stream>>>(
+                                              static_cast<const Tio*>(x), gate, ld_gate, alpha, residual, T, D,
+                                              total)));
   check_launch(op);
 }
 

@@ -1,8 +1,10 @@
 #include "kernels/cuda/siamese.h"
 
+#include <initializer_list>
 #include <string>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/row_warp.cuh"
 
 namespace vt {
 namespace cuda {
@@ -118,6 +120,87 @@ __global__ void input_forward_kernel(SiameseInputArgs a, T* u, A* z, float* mean
   }
 }
 
+// Warp-per-row twin of input_forward_kernel for d <= kWarpRowMaxD
+// (row_warp.cuh): x, y and s stay in registers, V-wide loads and stores.
+
+// v = (v - mu) * rs * weight + bias over the lane's columns, if n is enabled.
+template <int V>
+__device__ __forceinline__ void norm_lane(const LaneRow<V>& L, float (&v)[kLaneElems], const SiameseNormArgs& n,
+                                          float mu, float rs) {
+  if (!n.enabled) return;
+#pragma unroll
+  for (int c = 0; c < LaneRow<V>::C; ++c) {
+    if (!L.has(c)) continue;
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const int64_t j = L.col(c) + k;
+      v[c * V + k] = (v[c * V + k] - mu) * rs * wt(n.weight, j) + bs(n.bias, j);
+    }
+  }
+}
+
+// The statistics of norm slot `slot` (0 post, 1 pre, 2 input) of row r:
+// read back when saved, else computed from v and written.
+template <int V>
+__device__ __forceinline__ void slot_stats(const LaneRow<V>& L, const float (&v)[kLaneElems], float eps, bool saved,
+                                           float* mean, float* rstd, int64_t i, float& mu, float& rs) {
+  if (saved) {
+    mu = mean[i], rs = rstd[i];
+    return;
+  }
+  L.mean_rstd(v, eps, mu, rs);
+  if (L.lane == 0) mean[i] = mu, rstd[i] = rs;
+}
+
+template <typename T, typename A, int V>
+__global__ void input_forward_warp_kernel(SiameseInputArgs a, T* u, A* z, float* mean, float* rstd, bool saved) {
+  const int64_t d = a.d, rows = a.rows, r = warp_row();
+  if (r >= rows) return;  // a whole warp leaves: no shuffle waits on it
+  const LaneRow<V> L{d, static_cast<int>(threadIdx.x & 31)};
+  const T* x = row_ptr<T>(a.x, r * d);
+  const T* y = row_ptr<T>(a.y, r * d);
+  T* ur = u ? u + r * d : nullptr;
+  float acc[kLaneElems], v[kLaneElems];
+  // Branches depend on kernel arguments only: every warp shuffles alike.
+  if (x) {
+    L.load(x, acc);  // the row is in registers before u (which may alias x) is written
+    float mu = 0.0f, rs = 1.0f;
+    if (a.post.enabled) slot_stats(L, acc, a.eps, saved, mean, rstd, r, mu, rs);
+    norm_lane(L, acc, a.post, mu, rs);
+    if (ur) L.store(ur, acc);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kLaneElems; ++i) acc[i] = 0.0f;
+    if (ur) L.store(ur, acc);
+  }
+  if (y) {
+    L.load(y, v);
+    float mu = 0.0f, rs = 1.0f;
+    if (a.pre.enabled) slot_stats(L, v, a.eps, saved, mean, rstd, rows + r, mu, rs);
+    norm_lane(L, v, a.pre, mu, rs);
+#pragma unroll
+    for (int i = 0; i < kLaneElems; ++i) acc[i] += v[i];
+  }
+  float mu = 0.0f, rs = 1.0f;
+  if (a.input.enabled) slot_stats(L, acc, a.eps, saved, mean, rstd, 2 * rows + r, mu, rs);
+  norm_lane(L, acc, a.input, mu, rs);
+  if (a.shift) {
+    const int64_t m = (r / a.rows_per_sample) * a.mod_ld;
+    const T* sh = static_cast<const T*>(a.shift) + m;
+    const T* sc = static_cast<const T*>(a.scale) + m;
+#pragma unroll
+    for (int c = 0; c < LaneRow<V>::C; ++c) {
+      if (!L.has(c)) continue;
+      float fs[V], fc[V];
+      ld_vec<V>(sh, L.col(c), fs);
+      ld_vec<V>(sc, L.col(c), fc);
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[c * V + k] = acc[c * V + k] * (1.0f + fc[k]) + fs[k];
+    }
+  }
+  L.store(z + r * d, acc);
+}
+
 // --------------------------------------------------------------- backward
 
 // Activation gradients of one row. red [2, rows] receives the input norm's
@@ -219,6 +302,136 @@ __global__ void input_backward_rows_kernel(SiameseInputArgs a, const float* __re
   }
 }
 
+// Warp-per-row twin of input_backward_rows_kernel for d <= kWarpRowMaxD:
+// x, y and s (then ds) stay in registers; dz, scale and du are re-read per
+// pass (L1/L2 hits), as the block kernel re-reads them.
+template <typename T, int V>
+__global__ void input_backward_rows_warp_kernel(SiameseInputArgs a, const float* __restrict__ mean,
+                                                const float* __restrict__ rstd, SiameseInputGradArgs g,
+                                                float* red) {
+  const int64_t d = a.d, rows = a.rows, r = warp_row();
+  if (r >= rows) return;  // a whole warp leaves: no shuffle waits on it
+  const LaneRow<V> L{d, static_cast<int>(threadIdx.x & 31)};
+  constexpr int C = LaneRow<V>::C;
+  const T* x = row_ptr<T>(a.x, r * d);
+  const T* y = row_ptr<T>(a.y, r * d);
+  const T* dz = row_ptr<T>(g.dz, r * d);
+  const T* du = x ? row_ptr<T>(g.du, r * d) : nullptr;
+  const T* dpass = y ? row_ptr<T>(g.dy_pass, r * d) : nullptr;
+  const T* sc = a.shift ? row_ptr<T>(a.scale, (r / a.rows_per_sample) * a.mod_ld) : nullptr;
+  const float inv_d = 1.0f / static_cast<float>(d);
+  float mx = 0.0f, rx = 1.0f, my = 0.0f, ry = 1.0f, ms = 0.0f, rs = 1.0f;
+  if (x && a.post.enabled) mx = mean[r], rx = rstd[r];
+  if (y && a.pre.enabled) my = mean[rows + r], ry = rstd[rows + r];
+  if (a.input.enabled) ms = mean[2 * rows + r], rs = rstd[2 * rows + r];
+  float xs[kLaneElems], ys[kLaneElems], sv[kLaneElems];
+  if (x) L.load(x, xs);
+  if (y) L.load(y, ys);
+  // dn = dz * (1 + scale) of chunk c.
+  auto load_dn = [&](int c, float* dn) {
+    ld_vec<V>(dz, L.col(c), dn);
+    if (sc) {
+      float t[V];
+      ld_vec<V>(sc, L.col(c), t);
+#pragma unroll
+      for (int k = 0; k < V; ++k) dn[k] *= 1.0f + t[k];
+    }
+  };
+
+  // Recompute s; the input norm's sums of g = dn * w_in and g * s_hat.
+  float si0 = 0.0f, si1 = 0.0f;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    if (!L.has(c)) continue;
+    float dn[V];
+    load_dn(c, dn);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const int i = c * V + k;
+      const int64_t j = L.col(c) + k;
+      float u = 0.0f, v = 0.0f;
+      if (x) u = a.post.enabled ? (xs[i] - mx) * rx * wt(a.post.weight, j) + bs(a.post.bias, j) : xs[i];
+      if (y) v = a.pre.enabled ? (ys[i] - my) * ry * wt(a.pre.weight, j) + bs(a.pre.bias, j) : ys[i];
+      sv[i] = u + v;
+      if (a.input.enabled) {
+        const float gg = dn[k] * wt(a.input.weight, j);
+        si0 += gg;
+        si1 += gg * ((sv[i] - ms) * rs);
+      }
+    }
+  }
+  float ai = 0.0f, bi = 0.0f;
+  if (a.input.enabled) {
+    ai = warp_sum(si0) * inv_d, bi = warp_sum(si1) * inv_d;
+    if (red && L.lane == 0) red[r] = ai, red[rows + r] = bi;
+  }
+  // ds; the post/pre norms' sums (post: g = (du + ds) w_post, pre: g = ds w_pre).
+  float sp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    if (!L.has(c)) continue;
+    float dn[V], dup[V];
+    load_dn(c, dn);
+    if (du) ld_vec<V>(du, L.col(c), dup);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const int i = c * V + k;
+      const int64_t j = L.col(c) + k;
+      float ds = dn[k];
+      if (a.input.enabled) ds = rs * (dn[k] * wt(a.input.weight, j) - ai - (sv[i] - ms) * rs * bi);
+      sv[i] = ds;
+      if (x && a.post.enabled) {
+        const float gg = ((du ? dup[k] : 0.0f) + ds) * wt(a.post.weight, j);
+        sp[0] += gg;
+        sp[1] += gg * ((xs[i] - mx) * rx);
+      }
+      if (y && a.pre.enabled) {
+        const float gg = ds * wt(a.pre.weight, j);
+        sp[2] += gg;
+        sp[3] += gg * ((ys[i] - my) * ry);
+      }
+    }
+  }
+  if ((x && a.post.enabled) || (y && a.pre.enabled)) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) sp[q] = warp_sum(sp[q]);
+  }
+  const float ap = sp[0] * inv_d, bp = sp[1] * inv_d, aq = sp[2] * inv_d, bq = sp[3] * inv_d;
+  T* dx = (x && g.dx) ? static_cast<T*>(g.dx) + r * d : nullptr;
+  T* dy = (y && g.dy) ? static_cast<T*>(g.dy) + r * d : nullptr;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    if (!L.has(c)) continue;
+    if (dx) {
+      float dup[V], o[V];
+      if (du) ld_vec<V>(du, L.col(c), dup);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const int i = c * V + k;
+        const float dut = (du ? dup[k] : 0.0f) + sv[i];
+        o[k] = a.post.enabled ? rx * (dut * wt(a.post.weight, L.col(c) + k) - ap - (xs[i] - mx) * rx * bp) : dut;
+      }
+      st_vec<V>(dx, L.col(c), o);
+    }
+    if (dy) {
+      // dy may alias dy_pass: this lane reads the chunk before writing it.
+      float o[V];
+      if (dpass) {
+        ld_vec<V>(dpass, L.col(c), o);
+      } else {
+#pragma unroll
+        for (int k = 0; k < V; ++k) o[k] = 0.0f;
+      }
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const int i = c * V + k;
+        o[k] += a.pre.enabled ? ry * (sv[i] * wt(a.pre.weight, L.col(c) + k) - aq - (ys[i] - my) * ry * bq) : sv[i];
+      }
+      st_vec<V>(dy, L.col(c), o);
+    }
+  }
+}
+
 // The elementwise quantities of row r, column j that the parameter and
 // modulation gradients sum (recomputed from the saved statistics).
 struct Elem {
@@ -310,33 +523,63 @@ __global__ void input_mod_grads_kernel(SiameseInputArgs a, const float* __restri
 
 // --------------------------------------------------------------- residual
 
-template <typename T, typename A>
+// The residual maps move V elements per access: V = vec_width<T>() when d,
+// gate_ld and every pointer allow it (residual_vec_ok), else 1. A vector
+// never crosses a row, so it shares one sample's gate row.
+template <typename T, typename A, int V>
 __global__ void residual_forward_kernel(SiameseResidualArgs a, T* x_out, T* y_out) {
-  const int64_t n = a.rows * a.d;
+  const int64_t nv = a.rows * a.d / V;
   const T* u = static_cast<const T*>(a.u);
   const A* f = static_cast<const A*>(a.f);
   const T* y = static_cast<const T*>(a.y);
   const T* gate = static_cast<const T*>(a.gate);
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = i / a.d, j = i - r * a.d, b = r / a.rows_per_sample;
+  VT_GRID_STRIDE(vi, nv) {
+    const int64_t i = vi * V, r = i / a.d, j = i - r * a.d, b = r / a.rows_per_sample;
     const float ds = a.drop_scale ? a.drop_scale[b] : 1.0f;
-    const float o = ds * (gate ? ld(gate, b * a.gate_ld + j) : 1.0f) * ld(f, i);
-    if (u) st(x_out, i, ld(u, i) + o * a.inv_c);
-    if (y) st(y_out, i, ld(y, i) + o);
+    float o[V], g[V], t[V];
+    ld_vec<V>(f, i, o);
+    if (gate) ld_vec<V>(gate, b * a.gate_ld + j, g);
+#pragma unroll
+    for (int k = 0; k < V; ++k) o[k] *= ds * (gate ? g[k] : 1.0f);
+    if (u) {
+      ld_vec<V>(u, i, t);
+#pragma unroll
+      for (int k = 0; k < V; ++k) t[k] += o[k] * a.inv_c;
+      st_vec<V>(x_out, i, t);
+    }
+    if (y) {
+      ld_vec<V>(y, i, t);
+#pragma unroll
+      for (int k = 0; k < V; ++k) t[k] += o[k];
+      st_vec<V>(y_out, i, t);
+    }
   }
 }
 
-template <typename T, typename A>
+template <typename T, typename A, int V>
 __global__ void residual_backward_kernel(SiameseResidualArgs a, const T* dx_out, const T* dy_out, A* df) {
-  const int64_t n = a.rows * a.d;
+  const int64_t nv = a.rows * a.d / V;
   const T* gate = static_cast<const T*>(a.gate);
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = i / a.d, j = i - r * a.d, b = r / a.rows_per_sample;
+  VT_GRID_STRIDE(vi, nv) {
+    const int64_t i = vi * V, r = i / a.d, j = i - r * a.d, b = r / a.rows_per_sample;
     const float ds = a.drop_scale ? a.drop_scale[b] : 1.0f;
-    const float dout = (dx_out ? ld(dx_out, i) * a.inv_c : 0.0f) + (dy_out ? ld(dy_out, i) : 0.0f);
-    st(df, i, ds * (gate ? ld(gate, b * a.gate_ld + j) : 1.0f) * dout);
+    float dout[V], t[V], g[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) dout[k] = 0.0f;
+    if (dx_out) {
+      ld_vec<V>(dx_out, i, t);
+#pragma unroll
+      for (int k = 0; k < V; ++k) dout[k] = t[k] * a.inv_c;
+    }
+    if (dy_out) {
+      ld_vec<V>(dy_out, i, t);
+#pragma unroll
+      for (int k = 0; k < V; ++k) dout[k] += t[k];
+    }
+    if (gate) ld_vec<V>(gate, b * a.gate_ld + j, g);
+#pragma unroll
+    for (int k = 0; k < V; ++k) dout[k] *= ds * (gate ? g[k] : 1.0f);
+    st_vec<V>(df, i, dout);
   }
 }
 
@@ -364,6 +607,40 @@ int64_t samples_of(const char* op, int64_t rows, int64_t rows_per_sample) {
   return samples;
 }
 
+// 128-bit access for the streams (T) and activations (A) of a launch: the
+// width divides d and every given pointer is aligned to V of its elements.
+template <typename T, typename A>
+bool vec_ok(int64_t d, std::initializer_list<const void*> t_ptrs, std::initializer_list<const void*> a_ptrs) {
+  constexpr int V = vec_width<T>();
+  if (d % V != 0) return false;
+  for (const void* p : t_ptrs)
+    if (!aligned_to(p, sizeof(T) * V)) return false;
+  for (const void* p : a_ptrs)
+    if (!aligned_to(p, sizeof(A) * V)) return false;
+  return true;
+}
+
+template <typename T, typename A>
+bool input_vec_ok(const SiameseInputArgs& a, const void* u, const void* z) {
+  if (a.shift && a.mod_ld % vec_width<T>() != 0) return false;
+  return vec_ok<T, A>(a.d, {a.x, a.y, u, a.shift, a.scale}, {z});
+}
+
+template <typename T>
+bool input_bwd_vec_ok(const SiameseInputArgs& a, const SiameseInputGradArgs& g) {
+  if (a.shift && a.mod_ld % vec_width<T>() != 0) return false;
+  return vec_ok<T, T>(a.d, {a.x, a.y, a.shift ? a.scale : nullptr, g.dz, g.du, g.dy_pass, g.dx, g.dy}, {});
+}
+
+template <typename T, typename A>
+bool residual_vec_ok(const SiameseResidualArgs& a, std::initializer_list<const void*> t_ptrs, const void* f) {
+  if (a.gate && a.gate_ld % vec_width<T>() != 0) return false;
+  std::initializer_list<const void*> mine = {a.u, a.y, a.gate};
+  for (const void* p : mine)
+    if (!aligned_to(p, sizeof(T) * vec_width<T>())) return false;
+  return vec_ok<T, A>(a.d, t_ptrs, {f});
+}
+
 unsigned col_blocks(int64_t d) { return static_cast<unsigned>((d + kColThreads - 1) / kColThreads); }
 
 // The kernels templated on the stream dtype T (args.io) and the activation
@@ -380,6 +657,15 @@ void siamese_input_forward(const SiameseInputArgs& a, void* u, void* z, float* m
   if (a.rows == 0 || a.d == 0) return;
   check_width(op, a.d);
   if (a.shift) samples_of(op, a.rows, a.rows_per_sample);
+  if (a.d <= kWarpRowMaxD) {
+    VT_SIAMESE_DISPATCH(op, a, VT_ROW_VEC_DISPATCH((input_vec_ok<T, A>(a, u, z)), T, V,
+                                                   auto k = input_forward_warp_kernel<T, A, V>;
+                                                   k<<<warp_row_blocks(a.rows), 32 * kWarpRows, 0, stream>>>(
+                                                       a, static_cast<T*>(u), static_cast<A*>(z), mean, rstd,
+                                                       use_saved_stats)));
+    check_launch(op);
+    return;
+  }
   const size_t smem = static_cast<size_t>(2 * a.d) * sizeof(float);
   VT_SIAMESE_DISPATCH(op, a, auto k = input_forward_kernel<T, A>;
                       k<<<static_cast<unsigned>(a.rows), row_threads(a.d), smem, stream>>>(
@@ -401,10 +687,18 @@ void siamese_input_backward(const SiameseInputArgs& a, const float* mean, const 
     throw std::invalid_argument(std::string(op) + ": too many rows " + std::to_string(a.rows));
   const int64_t samples = want_mod ? samples_of(op, a.rows, a.rows_per_sample) : 0;
   Workspace red(want_red ? static_cast<size_t>(2 * a.rows) * sizeof(float) : 0);
-  const size_t smem = static_cast<size_t>(3 * a.d) * sizeof(float);
-  VT_CUDA_DISPATCH_IO(op, a.io, T,
-                      input_backward_rows_kernel<T><<<static_cast<unsigned>(a.rows), row_threads(a.d), smem,
-                                                      stream>>>(a, mean, rstd, g, red.f32()));
+  if (a.d <= kWarpRowMaxD) {
+    VT_CUDA_DISPATCH_IO(op, a.io, T,
+                        VT_ROW_VEC_DISPATCH((input_bwd_vec_ok<T>(a, g)), T, V,
+                                            auto k = input_backward_rows_warp_kernel<T, V>;
+                                            k<<<warp_row_blocks(a.rows), 32 * kWarpRows, 0, stream>>>(
+                                                a, mean, rstd, g, red.f32())));
+  } else {
+    const size_t smem = static_cast<size_t>(3 * a.d) * sizeof(float);
+    VT_CUDA_DISPATCH_IO(op, a.io, T,
+                        input_backward_rows_kernel<T><<<static_cast<unsigned>(a.rows), row_threads(a.d), smem,
+                                                        stream>>>(a, mean, rstd, g, red.f32()));
+  }
   check_launch(op);
   if (want_params) {
     // Only the accumulators of enabled norms with a stream are meaningful.
@@ -434,9 +728,10 @@ void siamese_residual_forward(const SiameseResidualArgs& a, void* x_out, void* y
   const char* op = "cuda::siamese_residual_forward";
   if (a.rows == 0 || a.d == 0) return;
   if (a.gate || a.drop_scale) samples_of(op, a.rows, a.rows_per_sample);
-  VT_SIAMESE_DISPATCH(op, a, auto k = residual_forward_kernel<T, A>;
-                      k<<<grid_1d(a.rows * a.d, 256), 256, 0, stream>>>(a, static_cast<T*>(x_out),
-                                                                         static_cast<T*>(y_out)));
+  VT_SIAMESE_DISPATCH(op, a, VT_ROW_VEC_DISPATCH((residual_vec_ok<T, A>(a, {x_out, y_out}, a.f)), T, V,
+                                                 auto k = residual_forward_kernel<T, A, V>;
+                                                 k<<<grid_1d(a.rows * a.d / V, 256), 256, 0, stream>>>(
+                                                     a, static_cast<T*>(x_out), static_cast<T*>(y_out))));
   check_launch(op);
 }
 
@@ -445,9 +740,11 @@ void siamese_residual_backward(const SiameseResidualArgs& a, const void* dx_out,
   const char* op = "cuda::siamese_residual_backward";
   if (a.rows == 0 || a.d == 0) return;
   const int64_t samples = (a.gate || a.drop_scale) ? samples_of(op, a.rows, a.rows_per_sample) : 0;
-  VT_SIAMESE_DISPATCH(op, a, auto k = residual_backward_kernel<T, A>;
-                      k<<<grid_1d(a.rows * a.d, 256), 256, 0, stream>>>(
-                          a, static_cast<const T*>(dx_out), static_cast<const T*>(dy_out), static_cast<A*>(df)));
+  VT_SIAMESE_DISPATCH(op, a, VT_ROW_VEC_DISPATCH((residual_vec_ok<T, A>(a, {dx_out, dy_out}, df)), T, V,
+                                                 auto k = residual_backward_kernel<T, A, V>;
+                                                 k<<<grid_1d(a.rows * a.d / V, 256), 256, 0, stream>>>(
+                                                     a, static_cast<const T*>(dx_out),
+                                                     static_cast<const T*>(dy_out), static_cast<A*>(df))));
   check_launch(op);
   if (!dgate || !a.gate) return;
   const dim3 grid(col_blocks(a.d), static_cast<unsigned>(samples));

@@ -18,8 +18,12 @@
 // statistics are fp32. shift/scale/gate and dshift/dscale/dgate are [B, ld]
 // row-strided (column slices of the adaLN output).
 //
-// Kernels: one thread block per row, the row's x, y and s cached in shared
-// memory (d <= 4010), block reductions by warp shuffles. Parameter gradients
+// Kernels: the input kernels run one warp per row for d <= 1024 (4 rows per
+// block; x, y and s in registers; 128-bit loads when d is a multiple of 4
+// (fp32 streams) / 8 (bf16) and the pointers are aligned, else scalar;
+// warp-shuffle statistics), one thread block per row with x, y and s cached
+// in shared memory for wider rows (d <= 4010). The residual kernels are
+// elementwise with 128-bit accesses under the same conditions. Parameter gradients
 // accumulate and dshift/dscale/dgate are written through deterministic
 // column sums (fixed 64-row chunks added in order; per-sample sums in row
 // order), so repeated runs give identical bits. Aliasing as on the CPU: u may

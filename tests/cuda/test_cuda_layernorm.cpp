@@ -83,12 +83,51 @@ TEST(CudaLayerNorm, MatchesCpuFp32) {
   run_case({130, 100, true, false, DType::F32}, 20);  // d not a multiple of 32; 3 row chunks
   run_case({65, 2000, false, false, DType::F32}, 30); // several elements per thread
   run_case({3, 1, true, true, DType::F32}, 40);       // d = 1: x_hat = 0
+  // Rows up to 1024 take the warp-per-row kernels: 128-bit loads when d is a
+  // multiple of 4 (fp32) or 8 (bf16), scalar loads otherwise; wider rows the
+  // block-per-row kernels (2000 above, 1030 here).
+  run_case({9, 1024, true, true, DType::F32}, 41);    // vector, the widest warp row
+  run_case({11, 96, true, true, DType::F32}, 42);     // vector, 1 chunk per lane
+  run_case({7, 37, true, true, DType::F32}, 43);      // scalar
+  run_case({5, 1030, true, true, DType::F32}, 44);    // block-per-row
 }
 
 TEST(CudaLayerNorm, MatchesCpuBf16) {
   VT_SKIP_WITHOUT_GPU();
   run_case({37, 384, true, true, DType::BF16}, 50);
-  run_case({130, 100, false, true, DType::BF16}, 60);
+  run_case({130, 100, false, true, DType::BF16}, 60);  // 100: scalar in bf16
+  run_case({9, 1024, true, true, DType::BF16}, 61);
+  run_case({11, 96, true, true, DType::BF16}, 62);
+  run_case({7, 37, true, true, DType::BF16}, 63);
+}
+
+// Rows starting one element past a 16-byte boundary cannot take 128-bit
+// loads: the launch must fall back to scalar loads and still match the CPU.
+TEST(CudaLayerNorm, MisalignedRowsMatchCpu) {
+  VT_SKIP_WITHOUT_GPU();
+  for (DType io : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(io));
+    const int64_t rows = 9, d = 384;
+    const size_t n = static_cast<size_t>(rows * d);
+    const auto x = representable(randn(n + 1, 70, 2.0, 3.0), io), dy = representable(randn(n + 1, 71), io);
+    const auto w = randn(d, 72, 0.5, 1.0), b = randn(d, 73, 0.5);
+    std::vector<float> y(n), mean(rows), rstd(rows), dx(n);
+    cpu::layernorm_forward(x.data() + 1, w.data(), b.data(), 1e-6f, rows, d, y.data(), mean.data(), rstd.data());
+    cpu::layernorm_backward(dy.data() + 1, x.data() + 1, w.data(), mean.data(), rstd.data(), rows, d, dx.data(),
+                            false, nullptr, nullptr);
+    Tensor gx = to_device(x, io), gdy = to_device(dy, io), gw = to_device(w, DType::F32),
+           gb = to_device(b, DType::F32);
+    Tensor gy = device_filled(n + 1, io, {}), gdx = device_filled(n + 1, io, {}),
+           gmean = device_filled(rows, DType::F32, {}), grstd = device_filled(rows, DType::F32, {});
+    auto plus1 = [&](const Tensor& t) { return static_cast<void*>(static_cast<char*>(t.raw()) + dtype_size(io)); };
+    cuda::layernorm_forward(plus1(gx), gw.f32(), gb.f32(), 1e-6f, rows, d, plus1(gy), gmean.f32(), grstd.f32(), io);
+    cuda::layernorm_backward(plus1(gdy), plus1(gx), gw.f32(), gmean.f32(), grstd.f32(), rows, d, plus1(gdx), false,
+                             nullptr, nullptr, io);
+    const auto hy = to_host(gy), hdx = to_host(gdx);
+    expect_close(std::vector<float>(hy.begin() + 1, hy.end()), y, out_tol(io), "y");
+    expect_close(to_host(gmean), mean, 1e-5, "mean");
+    expect_close(std::vector<float>(hdx.begin() + 1, hdx.end()), dx, out_tol(io), "dx");
+  }
 }
 
 TEST(CudaLayerNorm, RejectsTooWideRows) {

@@ -161,6 +161,11 @@ const InputCase kInputCases[] = {
     {"pre_norm_y_only", 2, 5, 64, false, true, kOff, kAffine, kOff, false, false, true},
     {"pre_norm_dit", 3, 4, 64, false, true, kOff, kPlain, kOff, true, false, false},
     {"post_norm_x_only", 2, 5, 64, true, false, kOff, kOff, kOff, false, true, false},
+    // Widths: 384, 96, 1024 take the warp-per-row kernel with 128-bit loads
+    // (fp32 and bf16), 100 in fp32 only, 37 scalar loads; 1100 (> 1024) the
+    // block-per-row kernel.
+    {"dit_wide", 2, 3, 1024, true, true, kAffine, kAffine, kPlain, true, true, true},
+    {"odd_width", 3, 5, 37, true, true, kAffine, kAffine, kAffine, true, true, true},
     {"weight_only_norms", 1, 70, 1100, true, true, {true, true, false}, {true, false, true}, {true, true, false},
      false, false, false},
 };
@@ -239,6 +244,9 @@ const ResidualCase kResidualCases[] = {
     {"dit_no_drop", 2, 33, 130, true, true, true, false, 1.0f},
     {"pre_norm_y_only", 2, 5, 64, false, true, true, false, 1.0f},
     {"post_norm_x_only", 2, 5, 64, true, false, false, false, 1.0f},
+    // 1024: 128-bit accesses; 37 (and 130 in bf16): scalar.
+    {"dit_wide", 2, 3, 1024, true, true, true, true, 0.5f},
+    {"odd_width", 3, 5, 37, true, true, true, true, 0.5f},
 };
 
 TEST(CudaSiamese, ResidualMatchesCpuFp32) {
