@@ -14,7 +14,8 @@
 #   kernels   GB/s of LayerNorm and the SiameseNorm kernels vs a D2D copy
 #   attention forward+backward time of the [B,H,T,T] path, the own flash kernel and cuDNN's
 #             fused SDPA at DeiT-S and DiT-L/4 shapes (bench_attention), as ratios
-#   nccl      NCCL all-reduce bandwidth, a world of 1
+#   nccl      NCCL all-reduce bandwidth, a world of 1; a step with the all-reduce after the
+#             backward pass vs in buckets during it (time, and the same gradients)
 #   step_*    training step vs timm / DiT with torch.compile, bf16, same GPU
 #
 # A stage whose program is not in the build says "not built" (it is not a
@@ -312,7 +313,7 @@ vt_gpu_check_main() {
       attention)
         vt_stage_prog attention 60 "probs vs flash vs cuDNN SDPA, fwd+bwd" "$BUILD/bench/bench_attention" 10 ;;
       nccl)
-        vt_stage_prog nccl 45 "NCCL all-reduce, world 1" "$BUILD/bench/bench_allreduce" cifar 32 10 cuda ;;
+        vt_stage_prog nccl 45 "NCCL all-reduce, world 1; step one-shot vs bucketed" "$BUILD/bench/bench_allreduce" cifar 32 10 cuda ;;
       step_deit|step_dit)
         local tool=tools/bench_timm_step.py args="--batch 256 --iters 10"
         [ "$s" = step_dit ] && tool=tools/bench_dit_step.py args="--model DiT-L/4 --batch 256 --iters 10"
