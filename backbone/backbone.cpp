@@ -26,7 +26,11 @@ Backbone::FinalNorm Backbone::add_final(const std::string& name, bool affine) {
 
 Backbone::Backbone(ParamStore& store, const BackboneConfig& cfg) : cfg_(cfg), store_(&store) {
   cfg_.validate();
-  for (int64_t l = 0; l < cfg_.depth; ++l) blocks_.push_back(std::make_unique<Block>(store, cfg_, l));
+  grad_marks_.push_back(store.numel());
+  for (int64_t l = 0; l < cfg_.depth; ++l) {
+    blocks_.push_back(std::make_unique<Block>(store, cfg_, l));
+    grad_marks_.push_back(store.numel());
+  }
   active_ = cfg_.depth;
   alias_ = cfg_.scheme == NormScheme::MixLN;
   const bool dit = cfg_.variant == ModelVariant::DiT;
@@ -68,6 +72,7 @@ Backbone::Backbone(ParamStore& store, const BackboneConfig& cfg) : cfg_(cfg), st
     case NormScheme::Post:
     case NormScheme::DeepNorm: break;
   }
+  grad_end_ = store.numel();
 }
 
 void Backbone::set_active_depth(int64_t n) {
@@ -211,6 +216,8 @@ void Backbone::backward(const Tensor& dout, const Tensor& dh, const Tensor& dc) 
     (to_x ? gx_ : gy_).copy_from(dout);
     live_x = to_x, live_y = !to_x;
   }
+  // Final: the merge norms, and the blocks beyond the active depth (untouched).
+  store_->grads_final(grad_marks_[active_], grad_end_ - grad_marks_[active_]);
   if (cfg_.conditioned()) d_silu_.zero();
   for (int64_t l = active_ - 1; l >= 0; --l) {
     Block& b = *blocks_[l];
@@ -220,6 +227,7 @@ void Backbone::backward(const Tensor& dout, const Tensor& dh, const Tensor& dc) 
       live_x = b.uses_x(), live_y = b.uses_y();
     }
     b.backward(io(l), silu_c_, gx_, gy_, d_silu_, scratch_);
+    store_->grads_final(grad_marks_[l], grad_marks_[l + 1] - grad_marks_[l]);
   }
 
   // Ops, not host loops: dh may live on the GPU.

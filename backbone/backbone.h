@@ -44,7 +44,10 @@ class Backbone {
   void set_sample_keys(int64_t offset, int64_t stride);
   // dout [B,T,D] -> dh [B,T,D] (OVERWRITTEN), dc [B,D] (OVERWRITTEN, DiT);
   // parameter gradients ACCUMULATE into the ParamStore. Uses the activations
-  // of the last forward.
+  // of the last forward. Announces its gradient ranges as they become final
+  // (ParamStore::grads_final): the final norms with the inactive blocks
+  // first, then block l after its backward, from the last block down; they
+  // tile the backbone's part of the flat buffer.
   void backward(const Tensor& dout, const Tensor& dh, const Tensor& dc);
 
   int64_t saved_activation_bytes() const;
@@ -90,6 +93,10 @@ class Backbone {
   Tensor c_, silu_c_, d_silu_, fmean_, frstd_;
   Tensor gx_, gy_;
   BlockScratch scratch_;
+  // The flat gradient buffer's ranges: block l owns [grad_marks_[l],
+  // grad_marks_[l + 1]), the final norms [grad_marks_[depth], grad_end_).
+  std::vector<int64_t> grad_marks_;
+  int64_t grad_end_ = 0;
   int64_t B_ = 0, T_ = 0;
   Device planned_on_;  // the store's device when the workspaces were planned
   DType planned_act_ = DType::F32;  // and its activation dtype (backbone/workspace.h)

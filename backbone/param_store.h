@@ -13,6 +13,7 @@
 // count.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -115,6 +116,21 @@ class ParamStore {
   Tensor value_bf16(ParamId id) const;                          // view into weights_bf16()
   void zero_grad();
 
+  // Gradient-ready announcements, for an all-reduce that overlaps the
+  // backward pass (train/grad_allreduce_bucketed.h; torch DDP's autograd
+  // hooks): during a backward pass the model calls grads_final(offset,
+  // numel) once the gradient elements [offset, offset + numel) of grads()
+  // hold their final value for this pass (every kernel writing them has been
+  // issued, and none after this call writes them). The ranges a model
+  // announces tile [0, numel()) exactly once per backward pass (alignment
+  // padding included), in the order they become final. The hook runs on the
+  // calling thread; without one (the default) the call does nothing.
+  using GradsFinalHook = std::function<void(int64_t offset, int64_t numel)>;
+  void set_grads_final_hook(GradsFinalHook hook) { grads_final_hook_ = std::move(hook); }
+  void grads_final(int64_t offset, int64_t numel) const {
+    if (grads_final_hook_ && numel > 0) grads_final_hook_(offset, numel);
+  }
+
   // Named views (no copy) for checkpoint writing.
   std::map<std::string, Tensor> state_dict() const;
   std::map<std::string, Tensor> grad_dict() const;
@@ -133,6 +149,7 @@ class ParamStore {
   std::map<std::string, ParamId> index_;
   int64_t numel_ = 0;
   Tensor weights_, grads_, weights_bf16_;
+  GradsFinalHook grads_final_hook_;
 };
 
 }  // namespace vt

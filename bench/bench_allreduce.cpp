@@ -12,7 +12,15 @@
 // buffers on the GPU of the local rank, timed to the end of the all-reduce
 // (cudaDeviceSynchronize); with one process NCCL still runs its kernel (a
 // world of 1: what scripts/gpu_check.sh measures on a 1-GPU machine), so
-// algbw is reported for any world. Needs a build with NCCL (VT_NCCL).
+// algbw is reported for any world. Then a GPU step (forward, cross-entropy,
+// backward, gradient all-reduce) with the all-reduce after the backward pass
+// (bucket_mb 0) and in buckets issued during it (train/grad_allreduce_bucketed.h,
+// 25 MB as DDP and 5 MB): step_s to the end of the all-reduce; with several
+// ranks the difference is the all-reduce time the overlap hides. The last
+// iteration's reduced gradients of the bucketed runs must equal the one-shot
+// run's (to 1e-5 of the largest; a bucket reduced before its kernels had
+// written it would lose their update): wrong_values, exit 1 if any.
+// Needs a build with NCCL (VT_NCCL).
 #include <omp.h>
 
 #include <algorithm>
@@ -29,6 +37,7 @@
 #include "core/philox.h"
 #include "kernels/cross_entropy.h"
 #include "train/grad_allreduce.h"
+#include "train/grad_allreduce_bucketed.h"
 #include "vision/vit.h"
 #ifdef VT_NCCL
 #include <cuda_runtime.h>
@@ -101,6 +110,56 @@ int main(int argc, char** argv) {
                     "\"algbw_gb_s\": %.3f, \"busbw_gb_s\": %.3f, \"wrong_values\": %lld}\n",
                     d.world(), static_cast<long long>(n), s, alg, alg * 2.0 * (d.world() - 1) / d.world(),
                     static_cast<long long>(wrong));
+      if (wrong) return 1;
+    }
+    // The step, one-shot vs bucketed (the first step of a bucketed run
+    // learns the order: iteration 0 warms up).
+    const Device dev = Device::cuda(d.local_rank());
+    model.to(dev);
+    const int64_t K = cfg.num_classes;
+    Tensor images = Tensor::empty({B, 3, cfg.img_size, cfg.img_size});
+    Philox g(1, static_cast<uint64_t>(d.rank()));
+    for (int64_t i = 0; i < images.numel(); ++i) images.f32()[i] = static_cast<float>(g.normal());
+    Tensor labels = Tensor::empty({B}, DType::I32);
+    for (int64_t i = 0; i < B; ++i) labels.i32()[i] = static_cast<int32_t>(g.next_u64() % static_cast<uint64_t>(K));
+    images = images.to(dev), labels = labels.to(dev);
+    Tensor logits = Tensor::empty({B, K}, DType::F32, dev), dlogits = Tensor::empty({B, K}, DType::F32, dev);
+    Tensor one_shot;  // the last iteration's gradients without buckets
+    for (double mb : {0.0, 25.0, 5.0}) {
+      std::unique_ptr<BucketedGradientAllReduce> buckets;
+      if (mb > 0) buckets = std::make_unique<BucketedGradientAllReduce>(ps, nccl, bucket_cap_elements(mb));
+      std::vector<double> t;
+      for (int it = 0; it <= iters; ++it) {
+        cudaDeviceSynchronize();
+        d.barrier();
+        const double t0 = now_s();
+        if (buckets) buckets->begin_step();
+        ps.zero_grad();
+        model.forward(images, logits, true, 0, static_cast<uint64_t>(it));
+        cross_entropy_forward_backward(logits, labels, 0.1f, dlogits);
+        model.backward(dlogits);
+        if (buckets) {
+          buckets->finish();
+        } else {
+          Tensor grads = ps.grads();
+          nccl.mean(grads);
+        }
+        cudaDeviceSynchronize();
+        if (it > 0) t.push_back(now_s() - t0);
+      }
+      const Tensor grads = ps.grads().to(Device::cpu());
+      if (!one_shot.defined()) one_shot = grads;
+      double big = 0;
+      for (int64_t i = 0; i < grads.numel(); ++i) big = std::max(big, std::fabs(static_cast<double>(one_shot.f32()[i])));
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < grads.numel(); ++i)
+        wrong += std::fabs(static_cast<double>(grads.f32()[i]) - one_shot.f32()[i]) > 1e-5 * big;
+      if (d.is_root())
+        std::printf("{\"bench\": \"dp_step_nccl\", \"preset\": \"%s\", \"world\": %d, \"batch_per_rank\": %lld, "
+                    "\"params\": %lld, \"bucket_mb\": %g, \"buckets\": %zu, \"step_s\": %.5f, "
+                    "\"wrong_values\": %lld}\n",
+                    preset.c_str(), d.world(), static_cast<long long>(B), static_cast<long long>(ps.numel()), mb,
+                    buckets ? buckets->buckets().size() : size_t(1), median(t), static_cast<long long>(wrong));
       if (wrong) return 1;
     }
     return 0;

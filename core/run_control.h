@@ -1,6 +1,7 @@
 // Run-control keys: settings that say how long a run goes, how often it
 // logs or checkpoints, how it evaluates and draws sample grids (eval.*,
-// sample.*), where it resumes from and how many threads it uses, but not
+// sample.*), where it resumes from, how many threads it uses and how it
+// buckets the gradient all-reduce (rounding only), but not
 // what its training computes. They are left out of the config digest
 // that checkpoints record, so resuming a run with, e.g., resume=auto or a
 // larger train.max_steps is not reported as "written with a different

@@ -77,7 +77,9 @@ DiT::DiT(const DiTConfig& cfg) : cfg_(cfg) {
   bc.gelu = Activation::GeluTanh;
   bc.qkv_bias = true;
   bc.eps = kEps;
+  trunk_begin_ = store.numel();
   backbone_ = std::make_unique<Backbone>(store, bc);
+  final_begin_ = store.numel();
 
   final_ada_ = Linear(store, "final_layer.adaLN_modulation.1", D, 2 * D, true, ParamInit::zeros());
   final_lin_ = Linear(store, "final_layer.linear", D, p * p * cfg_.out_channels(), true, ParamInit::zeros());
@@ -192,6 +194,7 @@ void DiT::backward(const Tensor& dout) {
   modulate_backward(dmod_, ln_, ada_.slice(1, D, 2 * D), do_, dada_.slice(1, 0, D), dada_.slice(1, D, 2 * D));
   layernorm_backward(do_, o_, Tensor(), ln_mean_, ln_rstd_, do_, Tensor(), Tensor());
   final_ada_.backward(dada_, silu_c_, dsilu_);
+  store_.grads_final(final_begin_, store_.numel() - final_begin_);
   activation_backward(Activation::SiLU, dsilu_, c_, dc_);
 
   backbone_->backward(do_, dh_, dc_bb_);
@@ -204,6 +207,7 @@ void DiT::backward(const Tensor& dout) {
   t2_.backward(dc_, t_h2_, dt_h2_);
   activation_backward(Activation::SiLU, dt_h2_, t_h1_, dt_h1_);
   t0_.backward(dt_h1_, t_freq_, Tensor());
+  store_.grads_final(0, trunk_begin_);
 }
 
 void drop_labels(Tensor& labels, double p, int64_t num_classes, uint64_t seed, uint64_t step, int rank, int world) {

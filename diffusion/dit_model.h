@@ -99,7 +99,10 @@ class DiT {
   // [0, num_classes] -> out [B, C_out, H, W]. Saves what backward needs.
   void forward(const Tensor& x, const Tensor& t, const Tensor& y, const Tensor& out);
   // dout [B, C_out, H, W]; parameter gradients ACCUMULATE into the store.
-  // Input gradients are not produced (DiT never needs them).
+  // Input gradients are not produced (DiT never needs them). Announces the
+  // gradient ranges as they become final (ParamStore::grads_final): the
+  // final layer's, the backbone's (backbone.h), then the embedders' and the
+  // frozen pos_embed's at the end.
   void backward(const Tensor& dout);
 
   int64_t num_params() const;  // excluding the frozen pos_embed
@@ -110,6 +113,9 @@ class DiT {
   ParamStore store_;
   std::unique_ptr<Backbone> backbone_;
   ParamId xw_ = 0, xb_ = 0, pos_ = 0, ytab_ = 0;
+  // The flat gradient buffer: embedders and pos_embed [0, trunk_begin_),
+  // backbone [trunk_begin_, final_begin_), final layer [final_begin_, numel).
+  int64_t trunk_begin_ = 0, final_begin_ = 0;
   Linear t0_, t2_, final_ada_, final_lin_;
   int64_t B_ = 0;
   // Saved activations (forward) and gradient scratch (backward).

@@ -16,7 +16,8 @@
 #   kernels   GB/s of LayerNorm and the SiameseNorm kernels vs a D2D copy
 #   attention forward+backward time of the [B,H,T,T] path, the own flash kernel and cuDNN's
 #             fused SDPA at DeiT-S and DiT-L/4 shapes (bench_attention), as ratios
-#   nccl      NCCL all-reduce bandwidth, a world of 1
+#   nccl      NCCL all-reduce bandwidth, a world of 1; a step with the all-reduce after the
+#             backward pass vs in buckets during it (time, and the same gradients)
 #   fid       the FID Inception (random full-size weights) on the GPU vs the
 #             CPU: feature agreement (< 1e-4 relative) and images/s of both
 #   step_*    training step vs timm / DiT with torch.compile, bf16, same GPU
@@ -317,7 +318,7 @@ vt_gpu_check_main() {
       attention)
         vt_stage_prog attention 60 "probs vs flash vs cuDNN SDPA, fwd+bwd" "$BUILD/bench/bench_attention" 10 ;;
       nccl)
-        vt_stage_prog nccl 45 "NCCL all-reduce, world 1" "$BUILD/bench/bench_allreduce" cifar 32 10 cuda ;;
+        vt_stage_prog nccl 45 "NCCL all-reduce, world 1; step one-shot vs bucketed" "$BUILD/bench/bench_allreduce" cifar 32 10 cuda ;;
       fid)
         vt_stage_prog fid 90 "Inception GPU vs CPU, images/s" "$BUILD/bench/check_inception_device" 500 50 4 ;;
       step_deit|step_dit)

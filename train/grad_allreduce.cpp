@@ -10,13 +10,26 @@
 
 namespace vt {
 
-void MpiGradientAllReduce::mean(Tensor& grads) {
+void GradientAllReduce::mean(Tensor& grads) {
+  mean_range(grads, 0, grads.numel());
+  finish();
+}
+
+void check_grad_range(const char* who, const Tensor& grads, int64_t offset, int64_t numel) {
+  if (numel < 1 || offset < 0 || offset + numel > grads.numel())
+    throw std::invalid_argument(std::string(who) + ": range [" + std::to_string(offset) + ", " +
+                                std::to_string(offset + numel) + ") outside the " + std::to_string(grads.numel()) +
+                                " gradients");
+}
+
+void MpiGradientAllReduce::mean_range(Tensor& grads, int64_t offset, int64_t numel) {
   if (grads.dtype() != DType::F32 || !grads.device().is_cpu() || !grads.is_contiguous())
     throw std::invalid_argument("MpiGradientAllReduce: gradients must be a contiguous fp32 CPU buffer");
+  check_grad_range("MpiGradientAllReduce", grads, offset, numel);
   const Dist& d = dist();
   if (d.world() == 1) return;
-  float* g = grads.f32();
-  const size_t n = static_cast<size_t>(grads.numel());
+  float* g = grads.f32() + offset;
+  const size_t n = static_cast<size_t>(numel);
   d.allreduce_sum(g, n);
   const float inv = 1.0f / static_cast<float>(d.world());
   for (size_t i = 0; i < n; ++i) g[i] *= inv;

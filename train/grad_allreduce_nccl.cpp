@@ -49,15 +49,22 @@ NcclGradientAllReduce::~NcclGradientAllReduce() {
   if (impl_->stream) cudaStreamDestroy(impl_->stream);
 }
 
-void NcclGradientAllReduce::mean(Tensor& grads) {
+void NcclGradientAllReduce::mean_range(Tensor& grads, int64_t offset, int64_t numel) {
   if (grads.dtype() != DType::F32 || !grads.device().is_cuda() || !grads.is_contiguous())
     throw std::invalid_argument("NcclGradientAllReduce: gradients must be a contiguous fp32 CUDA buffer, got " +
                                 std::string(dtype_name(grads.dtype())) + " on " + grads.device().str());
-  void* p = grads.raw();
+  check_grad_range("NcclGradientAllReduce", grads, offset, numel);
+  float* p = static_cast<float*>(grads.raw()) + offset;
+  // One event serves every bucket: a wait binds to the event's latest
+  // record at the time of the wait call, so re-recording it for the next
+  // bucket does not move this one's.
   check(cudaEventRecord(impl_->grads_ready, impl_->compute), "cudaEventRecord");
   check(cudaStreamWaitEvent(impl_->stream, impl_->grads_ready, 0), "cudaStreamWaitEvent");
-  check(ncclAllReduce(p, p, static_cast<size_t>(grads.numel()), ncclFloat, ncclAvg, impl_->comm, impl_->stream),
+  check(ncclAllReduce(p, p, static_cast<size_t>(numel), ncclFloat, ncclAvg, impl_->comm, impl_->stream),
         "ncclAllReduce");
+}
+
+void NcclGradientAllReduce::finish() {
   check(cudaEventRecord(impl_->reduced, impl_->stream), "cudaEventRecord");
   check(cudaStreamWaitEvent(impl_->compute, impl_->reduced, 0), "cudaStreamWaitEvent");
 }

@@ -9,8 +9,12 @@
 // recorded on the compute stream (the backward pass that wrote the
 // gradients), runs the all-reduce, and the compute stream waits for an
 // event recorded after it, so the optimizer kernels queued next read the
-// reduced gradients. Not bucketed: the one flat buffer is reduced after the
-// whole backward pass.
+// reduced gradients. Bucketed (train/grad_allreduce_bucketed.h): each
+// mean_range waits on an event recorded on the compute stream when it is
+// issued (the kernels that wrote that range are queued before it), so a
+// bucket's all-reduce runs while the compute stream goes on with the rest
+// of the backward pass; finish() makes the compute stream wait for the
+// last one (the NCCL stream runs them in order).
 //
 // Checked without a GPU under the CUDA emulator (tests/cuda/emu/nccl_emu.cpp
 // forwards the NCCL calls to MPI; ctest emu.nccl_allreduce_np2/np3); the
@@ -30,10 +34,13 @@ class NcclGradientAllReduce : public GradientAllReduce {
   // library uses). Throws std::runtime_error with NCCL's/CUDA's message.
   explicit NcclGradientAllReduce(void* compute_stream = nullptr);
   ~NcclGradientAllReduce() override;
-  // grads: contiguous fp32 on this rank's CUDA device, replaced by the mean
-  // over ranks in stream order (see above); returns without waiting.
-  // Throws std::invalid_argument for a host or non-fp32 tensor.
-  void mean(Tensor& grads) override;
+  // grads[offset, offset + numel): contiguous fp32 on this rank's CUDA
+  // device, replaced by the mean over ranks in stream order (see above);
+  // returns without waiting. Throws std::invalid_argument for a host or
+  // non-fp32 tensor, or a range outside it.
+  void mean_range(Tensor& grads, int64_t offset, int64_t numel) override;
+  void finish() override;
+  bool overlaps() const override { return true; }
 
  private:
   struct Impl;

@@ -14,15 +14,23 @@ constexpr int64_t kUnloggedReadEvery = 256;
 
 int64_t TrainLoop::run(StepTask& task, int64_t first, int64_t end) {
   for (int64_t s = first + 1; s <= end; ++s) {
-    StepTask::Output out = task.forward_backward(s);
     if (!allreduce_made_) {
-      allreduce_ = make_gradient_allreduce(params_.grads().device());
+      allreduce_ = make_gradient_allreduce(params_.device());
+      const int64_t cap = bucket_cap_elements(o_.allreduce_bucket_mb);
+      if (allreduce_ && allreduce_->overlaps() && cap > 0)
+        buckets_ = std::make_unique<BucketedGradientAllReduce>(params_, *allreduce_, cap);
       allreduce_made_ = true;
     }
+    if (buckets_) buckets_->begin_step();
+    StepTask::Output out = task.forward_backward(s);
     const bool on_device = !params_.grads().device().is_cpu();
     if (allreduce_) {
-      Tensor g = params_.grads();
-      allreduce_->mean(g);
+      if (buckets_) {
+        buckets_->finish();
+      } else {
+        Tensor g = params_.grads();
+        allreduce_->mean(g);
+      }
       if (on_device) allreduce_->mean(out.scalars);
       else out.loss = mean_over_ranks(out.loss);
     }

@@ -22,7 +22,10 @@
 // the gradients by their mean over ranks (train/grad_allreduce.h) and the
 // step's loss (on a GPU: all its scalars) by its mean over ranks, before
 // clipping, the non-finite policy and AdamW, so every rank takes the same
-// decision and the same update; only rank 0 writes (RunDirectory).
+// decision and the same update; only rank 0 writes (RunDirectory). CUDA
+// gradients (NCCL) are reduced in buckets issued during the backward pass
+// (train/grad_allreduce_bucketed.h, LoopOptions::allreduce_bucket_mb); CPU
+// gradients in one MPI_Allreduce after it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -33,6 +36,7 @@
 #include "backbone/optimizer_state.h"
 #include "train/device_update.h"
 #include "train/grad_allreduce.h"
+#include "train/grad_allreduce_bucketed.h"
 #include "train/nonfinite.h"
 #include "train/update_step.h"
 
@@ -76,6 +80,10 @@ struct LoopOptions {
   int64_t ckpt_every_steps = 0;  // 0: no step checkpoints
   bool log_at_end = false;       // also a metrics line at the last step of run()
   bool ckpt_at_end = false;      // also a checkpoint at the last step of run()
+  // Gradient buckets of the data-parallel all-reduce, MiB (torch DDP's
+  // bucket_cap_mb; train.allreduce_bucket_mb): 0 reduces the whole buffer
+  // after the backward pass. Used only by a reducer that overlaps (NCCL).
+  double allreduce_bucket_mb = 25;
   UpdateOptions update;
 };
 
@@ -100,9 +108,11 @@ class TrainLoop {
   NonFiniteGuard& guard_;
   RunDirectory& run_;
   LoopOptions o_;
-  // Made at the first step for the gradients' device (MPI for CPU, NCCL
-  // for CUDA buffers); stays null in a single process.
+  // Made before the first step for the gradients' device (MPI for CPU,
+  // NCCL for CUDA buffers); stays null in a single process. buckets_: when
+  // the reducer overlaps and buckets are on.
   std::unique_ptr<GradientAllReduce> allreduce_;
+  std::unique_ptr<BucketedGradientAllReduce> buckets_;
   bool allreduce_made_ = false;
   // GPU: the device update and the steps launched but not read yet.
   std::unique_ptr<DeviceUpdate> device_;

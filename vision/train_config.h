@@ -54,6 +54,7 @@ struct TrainOptions {
   double ema_decay = 0.99996;
   std::optional<int64_t> max_steps;
   int max_nonfinite = 0;  // train/nonfinite.h
+  double allreduce_bucket_mb = 25;  // train/loop.h LoopOptions
   // eval
   int64_t eval_every_epochs = 1, eval_batch_size = 256;
   bool eval_ema = true;

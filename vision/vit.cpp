@@ -43,7 +43,9 @@ VisionTransformer::VisionTransformer(const VitConfig& cfg) : cfg_(cfg) {
   patch_b_ = store_.add("patch_embed.proj.bias", {D}, ParamInit::zeros(), false);
   cls_ = store_.add("cls_token", {1, 1, D}, ParamInit::trunc_normal(0.02f), false);
   pos_ = store_.add("pos_embed", {1, cfg_.tokens(), D}, ParamInit::trunc_normal(0.02f), false);
+  trunk_begin_ = store_.numel();
   backbone_ = std::make_unique<Backbone>(store_, cfg_.backbone);
+  head_begin_ = store_.numel();
   head_ = Linear(store_, "head", D, cfg_.num_classes, true, ParamInit::trunc_normal(0.02f));
   store_.finalize();
 }
@@ -133,6 +135,7 @@ void VisionTransformer::backward(const Tensor& dlogits) {
                                 std::to_string(cfg_.num_classes) + "]");
   const int64_t D = cfg_.backbone.dim, F = cfg_.in_chans * cfg_.patch_size * cfg_.patch_size;
   head_.backward(dlogits, cls_out_, dcls_out_);
+  store_.grads_final(head_begin_, store_.numel() - head_begin_);
   // Only the class token reaches the head; the other rows of dout are zero.
   cls_select_backward(dcls_out_, dout_);
   backbone_->backward(dout_, dh_, Tensor());
@@ -140,6 +143,7 @@ void VisionTransformer::backward(const Tensor& dlogits) {
   cls_concat_backward(dh_, dtok_, store_.grad(cls_));
   linear_backward(dtok_, patches_, store_.value(patch_w_).view({D, F}), Tensor(),
                   store_.grad(patch_w_).view({D, F}), store_.grad(patch_b_));
+  store_.grads_final(0, trunk_begin_);
 }
 
 }  // namespace vt

@@ -83,6 +83,9 @@ class VisionTransformer {
   // --features). Throws std::invalid_argument for wrong shapes.
   void forward_features(const Tensor& images, const Tensor& features);
   // dlogits [B, K] of the last forward; parameter gradients ACCUMULATE.
+  // Announces the gradient ranges as they become final (ParamStore::
+  // grads_final): the head's, the backbone's (backbone.h), then the
+  // embeddings' (patch_embed, cls_token, pos_embed) at the end.
   void backward(const Tensor& dlogits);
 
  private:
@@ -95,6 +98,9 @@ class VisionTransformer {
   std::unique_ptr<Backbone> backbone_;
   Linear head_;
   ParamId patch_w_ = 0, patch_b_ = 0, cls_ = 0, pos_ = 0;
+  // The flat gradient buffer: embeddings [0, trunk_begin_), backbone
+  // [trunk_begin_, head_begin_), head [head_begin_, numel).
+  int64_t trunk_begin_ = 0, head_begin_ = 0;
   // Workspace, reallocated only when the batch size changes.
   int64_t B_ = 0;
   Tensor patches_, tok_, h_, out_, cls_out_, dcls_out_, dout_, dh_, dtok_;

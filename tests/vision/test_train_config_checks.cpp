@@ -76,6 +76,8 @@ TEST(TrainConfigChecks, OutOfRangeValuesNameTheirKey) {
       {"train.max_steps=0", "train.max_steps"},
       {"train.epochs=0", "train.epochs"},
       {"train.eps=0", "train.eps"},
+      {"train.allreduce_bucket_mb=-1", "train.allreduce_bucket_mb"},
+      {"train.allreduce_bucket_mb=.nan", "train.allreduce_bucket_mb"},
       {"ckpt.every_steps=-1", "ckpt.every_steps"},
       {"log.every_steps=-1", "log.every_steps"},
       {"model.img_size=0", "model.img_size"},

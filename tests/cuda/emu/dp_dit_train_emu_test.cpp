@@ -8,7 +8,10 @@
 // the oracle (tests/mpi checks it against one process): every step's loss
 // within 1e-5 relative on every rank, and every parameter, EMA weight and
 // AdamW moment of the last checkpoint within 1e-5. A rank whose timesteps,
-// labels or noise rows were not its global rows' would differ.
+// labels or noise rows were not its global rows' would differ. The GPU run
+// reduces its gradients in buckets of 262 values
+// (train.allreduce_bucket_mb=0.001), several per step during the backward
+// pass.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -23,6 +26,7 @@
 #include "core/safetensors.h"
 #include "diffusion/dit_trainer.h"
 #include "dp_emu_util.h"
+#include "nccl_emu.h"
 #include "train_emu_util.h"
 
 namespace vt {
@@ -71,8 +75,12 @@ TEST(DataParallelDitEmu, CudaRanksMatchCpuRanks) {
     for (const auto& sl : t->losses()) l.push_back(sl.second);
     return l;
   };
-  const std::vector<double> gpu = train("gpu", {"device=cuda", "precision=fp32"});
+  const size_t calls_before = vt_emu::nccl_calls().size();
+  const std::vector<double> gpu = train("gpu", {"device=cuda", "precision=fp32", "train.allreduce_bucket_mb=0.001"});
   ASSERT_FALSE(setup_failed) << "a rank could not set up the run (its message is above)";
+  // The first step reduces the whole buffer, each later one at least the
+  // final layer's, the blocks' and the embedders' buckets.
+  EXPECT_GE(vt_emu::nccl_calls().size() - calls_before, 1u + (kSteps - 1) * 3u);
   const std::vector<double> cpu = train("cpu", {"device=cpu"});
   ASSERT_EQ(cpu.size(), static_cast<size_t>(kSteps));
   vt_test::expect_losses_close(gpu, cpu, 1e-5, "rank " + std::to_string(d.rank()) + " of " + std::to_string(d.world()));

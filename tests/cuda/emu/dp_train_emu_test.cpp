@@ -8,7 +8,10 @@
 // then the same ranks train it on the CPU, where it is MPI_Allreduce. The
 // CPU run is the oracle (tests/mpi checks it against one process): every
 // step's loss within 1e-5 relative on every rank, and every parameter, EMA
-// weight and AdamW moment of the last checkpoint within 1e-5.
+// weight and AdamW moment of the last checkpoint within 1e-5. Once with
+// gradient buckets of 262 values (train.allreduce_bucket_mb=0.001: several
+// NCCL all-reduces a step, issued during the backward pass), once with the
+// default 25 MB (one a step).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -21,6 +24,7 @@
 #include "core/config.h"
 #include "core/dist.h"
 #include "dp_emu_util.h"
+#include "nccl_emu.h"
 #include "train_emu_util.h"
 #include "vision/trainer.h"
 #include "vision_test_util.h"
@@ -43,8 +47,9 @@ std::string tiny_yaml(const std::string& root, const std::string& out) {
 }
 
 // Trains the tiny run with `extra` overrides on emulated GPU ranks and on CPU
-// ranks and compares them (see the top of the file).
-void expect_cuda_ranks_match_cpu_ranks(const std::vector<std::string>& extra) {
+// ranks and compares them (see the top of the file); *nccl_calls: the
+// all-reduces of the GPU run.
+void expect_cuda_ranks_match_cpu_ranks(const std::vector<std::string>& extra, size_t* nccl_calls) {
   const Dist& d = dist();
   ASSERT_GE(d.world(), 2) << "run under mpirun -np 2 or more";
   const vt_test::SharedDir shared;  // removed by rank 0 once every rank is done
@@ -76,7 +81,9 @@ void expect_cuda_ranks_match_cpu_ranks(const std::vector<std::string>& extra) {
     ov.insert(ov.end(), extra.begin(), extra.end());
     return ov;
   };
+  const size_t calls_before = vt_emu::nccl_calls().size();
   const std::vector<double> gpu = train("gpu", with({"device=cuda", "precision=fp32"}));
+  *nccl_calls = vt_emu::nccl_calls().size() - calls_before;
   ASSERT_FALSE(setup_failed) << "a rank could not set up the run (its message is above)";
   const std::vector<double> cpu = train("cpu", with({"device=cpu"}));
   ASSERT_EQ(cpu.size(), 8u);
@@ -90,13 +97,21 @@ void expect_cuda_ranks_match_cpu_ranks(const std::vector<std::string>& extra) {
   }
 }
 
-TEST(DataParallelEmu, CudaRanksMatchCpuRanks) { expect_cuda_ranks_match_cpu_ranks({}); }
+// 8 steps: the first reduces the whole buffer, each later one issues the
+// head's, the blocks' and the embeddings' buckets (at least 3).
+TEST(DataParallelEmu, CudaRanksMatchCpuRanks) {
+  size_t calls = 0;
+  expect_cuda_ranks_match_cpu_ranks({"train.allreduce_bucket_mb=0.001"}, &calls);
+  EXPECT_GE(calls, 1u + 7u * 3u);
+}
 
 // Mixup and CutMix both on (switch probability 0.5): over 8 steps both kinds
 // of batch occur, and sample i of the global batch is mixed with B-1-i, which
 // sits on another rank.
 TEST(DataParallelEmu, MixupCutmixCudaRanksMatchCpuRanks) {
-  expect_cuda_ranks_match_cpu_ranks({"data.mixup=0.8", "data.cutmix=1.0"});
+  size_t calls = 0;
+  expect_cuda_ranks_match_cpu_ranks({"data.mixup=0.8", "data.cutmix=1.0"}, &calls);
+  EXPECT_EQ(calls, 8u);  // 25 MB: one bucket
 }
 
 }  // namespace

@@ -14,11 +14,13 @@
 // ncclMax, ncclMin, ncclAvg; anything else returns ncclInvalidArgument.
 // Built without MPI (VT_MPI unset) it serves a world of 1 only, so any
 // emulator binary that links vt_train (whose all-reduce factory references
-// NCCL) can include it.
+// NCCL) can include it. Every ncclAllReduce is logged (nccl_emu.h).
 #ifdef VT_MPI
 #include <mpi.h>
 #endif
 #include <nccl.h>
+
+#include "nccl_emu.h"
 
 #include <cstdint>
 #include <cstring>
@@ -66,6 +68,11 @@ void scale(void* p, size_t n, int nranks) {
 }
 
 }  // namespace
+
+std::vector<vt_emu::NcclCall>& vt_emu::nccl_calls() {
+  static std::vector<NcclCall> calls;
+  return calls;
+}
 
 extern "C" {
 
@@ -131,6 +138,7 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
   const size_t size = type_size(type);
   if (!comm || size == 0) return ncclInvalidArgument;
   if (op != ncclSum && op != ncclAvg && op != ncclProd && op != ncclMax && op != ncclMin) return ncclInvalidArgument;
+  vt_emu::nccl_calls().push_back({recv, count});
   if (comm->nranks == 1) {
     if (send != recv) std::memmove(recv, send, count * size);
   } else {

@@ -81,6 +81,29 @@ TEST(NcclEmu, RefusesHostAndNonFp32Buffers) {
   EXPECT_THROW(nccl.mean(host), std::invalid_argument);
   Tensor ints = Tensor::empty({4}, DType::I32, Device::cuda(0));
   EXPECT_THROW(nccl.mean(ints), std::invalid_argument);
+  Tensor dev = Tensor::full({4}, 1.0f, Device::cuda(0));
+  EXPECT_THROW(nccl.mean_range(dev, 2, 3), std::invalid_argument);  // [2, 5) outside 4 values
+  EXPECT_THROW(nccl.mean_range(dev, 0, 0), std::invalid_argument);
+}
+
+// One bucket: only its range becomes the mean; the rest stays this rank's.
+TEST(NcclEmu, MeanRangeReducesOnlyItsRange) {
+  const Dist& d = dist();
+  NcclGradientAllReduce nccl;
+  const std::vector<float> mine = rank_values(d.rank(), 11);
+  Tensor dev = host_tensor(mine).to(Device::cuda(0));
+  nccl.mean_range(dev, 3, 5);
+  nccl.finish();
+  const Tensor got = dev.to(Device::cpu());
+  for (int64_t i = 0; i < 11; ++i) {
+    if (i < 3 || i >= 8) {
+      EXPECT_EQ(got.f32()[i], mine[static_cast<size_t>(i)]) << i;
+      continue;
+    }
+    double mean = 0, mag = 0;
+    for (int r = 0; r < d.world(); ++r) mean += rank_values(r, 11)[i], mag += std::fabs(rank_values(r, 11)[i]);
+    EXPECT_LE(std::fabs(got.f32()[i] - mean / d.world()), 1e-6 * mag / d.world()) << i;
+  }
 }
 
 }  // namespace
