@@ -25,11 +25,10 @@ void check_flat(const char* op, const char* name, const Tensor& t, int64_t numel
                           std::to_string(numel));
 }
 
-}  // namespace
-
-void adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                const AdamWParams& hp, int64_t step, const Tensor& decay_mask, const Tensor& param_bf16) {
-  const char* op = "adamw_step";
+// The AdamW buffers both update ops take: flat, contiguous, n elements each
+// (decay_mask U8, param_bf16 BF16, when given). Returns n.
+int64_t check_adamw_buffers(const char* op, const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                            const Tensor& exp_avg_sq, const Tensor& decay_mask, const Tensor& param_bf16) {
   opcheck::defined(op, "param", param);
   const int64_t n = param.numel();
   check_flat(op, "param", param, n);
@@ -38,6 +37,15 @@ void adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, 
   check_flat(op, "exp_avg_sq", exp_avg_sq, n);
   if (decay_mask.defined()) check_flat(op, "decay_mask", decay_mask, n, DType::U8);
   if (param_bf16.defined()) check_flat(op, "param_bf16", param_bf16, n, DType::BF16);
+  return n;
+}
+
+}  // namespace
+
+void adamw_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                const AdamWParams& hp, int64_t step, const Tensor& decay_mask, const Tensor& param_bf16) {
+  const char* op = "adamw_step";
+  const int64_t n = check_adamw_buffers(op, param, grad, exp_avg, exp_avg_sq, decay_mask, param_bf16);
   if (step < 1) opcheck::fail(op, "step must be >= 1 (bias correction uses t = 1, 2, ...), got " + std::to_string(step));
   if (!(hp.beta1 >= 0.0 && hp.beta1 < 1.0) || !(hp.beta2 >= 0.0 && hp.beta2 < 1.0))
     opcheck::fail(op, "betas must be in [0, 1), got " + std::to_string(hp.beta1) + ", " + std::to_string(hp.beta2));
@@ -177,14 +185,7 @@ void fused_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
                   const Tensor& decay_mask, const Tensor& param_bf16, const Tensor& ema, float ema_decay,
                   const Tensor& state) {
   const char* op = "fused_update";
-  opcheck::defined(op, "param", param);
-  const int64_t n = param.numel();
-  check_flat(op, "param", param, n);
-  check_flat(op, "grad", grad, n);
-  check_flat(op, "exp_avg", exp_avg, n);
-  check_flat(op, "exp_avg_sq", exp_avg_sq, n);
-  if (decay_mask.defined()) check_flat(op, "decay_mask", decay_mask, n, DType::U8);
-  if (param_bf16.defined()) check_flat(op, "param_bf16", param_bf16, n, DType::BF16);
+  const int64_t n = check_adamw_buffers(op, param, grad, exp_avg, exp_avg_sq, decay_mask, param_bf16);
   if (ema.defined()) check_flat(op, "ema", ema, n);
   UpdateState* s = state_of(op, state);
   opcheck::same_device(op, param.device(), {{"grad", &grad}, {"exp_avg", &exp_avg}, {"exp_avg_sq", &exp_avg_sq},
