@@ -237,10 +237,16 @@ YAML::Node load_tree(const std::string& text, const std::string& name, const std
       stack.pop_back();
     }
   }
+  // Sources are recorded from the parsed nodes: `own`'s top-level keys are
+  // new nodes without a position in the file.
   YAML::Node own(YAML::NodeType::Map);
-  for (auto it = n.begin(); it != n.end(); ++it)
-    if (it->first.Scalar() != "_base_") own[it->first.Scalar()] = it->second;
-  record_sources(own, "", name, src);
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    if (key == "_base_") continue;
+    own[key] = it->second;
+    src[key] = name + ":" + std::to_string(it->first.Mark().line + 1);
+    record_sources(it->second, key, name, src);
+  }
   return merge(merged, own);
 }
 
@@ -401,6 +407,9 @@ Config ConfigBuilder::finish(YAML::Node root, Sources src, const ConfigSchema& s
     for (auto it = src.begin(); it != src.end();)  // values below were replaced
       it = it->first.rfind(key + ".", 0) == 0 ? src.erase(it) : std::next(it);
     src[key] = kCommandLine;
+    // A section the files did not have was made by this override.
+    for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1))
+      src.emplace(key.substr(0, dot), kCommandLine);
   }
 
   Validator v{schema, src, {}};

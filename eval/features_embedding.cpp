@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <stdexcept>
 
@@ -18,6 +19,9 @@ namespace vt {
 ClassifierEmbedding ClassifierEmbedding::load(const std::string& ckpt, const std::string& config_path, bool ema,
                                               const std::vector<std::string>& configs_dirs) {
   std::string cfg = config_path;
+  std::error_code ec;
+  if (!std::filesystem::exists(ckpt, ec))
+    throw std::runtime_error("--features '" + ckpt + "': no such checkpoint (a vtrain step_N or best directory)");
   if (cfg.empty()) {
     cfg = run_config_of_checkpoint(ckpt);
     if (cfg.empty())

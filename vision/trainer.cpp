@@ -516,6 +516,9 @@ TrainSummary Trainer::Impl::loop() {
   LoopOptions lo;
   lo.log_every_steps = o.log_every_steps;
   lo.ckpt_every_steps = o.ckpt_every_steps;
+  // As timm's train_one_epoch: also the last batch of an epoch (and of
+  // train.max_steps), so every run's metrics end with its last loss.
+  lo.log_at_end = true;
   lo.allreduce_bucket_mb = o.allreduce_bucket_mb;
   AdamWParams& hp = lo.update.adamw;
   hp.beta1 = o.beta1, hp.beta2 = o.beta2, hp.eps = o.adam_eps, hp.weight_decay = o.weight_decay;

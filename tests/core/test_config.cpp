@@ -254,3 +254,27 @@ TEST(Config, FloatCanonicalFormKeepsFloats) {
   EXPECT_TRUE(contains(y, "lr: 1.0")) << y;
   EXPECT_TRUE(contains(y, "[1.0e-05, .inf, 0.1]")) << y;
 }
+
+// A top-level scalar key is named at its own line (it was ":0": the merged
+// map's new key nodes carry no position), with and without a _base_.
+TEST(Config, TopLevelKeysNamedAtTheirLine) {
+  TmpDir d;
+  d.write("base.yaml", "data: {root: /r}\n");
+  d.write("child.yaml", "_base_: base.yaml\n\nresume: 12\n");
+  Config c = Config::load(d.file("child.yaml"), schema());
+  EXPECT_EQ(c.source("resume"), d.file("child.yaml") + ":3");
+  EXPECT_EQ(c.source("data.root"), d.file("base.yaml") + ":1");
+  d.write("bad.yaml", "data: {root: /r}\nresume: [1]\n");
+  const std::string msg = error_of([&] { Config::load(d.file("bad.yaml"), schema()); });
+  EXPECT_TRUE(contains(msg, d.file("bad.yaml") + ":2")) << msg;
+}
+
+// An unknown section made by a command-line override is blamed on the
+// command line, not on "default".
+TEST(Config, UnknownSectionFromTheCommandLineNamesIt) {
+  const std::string msg = error_of([] { Config::parse("data: {root: a}\n", schema(), {"foo.bar=1"}); });
+  EXPECT_TRUE(contains(msg, "command line: unknown key 'foo'")) << msg;
+  Config c = Config::parse("data: {root: a}\ntrain: {lr: 1}\n", schema(), {"train.epochs=3"});
+  EXPECT_EQ(c.source("train.lr"), "<string>:2");  // a section the file has keeps its lines
+  EXPECT_EQ(c.source("train.epochs"), "command line");
+}

@@ -157,6 +157,21 @@ std::vector<std::string> keys_with(const nlohmann::json& line, const std::string
   return r;
 }
 
+// A train metrics line every log.every_steps and at the last step of the
+// run (as timm logs an epoch's last batch), with that step's loss.
+TEST_F(TrainerTest, TrainLinesEveryIntervalAndAtTheEnd) {
+  const auto losses =
+      run(parse(tiny_yaml(data(), out("le")), {"train.max_steps=5", "log.every_steps=2", "eval.every_epochs=0"}));
+  ASSERT_EQ(losses.size(), 5u);
+  const auto lines = metrics_lines(out("le") + "/t", "train");
+  std::vector<int64_t> steps;
+  for (const auto& l : lines)
+    if (l.contains("loss")) steps.push_back(l.at("step").get<int64_t>());
+  EXPECT_EQ(steps, (std::vector<int64_t>{2, 4, 5}));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_DOUBLE_EQ(lines.back().at("loss").get<double>(), losses.back());
+}
+
 // log.stream_rms: at step 1 the Post-Norm model still has its init norms
 // (weight 1, bias 0), so each block's x stream is a LayerNorm output whose
 // RMS is sqrt(var / (var + eps)) = 1 to ~1e-6: a closed form the logged
