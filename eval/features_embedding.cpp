@@ -21,7 +21,7 @@ ClassifierEmbedding ClassifierEmbedding::load(const std::string& ckpt, const std
   std::string cfg = config_path;
   std::error_code ec;
   if (!std::filesystem::exists(ckpt, ec))
-    throw std::runtime_error("--features '" + ckpt + "': no such checkpoint (a vtrain step_N or best directory)");
+    throw std::runtime_error("--features: checkpoint '" + ckpt + "' does not exist (a vtrain run's step_N directory)");
   if (cfg.empty()) {
     cfg = run_config_of_checkpoint(ckpt);
     if (cfg.empty())
