@@ -10,6 +10,7 @@
 
 #include "cuda_test_util.h"
 #include "kernels/conv.h"
+#include "kernels/naive_conv.h"
 #include "kernels/pool.h"
 #include "kernels/resize.h"
 
@@ -24,32 +25,11 @@ Tensor randn_tensor(const Shape& s, uint64_t stream) {
   return Tensor::from_vector(randn(static_cast<size_t>(n), stream), s);
 }
 
-// torch.nn.functional.conv2d in double, straight from the definition.
+// The naive double convolution (tests/kernels/naive_conv.h), as floats.
 std::vector<float> naive_conv(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
                               const Shape& out) {
-  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), O = w.size(0), KH = w.size(2),
-                KW = w.size(3), G = p.groups, cg = C / G, og = O / G;
-  const Tensor xc = x.contiguous();
-  std::vector<float> y;
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t o = 0; o < O; ++o)
-      for (int64_t i = 0; i < out[2]; ++i)
-        for (int64_t j = 0; j < out[3]; ++j) {
-          double s = b.defined() ? b.f32()[o] : 0.0;
-          const int64_t g = o / og;
-          for (int64_t c = 0; c < cg; ++c)
-            for (int64_t a = 0; a < KH; ++a)
-              for (int64_t bb = 0; bb < KW; ++bb) {
-                const int64_t ih = i * p.stride_h - p.pad_h + a * p.dilation_h;
-                const int64_t iw = j * p.stride_w - p.pad_w + bb * p.dilation_w;
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                s += static_cast<double>(xc.f32()[((n * C + g * cg + c) * H + ih) * W + iw]) *
-                     w.f32()[((o * cg + c) * KH + a) * KW + bb];
-              }
-          if (p.relu && s < 0) s = 0;
-          y.push_back(static_cast<float>(s));
-        }
-  return y;
+  const std::vector<double> y = convtest::naive_conv(x, w, b, p, out);
+  return std::vector<float>(y.begin(), y.end());
 }
 
 struct ConvCase {
