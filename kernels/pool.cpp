@@ -35,22 +35,17 @@ void pool2d_forward(const Tensor& x, const Tensor& y, const Pool2dParams& p) {
   if (x.strides()[3] != 1 && x.size(3) > 1) opcheck::fail(op, opcheck::desc("x", x) + " must have W stride 1");
   if (y.strides()[3] != 1 && y.size(3) > 1) opcheck::fail(op, opcheck::desc("y", y) + " must have W stride 1");
   opcheck::same_device(op, x.device(), {{"y", &y}});
-  if (opcheck::on_cuda(op, x)) {
-#ifdef VT_CUDA
-    cuda::Pool2dShape d{};
-    d.n = x.size(0), d.c = x.size(1), d.h = x.size(2), d.w = x.size(3), d.oh = out[2], d.ow = out[3];
-    d.kind = p.kind == PoolKind::Max ? 0 : p.kind == PoolKind::AvgIncludePad ? 1 : 2;
-    d.kh = p.kernel_h, d.kw = p.kernel_w, d.sh = p.stride_h, d.sw = p.stride_w, d.ph = p.pad_h, d.pw = p.pad_w;
-    for (int i = 0; i < 4; ++i) d.x_strides[i] = x.strides()[i], d.y_strides[i] = y.strides()[i];
-    cuda::pool2d_forward(d, x.f32(), y.f32());
-#endif
-    return;
-  }
-  cpu::Pool2dDesc d{};
+  Pool2dDesc d{};
   d.n = x.size(0), d.c = x.size(1), d.h = x.size(2), d.w = x.size(3), d.oh = out[2], d.ow = out[3];
   d.kind = p.kind == PoolKind::Max ? 0 : p.kind == PoolKind::AvgIncludePad ? 1 : 2;
   d.kh = p.kernel_h, d.kw = p.kernel_w, d.sh = p.stride_h, d.sw = p.stride_w, d.ph = p.pad_h, d.pw = p.pad_w;
   for (int i = 0; i < 4; ++i) d.x_strides[i] = x.strides()[i], d.y_strides[i] = y.strides()[i];
+  if (opcheck::on_cuda(op, x)) {
+#ifdef VT_CUDA
+    cuda::pool2d_forward(d, x.f32(), y.f32());
+#endif
+    return;
+  }
   cpu::pool2d_forward(d, x.f32(), y.f32());
 }
 

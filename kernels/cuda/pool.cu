@@ -11,7 +11,7 @@ namespace {
 
 using namespace detail;
 
-__global__ void pool2d_kernel(Pool2dShape d, const float* __restrict__ x, float* __restrict__ y, int64_t total) {
+__global__ void pool2d_kernel(Pool2dDesc d, const float* __restrict__ x, float* __restrict__ y, int64_t total) {
   VT_GRID_STRIDE(e, total) {
     const int64_t j = e % d.ow, i = (e / d.ow) % d.oh, c = (e / (d.ow * d.oh)) % d.c, n = e / (d.ow * d.oh * d.c);
     const float* xp = x + n * d.x_strides[0] + c * d.x_strides[1];
@@ -50,7 +50,7 @@ __global__ void global_avg_kernel(const float* __restrict__ x, float* __restrict
 
 }  // namespace
 
-void pool2d_forward(const Pool2dShape& d, const float* x, float* y, cudaStream_t stream) {
+void pool2d_forward(const Pool2dDesc& d, const float* x, float* y, cudaStream_t stream) {
   const int64_t total = d.n * d.c * d.oh * d.ow;
   if (total == 0) return;
   pool2d_kernel<<<grid_1d(total, 256), 256, 0, stream>>>(d, x, y, total);

@@ -8,17 +8,12 @@
 
 #include <cstdint>
 
+#include "kernels/pool_desc.h"
+
 namespace vt {
 namespace cuda {
 
-struct Pool2dShape {
-  int64_t n, c, h, w, oh, ow;
-  int kind;  // 0 max, 1 average counting padding, 2 average over in-bounds taps
-  int kh, kw, sh, sw, ph, pw;
-  int64_t x_strides[4], y_strides[4];  // elements, N C H W
-};
-
-void pool2d_forward(const Pool2dShape& d, const float* x, float* y, cudaStream_t stream = 0);
+void pool2d_forward(const Pool2dDesc& d, const float* x, float* y, cudaStream_t stream = 0);
 // x: rows of hw contiguous floats; y[r] = mean of row r.
 void global_avg_pool2d(const float* x, float* y, int64_t rows, int64_t hw, cudaStream_t stream = 0);
 
