@@ -58,25 +58,18 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const 
     opcheck::shape(op, "bias", bias, {w.size(0)});
   }
   opcheck::same_device(op, x.device(), {{"w", &w}, {"bias", &bias}, {"y", &y}});
-  if (opcheck::on_cuda(op, x)) {
-#ifdef VT_CUDA
-    cuda::Conv2dShape d{};
-    d.n = x.size(0), d.c = x.size(1), d.h = x.size(2), d.w = x.size(3);
-    d.o = w.size(0), d.kh = w.size(2), d.kw = w.size(3), d.oh = out[2], d.ow = out[3];
-    d.sh = p.stride_h, d.sw = p.stride_w, d.ph = p.pad_h, d.pw = p.pad_w;
-    d.dh = p.dilation_h, d.dw = p.dilation_w, d.groups = p.groups, d.relu = p.relu;
-    for (int i = 0; i < 4; ++i) d.x_strides[i] = x.strides()[i], d.y_strides[i] = y.strides()[i];
-    cuda::conv2d_forward(d, x.f32(), w.f32(), bias.defined() ? bias.f32() : nullptr, y.f32());
-#endif
-    return;
-  }
-
-  cpu::Conv2dDesc d{};
+  Conv2dDesc d{};
   d.n = x.size(0), d.c = x.size(1), d.h = x.size(2), d.w = x.size(3);
   d.o = w.size(0), d.kh = w.size(2), d.kw = w.size(3), d.oh = out[2], d.ow = out[3];
   d.sh = p.stride_h, d.sw = p.stride_w, d.ph = p.pad_h, d.pw = p.pad_w;
   d.dh = p.dilation_h, d.dw = p.dilation_w, d.groups = p.groups, d.relu = p.relu;
   for (int i = 0; i < 4; ++i) d.x_strides[i] = x.strides()[i], d.y_strides[i] = y.strides()[i];
+  if (opcheck::on_cuda(op, x)) {
+#ifdef VT_CUDA
+    cuda::conv2d_forward(d, x.f32(), w.f32(), bias.defined() ? bias.f32() : nullptr, y.f32());
+#endif
+    return;
+  }
   cpu::conv2d_forward(d, x.f32(), w.f32(), bias.defined() ? bias.f32() : nullptr, y.f32());
 }
 

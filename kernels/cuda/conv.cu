@@ -131,7 +131,7 @@ void launch(const ConvGemm& a, int groups, const float* x, const float* w, const
 
 }  // namespace
 
-void conv2d_forward(const Conv2dShape& d, const float* x, const float* w, const float* b, float* y,
+void conv2d_forward(const Conv2dDesc& d, const float* x, const float* w, const float* b, float* y,
                     cudaStream_t stream) {
   const char* op = "cuda::conv2d_forward";
   const int64_t P = d.n * d.oh * d.ow;

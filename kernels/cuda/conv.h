@@ -12,23 +12,12 @@
 
 #include <cstdint>
 
+#include "kernels/conv_desc.h"
+
 namespace vt {
 namespace cuda {
 
-struct Conv2dShape {
-  int64_t n, c, h, w;  // input
-  int64_t o, kh, kw;   // output channels, kernel
-  int64_t oh, ow;      // output spatial size
-  int sh, sw;          // stride
-  int ph, pw;          // top / left padding (bottom / right follow from oh, ow)
-  int dh, dw;          // dilation (1 = dense)
-  int groups;
-  bool relu;
-  int64_t x_strides[4];  // N, C, H, W
-  int64_t y_strides[4];
-};
-
-void conv2d_forward(const Conv2dShape& d, const float* x, const float* w, const float* b, float* y,
+void conv2d_forward(const Conv2dDesc& d, const float* x, const float* w, const float* b, float* y,
                     cudaStream_t stream = 0);
 
 }  // namespace cuda
