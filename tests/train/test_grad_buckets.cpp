@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -310,14 +311,25 @@ TEST(BucketedGradientAllReduce, UnannouncedBucketsAreReducedInFinish) {
   EXPECT_FALSE(r.calls.back().in_backward);
 }
 
-TEST(BucketedGradientAllReduce, AModelThatAnnouncesNothingKeepsOneReductionAfterTheBackwardPass) {
+// One 11-value parameter that no model announces, a recording reducer and
+// buckets of 4 values (the two tests below).
+struct SingleParam {
   ParamStore ps;
-  ps.add("w", {11}, ParamInit::zeros(), true);
-  ps.finalize();
   bool in_backward = false;
   RecordingReduce r;
-  r.in_backward = &in_backward;
-  BucketedGradientAllReduce br(ps, r, 4);
+  std::unique_ptr<BucketedGradientAllReduce> br;
+  SingleParam() {
+    ps.add("w", {11}, ParamInit::zeros(), true);
+    ps.finalize();
+    r.in_backward = &in_backward;
+    br = std::make_unique<BucketedGradientAllReduce>(ps, r, 4);
+  }
+};
+
+TEST(BucketedGradientAllReduce, AModelThatAnnouncesNothingKeepsOneReductionAfterTheBackwardPass) {
+  SingleParam f;
+  RecordingReduce& r = f.r;
+  BucketedGradientAllReduce& br = *f.br;
   for (int s = 0; s < 3; ++s) {
     br.begin_step();
     br.finish();
@@ -328,13 +340,9 @@ TEST(BucketedGradientAllReduce, AModelThatAnnouncesNothingKeepsOneReductionAfter
 }
 
 TEST(BucketedGradientAllReduce, ARangeAnnouncedTwiceIsAModelBug) {
-  ParamStore ps;
-  ps.add("w", {11}, ParamInit::zeros(), true);
-  ps.finalize();
-  bool in_backward = false;
-  RecordingReduce r;
-  r.in_backward = &in_backward;
-  BucketedGradientAllReduce br(ps, r, 4);
+  SingleParam f;
+  ParamStore& ps = f.ps;
+  BucketedGradientAllReduce& br = *f.br;
   br.begin_step();
   ps.grads_final(0, ps.numel());
   br.finish();
