@@ -147,6 +147,10 @@ void Backbone::set_sample_keys(int64_t offset, int64_t stride) {
   for (auto& b : blocks_) b->set_sample_keys(offset, stride);
 }
 
+void Backbone::set_step_source(const Tensor& step) {
+  for (auto& b : blocks_) b->set_step_source(step);
+}
+
 void Backbone::forward(const Tensor& h, const Tensor& c, const Tensor& out, bool training, uint64_t seed,
                        uint64_t step) {
   const char* op = "Backbone::forward";

@@ -42,6 +42,12 @@ class Backbone {
   // those of the one-process batch (kernels/drop_path.h). Default 0, 1.
   // Throws std::invalid_argument for offset < 0 or stride < 1.
   void set_sample_keys(int64_t offset, int64_t stride);
+  // Where the drop-path keys take the step from: undefined (default) the
+  // `step` argument of forward; else step[0] of this I64 [1] tensor on the
+  // parameters' device, read where the masks are drawn, so a captured CUDA
+  // Graph step draws each replay's own masks (train/step_graph.h). The same
+  // masks either way.
+  void set_step_source(const Tensor& step);
   // dout [B,T,D] -> dh [B,T,D] (OVERWRITTEN), dc [B,D] (OVERWRITTEN, DiT);
   // parameter gradients ACCUMULATE into the ParamStore. Uses the activations
   // of the last forward. Announces its gradient ranges as they become final

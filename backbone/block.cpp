@@ -157,11 +157,19 @@ void Block::forward(const BlockIO& io, const Tensor& silu_c, bool training, uint
     Sub& s0 = sub_[0];
     if (drop_rate_ > 0.0f) {
       if (training)
-        drop_path_scales(drop_rate_, seed, philox_stream(step, index_, 0), s0.drop, sample_offset_, sample_stride_);
+        draw_drop(0, seed, step, s0.drop);
       else s0.drop.fill(1.0f);
     }
     siamese_residual_forward(span_spec(io), io.y[2], Tensor());
   }
+}
+
+void Block::draw_drop(int k, uint64_t seed, uint64_t step, const Tensor& scales) const {
+  if (step_source_.defined())
+    drop_path_scales_at(drop_rate_, seed, step_source_, static_cast<uint64_t>(index_), static_cast<uint64_t>(k), scales,
+                        sample_offset_, sample_stride_);
+  else
+    drop_path_scales(drop_rate_, seed, philox_stream(step, index_, k), scales, sample_offset_, sample_stride_);
 }
 
 SiameseResidualSpec Block::span_spec(const BlockIO& io) const {
@@ -189,7 +197,7 @@ void Block::sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, 
   if (sub_gated(k)) rs.gate = mod_chunk(mod_, 3 * k + 2);
   if (drop_rate_ > 0.0f && !span_) {
     if (training)
-      drop_path_scales(drop_rate_, seed, philox_stream(step, index_, k), sb.drop, sample_offset_, sample_stride_);
+      draw_drop(k, seed, step, sb.drop);
     else sb.drop.fill(1.0f);
     rs.drop_scale = sb.drop;
   }

@@ -61,6 +61,8 @@ class Block {
   // Where this batch's rows sit in the global batch for the drop-path keys
   // (kernels/drop_path.h): row b is global sample offset + b * stride.
   void set_sample_keys(int64_t offset, int64_t stride) { sample_offset_ = offset, sample_stride_ = stride; }
+  // Backbone::set_step_source.
+  void set_step_source(const Tensor& step) { step_source_ = step; }
   // On entry gx/gy hold the gradients w.r.t. io.x[2]/io.y[2]; on exit w.r.t.
   // io.x[0]/io.y[0] (gx may be swapped with s.gx_alt). d_silu_acc += the
   // gradient w.r.t. silu_c (DiT).
@@ -117,6 +119,9 @@ class Block {
   bool span_ = false;       // SpanNorm
   float span_alpha_ = 1.0f;
   int64_t sample_offset_ = 0, sample_stride_ = 1;  // see set_sample_keys
+  Tensor step_source_;  // see Backbone::set_step_source
+  // Sublayer k's drop-path mask into `scales`, keyed by the step.
+  void draw_drop(int k, uint64_t seed, uint64_t step, const Tensor& scales) const;
   Attention attn_;
   Mlp mlp_;
   Linear ada_;

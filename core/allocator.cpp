@@ -120,11 +120,14 @@ void release_cached(CudaCache& c, bool wait) {
   c.free_blocks.clear();
 }
 
+// The open capture pool of this thread (cuda_capture_pool_begin), or null.
+thread_local CudaStreamHandle t_capture_pool = nullptr;
+
 }  // namespace
 
 void* cuda_alloc(size_t bytes, int device, CudaStreamHandle stream) {
   size_t size = round_cuda_size(bytes == 0 ? 1 : bytes);
-  const BlockKey key{device, stream, size};
+  const BlockKey key{device, t_capture_pool ? t_capture_pool : stream, size};
   CudaCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   if (!c.pending.empty()) collect_pending(c);
@@ -206,6 +209,37 @@ void cuda_free(void* p, int /*device*/) {
   c.live.erase(it);
 }
 
+CudaStreamHandle cuda_capture_pool_begin() {
+  if (t_capture_pool) throw std::logic_error("cuda_capture_pool_begin: a capture pool is open on this thread");
+  t_capture_pool = new char(0);  // a unique tag no stream handle equals
+  return t_capture_pool;
+}
+
+void cuda_capture_pool_end() { t_capture_pool = nullptr; }
+
+void cuda_capture_pool_release(CudaStreamHandle pool) {
+  if (!pool) return;
+  CudaCache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    std::vector<std::pair<BlockKey, void*>> moved;
+    for (auto it = c.free_blocks.begin(); it != c.free_blocks.end();) {
+      if (it->first.stream == pool) {
+        moved.push_back({{it->first.device, nullptr, it->first.size}, it->second});
+        it = c.free_blocks.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto& m : moved) c.free_blocks.insert(m);
+    for (auto& kv : c.live)
+      if (kv.second.key.stream == pool) kv.second.key.stream = nullptr;
+    for (PendingBlock& b : c.pending)
+      if (b.key.stream == pool) b.key.stream = nullptr;
+  }
+  delete static_cast<char*>(pool);
+}
+
 void cuda_empty_cache() {
   CudaCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
@@ -258,6 +292,9 @@ size_t cuda_bytes_cached() { return 0; }
 size_t cuda_peak_bytes_in_use() { return 0; }
 void cuda_reset_peak_bytes() {}
 size_t cuda_malloc_calls() { return 0; }
+CudaStreamHandle cuda_capture_pool_begin() { throw std::runtime_error("this build has no CUDA support"); }
+void cuda_capture_pool_end() {}
+void cuda_capture_pool_release(CudaStreamHandle) {}
 CudaDeviceInfo cuda_device_info(int) { throw std::runtime_error("this build has no CUDA support"); }
 int cuda_device_count() { return 0; }
 bool cuda_available() { return false; }

@@ -16,7 +16,8 @@ void* cpu_alloc(size_t bytes);  // throws std::bad_alloc
 void cpu_free(void* p);
 
 // A cudaStream_t passed as an opaque handle (so this header needs no CUDA
-// headers); nullptr is the legacy default stream.
+// headers); nullptr is the default stream (the per-thread one in this
+// build, CMakeLists.txt: the compute stream).
 using CudaStreamHandle = void*;
 
 // Both throw std::runtime_error in builds without VT_CUDA or when the device
@@ -38,6 +39,18 @@ void cuda_free(void* p, int device);
 // than its allocation stream); no-op for the allocation stream itself and
 // for pointers this allocator did not hand out.
 void cuda_record_stream(void* p, CudaStreamHandle stream);
+// The private memory pool of a CUDA Graph capture (core/cuda_graph.h; as
+// PyTorch's graph pools): between cuda_capture_pool_begin and _end, every
+// cuda_alloc of the calling thread is served from and returned to a pool of
+// its own (keyed by the returned tag in place of the stream), so a block a
+// captured kernel reads or writes is never handed to other work while the
+// graph may be replayed, whoever frees it and when; blocks freed during the
+// capture are reused within it (replay keeps the captured order). The pool
+// goes back to the compute stream's cache at cuda_capture_pool_release
+// (when the graph is destroyed). One capture per thread at a time.
+CudaStreamHandle cuda_capture_pool_begin();
+void cuda_capture_pool_end();
+void cuda_capture_pool_release(CudaStreamHandle pool);
 // Releases every cached (unused) CUDA block back to the driver (waiting for
 // the events of blocks freed across streams).
 void cuda_empty_cache();

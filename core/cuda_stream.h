@@ -1,9 +1,10 @@
 // CUDA streams and events behind opaque handles (so this header needs no
 // CUDA headers), for work that overlaps the compute stream: the batch
 // upload (data_pipeline/batch_upload.h). The op library's kernels run on
-// the legacy default stream (CudaStreamHandle nullptr, "the compute
-// stream"); a stream made here is non-blocking, i.e. it does not
-// synchronise implicitly with the legacy default stream (CUDA Runtime API, "Stream synchronization
+// the default stream (CudaStreamHandle nullptr, "the compute stream"; the
+// build makes it the per-thread default stream, CMakeLists.txt); a stream
+// made here is non-blocking, i.e. it does not synchronise implicitly with
+// the default stream (CUDA Runtime API, "Stream synchronization
 // behavior"), so ordering between the two is exactly the events recorded
 // and waited for.
 //

@@ -313,7 +313,10 @@ void Tensor::copy_from(const Tensor& src) {
   cudaMemcpyKind kind = src.device_.is_cpu() ? cudaMemcpyHostToDevice
                         : device_.is_cpu()   ? cudaMemcpyDeviceToHost
                                              : cudaMemcpyDeviceToDevice;
-  cudaError_t e = cudaMemcpy(raw(), src.raw(), nbytes(), kind);
+  // Device to device: the async form on the compute stream, which is what
+  // cudaMemcpy does there (no host wait) and what a CUDA Graph can capture.
+  cudaError_t e = kind == cudaMemcpyDeviceToDevice ? cudaMemcpyAsync(raw(), src.raw(), nbytes(), kind, nullptr)
+                                                   : cudaMemcpy(raw(), src.raw(), nbytes(), kind);
   if (e != cudaSuccess) throw std::runtime_error(std::string("cudaMemcpy failed: ") + cudaGetErrorString(e));
 #else
   throw std::runtime_error("copy_from: CUDA tensor in a build without CUDA");
@@ -410,7 +413,9 @@ void Tensor::zero() {
       return;
     }
 #ifdef VT_CUDA
-    cudaMemset(raw(), 0, nbytes());
+    // Async on the compute stream: cudaMemset of device memory does not wait
+    // either, and a CUDA Graph can capture this form (zero_grad in a step).
+    cudaMemsetAsync(raw(), 0, nbytes(), nullptr);
     return;
 #endif
   }

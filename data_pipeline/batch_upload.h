@@ -2,7 +2,7 @@
 // loader's workers fill pinned host slots (data_pipeline/loader.h,
 // pinned_slots), and each batch is copied to the GPU on an upload stream of
 // its own while the previous step still runs on the compute stream (the op
-// library's legacy default stream), as PyTorch's DataLoader(pin_memory=True)
+// library's default stream), as PyTorch's DataLoader(pin_memory=True)
 // with a side-stream prefetcher (timm's PrefetchLoader) does.
 //
 // Per step, in the step's code:

@@ -202,19 +202,36 @@ void DitTrainer::start_epoch() {
   loader_->start_epoch(static_cast<uint64_t>(epoch_), std::move(o));
 }
 
-StepTask::Output DitTrainer::forward_backward(int64_t s) {
-  const int64_t B = rank_batch_;
+// The host part of step s: the batch into x0_ (a GPU step views the
+// uploader's slot; a CUDA Graph step copies it into the fixed x0_fixed_, the
+// address the captured kernels read), the host's draws (labels dropped,
+// timesteps) copied to the device, and the noise keyed by the step.
+void DitTrainer::prepare_batch(int64_t s, bool fixed_x0) {
   const int rank = dist().rank(), world = dist().world();
   Batch batch;
   DeviceBatch device_batch;
   if (!(upload_ ? upload_->next(device_batch) : loader_->next(batch)))
     throw std::logic_error("dittrain: loader ran dry inside an epoch");
   if (upload_) {
-    x0_ = device_batch.images;
+    if (fixed_x0) {
+      if (!x0_fixed_.defined())
+        x0_fixed_ = Tensor::empty(device_batch.images.shape(), DType::F32, device_batch.images.device());
+      x0_fixed_.copy_from(device_batch.images);
+      x0_ = x0_fixed_;
+    } else {
+      x0_ = device_batch.images;
+    }
     host_y_.copy_from(device_batch.host_labels);
   } else {
     x0_.copy_from(batch.images);
     host_y_.copy_from(batch.labels);
+  }
+  if (fixed_x0) {  // a CUDA Graph step's embedding cannot read its ids back to check them (kernels/embedding.h)
+    for (int64_t b = 0; b < host_y_.numel(); ++b)
+      if (host_y_.i32()[b] < 0 || host_y_.i32()[b] >= cfg_.model.num_classes)
+        throw std::out_of_range("dittrain: label " + std::to_string(host_y_.i32()[b]) + " of batch row " +
+                                std::to_string(b) + " outside [0, model.num_classes = " +
+                                std::to_string(cfg_.model.num_classes) + ")");
   }
   if (cfg_.data_kind == "latents") scale(x0_, static_cast<float>(cfg_.latent_scale), x0_);
   // Per-sample draws are keyed by the global row (j * world + rank), so a
@@ -243,27 +260,53 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
   rows.purpose = kPurposeNoise, rows.key = static_cast<uint64_t>(s), rows.row_last = true;
   rows.offset = rank, rows.stride = world;
   gaussian_noise(cfg_.seed, rows, noise_);
+}
+
+// The device part: the same launches with the same arguments every step
+// (a CUDA Graph step captures it once, train/step_graph.h).
+void DitTrainer::device_step() {
   diffusion_q_sample(schedule_, t_, x0_, noise_, xt_);
   model_->forward(xt_, tt_, y_, out_);
   diffusion_training_losses(schedule_, t_, out_, x0_, xt_, noise_, diffusion_t0(cfg_.t0_term), stats_, dout_);
   ParamStore& ps = model_->params();
   ps.zero_grad();
   model_->backward(dout_);
+  // GPU: the step's means stay on the device; TrainLoop reads them (as
+  // means over ranks) once per log interval into out.values.
+  if (!x0_.device().is_cpu()) diffusion_loss_means(stats_, scalars_);
+}
 
+void DitTrainer::finish_step() {
   if (++batch_in_epoch_ == batches_per_epoch_) {
     ++epoch_;
     batch_in_epoch_ = 0;
     start_epoch();
   }
   if (upload_) upload_->prefetch();  // the next batch's copy overlaps this step's queued work
+}
+
+StepTask::Output DitTrainer::prepare_step(int64_t s, std::string*) {
+  prepare_batch(s, true);  // every step's shape is the same: drop_last batches of train.batch_size
+  Output out;
+  out.lr = cfg_.lr;
+  out.where = "epoch " + std::to_string(epoch_);
+  out.loss = std::numeric_limits<double>::quiet_NaN();
+  out.scalars = scalars_;
+  step_ = s;
+  return out;
+}
+
+StepTask::Output DitTrainer::forward_backward(int64_t s) {
+  const int64_t B = rank_batch_;
+  const int world = dist().world();
+  prepare_batch(s, false);
+  device_step();
+  finish_step();
   step_ = s;
   Output out;
   out.lr = cfg_.lr;
   out.where = "epoch " + std::to_string(epoch_);
   if (!x0_.device().is_cpu()) {
-    // The step's means stay on the device; TrainLoop reads them (as means
-    // over ranks) once per log interval into out.values.
-    diffusion_loss_means(stats_, scalars_);
     out.loss = std::numeric_limits<double>::quiet_NaN();
     out.scalars = scalars_;
     return out;
@@ -381,6 +424,7 @@ void DitTrainer::train_until(int64_t stop_at) {
   lo.ckpt_every_steps = cfg_.ckpt_every_steps;
   lo.log_at_end = lo.ckpt_at_end = true;
   lo.allreduce_bucket_mb = cfg_.allreduce_bucket_mb;
+  lo.cuda_graph = cfg_.cuda_graph == "auto";
   lo.update.clip_grad = cfg_.clip_grad;
   lo.update.adamw.beta1 = cfg_.beta1, lo.update.adamw.beta2 = cfg_.beta2, lo.update.adamw.eps = cfg_.adam_eps;
   lo.update.adamw.weight_decay = cfg_.weight_decay;

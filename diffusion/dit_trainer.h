@@ -86,6 +86,12 @@ class DitTrainer : private StepTask {
   // StepTask: batch, timesteps, noise, q_sample, forward, loss, backward;
   // then counters, means for the metrics line, sample grids, checkpoints.
   Output forward_backward(int64_t step) override;
+  // CUDA Graph steps (train/loop.h): forward_backward in three parts.
+  bool splits_step() const override { return upload_ != nullptr; }
+  Output prepare_step(int64_t step, std::string* not_replayable) override;
+  void device_step() override;
+  void finish_step() override;
+  void prepare_batch(int64_t step, bool fixed_x0);
   void after_update(int64_t step, const Output& out, const UpdateResult& u) override;
   std::vector<std::pair<std::string, double>> log_scalars(int64_t step) override;
   void append_mechanism_scalars(std::vector<std::pair<std::string, double>>& scalars) const;
@@ -114,6 +120,7 @@ class DitTrainer : private StepTask {
   // step buffers, on the model's device (host_*: the host draws; on a GPU
   // x0_ views the uploaded batch)
   Tensor x0_, xt_, noise_, tt_, y_, t_, out_, dout_, stats_, schedule_;
+  Tensor x0_fixed_;  // CUDA Graph steps: the batch's fixed home
   Tensor scalars_;  // GPU: F32 [3] (loss, mse, vb) of the step, read by TrainLoop once per log interval
   Tensor host_tt_, host_y_, host_t_;
 };

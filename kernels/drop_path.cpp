@@ -67,6 +67,27 @@ void drop_path_scales(float rate, uint64_t seed, uint64_t stream, const Tensor& 
   dst.copy_from(Tensor::from_vector(host, {B}));
 }
 
+void drop_path_scales_at(float rate, uint64_t seed, const Tensor& step, uint64_t block, uint64_t sublayer,
+                         const Tensor& scales, int64_t sample_offset, int64_t sample_stride) {
+  const char* op = "drop_path_scales_at";
+  opcheck::dtype(op, "step", step, DType::I64);
+  if (step.numel() != 1) opcheck::fail(op, opcheck::desc("step", step) + " must hold one step number");
+  opcheck::same_device(op, scales.device(), {{"step", &step}});
+  if (scales.device().is_cuda() && scales.is_contiguous() && rate >= 0.0f && rate < 1.0f && sample_offset >= 0 &&
+      sample_stride >= 1 && scales.dtype() == DType::F32 && scales.dim() == 1) {
+#ifdef VT_CUDA
+    const double keep = 1.0 - static_cast<double>(rate);
+    cuda::drop_path_scales_at(scales.f32(), scales.size(0), keep, static_cast<float>(1.0 / keep), seed,
+                              static_cast<const int64_t*>(step.raw()), block, sublayer, sample_offset, sample_stride);
+    return;
+#endif
+  }
+  // The host twin (and every argument error, named as drop_path_scales names them).
+  const Tensor host = step.device().is_cpu() ? step : step.to(Device::cpu());
+  const uint64_t s = static_cast<uint64_t>(static_cast<const int64_t*>(host.raw())[0]);
+  drop_path_scales(rate, seed, philox_stream_mix(s, block, sublayer), scales, sample_offset, sample_stride);
+}
+
 void drop_path_forward(const Tensor& x, const Tensor& scales, const Tensor& out) {
   const char* op = "drop_path_forward";
   if (check_scaled(op, "x", x, scales, "out", out)) {

@@ -27,6 +27,12 @@ namespace vt {
 // sample_stride >= 1, else std::invalid_argument.
 void drop_path_scales(float rate, uint64_t seed, uint64_t stream, const Tensor& scales,
                       int64_t sample_offset = 0, int64_t sample_stride = 1);
+// The same masks with stream = philox_stream(step[0], block, sublayer) (the
+// backbone's key) formed where they are drawn, from step: I64 [1] on the
+// scales' device. A CUDA Graph replays one captured launch with each step's
+// number written there (train/step_graph.h).
+void drop_path_scales_at(float rate, uint64_t seed, const Tensor& step, uint64_t block, uint64_t sublayer,
+                         const Tensor& scales, int64_t sample_offset = 0, int64_t sample_stride = 1);
 
 // out[b, ...] = x[b, ...] * scales[b]; x, out [B, ...] contiguous, same
 // shape (out may be x). Backward is the same map: dx = dout * scales

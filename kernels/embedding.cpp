@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/cuda_graph.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/op_checks.h"
 #ifdef VT_CUDA
@@ -20,7 +21,11 @@ void check_ids(const char* op, const Tensor& ids, int64_t V) {
   if (!ids.device().is_cpu()) opcheck::no_cuda(op);
 #endif
   // CUDA ids are copied back to be checked (B integers; a bad label must be
-  // an error naming it, not an out-of-bounds read on the device).
+  // an error naming it, not an out-of-bounds read on the device) — except
+  // while a CUDA Graph captures the step, which cannot read back (its
+  // replays run no host code either): there the caller has checked the ids
+  // it uploaded (dittrain: DitTrainer::prepare_batch).
+  if (!ids.device().is_cpu() && cuda_capturing()) return;
   const Tensor host = ids.device().is_cpu() ? ids : ids.to(Device::cpu());
   const int32_t* p = host.i32();
   for (int64_t b = 0; b < ids.numel(); ++b)

@@ -159,7 +159,7 @@ UpdateState* state_of(const char* op, const Tensor& state) {
 }  // namespace
 
 void update_prepare(const Tensor& grad, const Tensor& scalars, const Tensor& state, const Tensor& record,
-                    const UpdateHyper& hp) {
+                    const UpdateHyper& hp, const Tensor& lr) {
   const char* op = "update_prepare";
   opcheck::defined(op, "grad", grad);
   check_flat(op, "grad", grad, grad.numel());
@@ -169,16 +169,19 @@ void update_prepare(const Tensor& grad, const Tensor& scalars, const Tensor& sta
   UpdateState* s = state_of(op, state);
   opcheck::defined(op, "record", record);
   check_flat(op, "record", record, kUpdateRecordHead + scalars.numel(), DType::I64);
-  opcheck::same_device(op, grad.device(), {{"scalars", &scalars}, {"state", &state}, {"record", &record}});
+  if (lr.defined()) check_flat(op, "lr", lr, 1, DType::I64);
+  opcheck::same_device(op, grad.device(),
+                       {{"scalars", &scalars}, {"state", &state}, {"record", &record}, {"lr", &lr}});
   const int k = static_cast<int>(scalars.numel());
   double* rec = static_cast<double*>(record.raw());
+  const double* lr_p = lr.defined() ? static_cast<const double*>(lr.raw()) : nullptr;
   if (on_cuda(op, grad)) {
 #ifdef VT_CUDA
-    cuda::update_prepare(grad.f32(), grad.numel(), scalars.f32(), k, s, rec, hp);
+    cuda::update_prepare(grad.f32(), grad.numel(), scalars.f32(), k, s, rec, hp, lr_p);
 #endif
     return;
   }
-  cpu::update_prepare(grad.f32(), grad.numel(), scalars.f32(), k, s, rec, hp);
+  cpu::update_prepare(grad.f32(), grad.numel(), scalars.f32(), k, s, rec, hp, lr_p);
 }
 
 void fused_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,

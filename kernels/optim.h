@@ -93,8 +93,11 @@ void ema_update(const Tensor& ema, const Tensor& param, float decay);
 //   grad: F32 flat; scalars: F32 [k >= 1]; state: I64 [kUpdateStateWords]
 //   (make_update_state); record: I64 [kUpdateRecordHead + k] read through
 //   f64_data (there is no F64 dtype). All on one device.
+//   lr: undefined, or I64 [1] holding the step's learning rate as a double,
+//   read on the device in place of hp.lr (a CUDA Graph replays one captured
+//   launch with each step's rate; train/step_graph.h).
 void update_prepare(const Tensor& grad, const Tensor& scalars, const Tensor& state, const Tensor& record,
-                    const UpdateHyper& hp);
+                    const UpdateHyper& hp, const Tensor& lr = Tensor());
 // One pass over the flat buffers, for the step update_prepare prepared:
 // nothing when the state says skip; else per element g' = clip_scale * g,
 // AdamW (as adamw_step) into param/exp_avg/exp_avg_sq, the bf16 copy

@@ -13,6 +13,9 @@
 #             5 steps, fp32 and bf16; DiT-L/4 batch 4, 5 steps, fp32 and bf16;
 #             bf16 fails unless every attention call got bf16 q/k/v (the bf16
 #             activation path); prints saved-activation and peak GiB per run
+#   graph     the training step replayed as a CUDA Graph (train.cuda_graph:
+#             auto) vs eager steps: agreement (1e-6) and steps/s of both, a
+#             small launch-bound DeiT (deit_tiny at 64 px, batch 32, 50 steps)
 #   kernels   GB/s of LayerNorm and the SiameseNorm kernels vs a D2D copy
 #   attention forward+backward time of the [B,H,T,T] path, the own flash kernel and cuDNN's
 #             fused SDPA at DeiT-S and DiT-L/4 shapes (bench_attention), as ratios
@@ -233,7 +236,7 @@ vt_gpu_check_main() {
   : >"$VT_LOG"
   VT_TMP=$(mktemp -d)
   trap 'rm -rf "$VT_TMP"' EXIT
-  stages=${*:-env cuda memcheck racecheck agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 kernels attention nccl fid step_deit step_dit}
+  stages=${*:-env cuda memcheck racecheck agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 graph kernels attention nccl fid step_deit step_dit}
   vt_log "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build $BUILD, budget ${VT_BUDGET}s, log $VT_LOG"
   vt_log "gpu_check: stages: $stages"
 
@@ -268,7 +271,7 @@ vt_gpu_check_main() {
   local -a progs=()
   for s in tests/test_cuda bench/bench_cuda_kernels bench/bench_allreduce bench/gpu/check_train_device \
            bench/gpu/check_dit_device bench/check_train_device bench/check_dit_device bench/bench_attention \
-           bench/check_inception_device; do
+           bench/check_inception_device bench/gpu/check_graph_step bench/check_graph_step; do
     [ -x "$BUILD/$s" ] && progs+=("$BUILD/$s")
   done
   if [ "${#progs[@]}" = 0 ]; then
@@ -313,6 +316,8 @@ vt_gpu_check_main() {
         vt_stage_prog "$s" 75 "DeiT-S batch 8, 5 steps" "$BUILD/bench/gpu/check_train_device $BUILD/bench/check_train_device" 5 8 "${s##*_}" ;;
       agree_dit_fp32|agree_dit_bf16)
         vt_stage_prog "$s" 75 "DiT-L/4 batch 4, 5 steps" "$BUILD/bench/gpu/check_dit_device $BUILD/bench/check_dit_device" 5 4 "${s##*_}" ;;
+      graph)
+        vt_stage_prog graph 60 "CUDA Graph vs eager step, deit_tiny 64 px batch 32" "$BUILD/bench/gpu/check_graph_step $BUILD/bench/check_graph_step" 50 32 fp32 ;;
       kernels)
         vt_stage_prog kernels 45 "GB/s vs D2D copy" "$BUILD/bench/bench_cuda_kernels" 20 ;;
       attention)

@@ -35,6 +35,18 @@ class DeviceUpdate {
   // same for the whole run. lr: this step's learning rate.
   void launch(const Tensor& scalars, double lr);
 
+  // The same update for a CUDA Graph step (train/step_graph.h), whose
+  // launches read everything that changes per step from fixed device memory:
+  // set_step writes the step's learning rate there (one host->device copy,
+  // before the graph launch; it also makes the buffers, outside any
+  // capture); launch_fixed queues update_prepare (rate read on the device,
+  // record into a fixed row) and fused_update, with no host work, so it can
+  // be captured; commit, after the step's launch, copies the fixed row into
+  // the next record row (device to device). Same math, same bits as launch.
+  void set_step(const Tensor& scalars, double lr);
+  void launch_fixed(const Tensor& scalars);
+  void commit();
+
   int64_t pending() const { return pending_; }
   bool full() const { return pending_ == capacity_; }
 
@@ -57,6 +69,10 @@ class DeviceUpdate {
   int64_t pending_ = 0;
   Tensor state_;    // I64 [kUpdateStateWords] (UpdateState)
   Tensor records_;  // I64 [capacity, kUpdateRecordHead + k] holding doubles
+  Tensor lr_;       // graph steps: I64 [1] holding the step's learning rate (double)
+  Tensor row_;      // graph steps: I64 [kUpdateRecordHead + k], the step's record
+  void make_records(const Tensor& scalars);
+  UpdateHyper hyper(double lr) const;
 };
 
 }  // namespace vt

@@ -30,7 +30,7 @@ class NcclGradientAllReduce : public GradientAllReduce {
  public:
   // Collective: every rank constructs it, after cudaSetDevice(local rank).
   // compute_stream: the cudaStream_t the gradients are written on, passed
-  // as an opaque handle (nullptr: the legacy default stream, which the op
+  // as an opaque handle (nullptr: the default stream, which the op
   // library uses). Throws std::runtime_error with NCCL's/CUDA's message.
   explicit NcclGradientAllReduce(void* compute_stream = nullptr);
   ~NcclGradientAllReduce() override;

@@ -21,9 +21,10 @@ int64_t TrainLoop::run(StepTask& task, int64_t first, int64_t end) {
         buckets_ = std::make_unique<BucketedGradientAllReduce>(params_, *allreduce_, cap);
       allreduce_made_ = true;
     }
-    if (buckets_) buckets_->begin_step();
-    StepTask::Output out = task.forward_backward(s);
     const bool on_device = !params_.grads().device().is_cpu();
+    const bool split = graph_step(task, on_device);
+    if (buckets_) buckets_->begin_step();
+    StepTask::Output out = split ? run_graph_step(task, s) : task.forward_backward(s);
     if (allreduce_) {
       if (buckets_) {
         buckets_->finish();
@@ -39,11 +40,8 @@ int64_t TrainLoop::run(StepTask& task, int64_t first, int64_t end) {
     if (on_device) {
       if (!out.scalars.defined())
         throw std::logic_error("TrainLoop: a step on " + params_.grads().device().str() + " without device scalars");
-      if (!device_) {
-        const int64_t cap = o_.log_every_steps > 0 ? o_.log_every_steps : kUnloggedReadEvery;
-        device_ = std::make_unique<DeviceUpdate>(params_, opt_, guard_, o_.update, cap);
-      }
-      device_->launch(out.scalars, out.lr);
+      make_device_update();
+      if (!split) device_->launch(out.scalars, out.lr);  // (a split step's update ran inside it)
       unread_.emplace_back(s, std::move(out));
       if (log_now || ckpt_now || device_->full()) read_device(task);
     } else {
@@ -58,7 +56,52 @@ int64_t TrainLoop::run(StepTask& task, int64_t first, int64_t end) {
       task.save("end");
   }
   if (device_) read_device(task);  // the epoch's or run's end: evaluation and the caller see every step
+  graph_.reset();  // evaluation between two runs may plan other workspaces
   return end;
+}
+
+void TrainLoop::make_device_update() {
+  if (device_) return;
+  const int64_t cap = o_.log_every_steps > 0 ? o_.log_every_steps : kUnloggedReadEvery;
+  device_ = std::make_unique<DeviceUpdate>(params_, opt_, guard_, o_.update, cap);
+}
+
+bool TrainLoop::graph_step(StepTask& task, bool on_device) {
+  if (!o_.cuda_graph || !on_device) return false;
+  if (allreduce_) {
+    StepGraph::note("cuda_graph: eager steps (several ranks: the NCCL all-reduce is not captured)");
+    return false;
+  }
+  if (!task.splits_step()) {
+    StepGraph::note("cuda_graph: eager steps (this task's step does not split into host and device parts)");
+    return false;
+  }
+  return true;
+}
+
+// prepare (host) -> [device_step + the update] (graph or eager) -> the
+// record row -> finish (host); train/step_graph.h.
+StepTask::Output TrainLoop::run_graph_step(StepTask& task, int64_t s) {
+  std::string why;
+  StepTask::Output out = task.prepare_step(s, &why);
+  if (!out.scalars.defined())
+    throw std::logic_error("TrainLoop: a step on " + params_.grads().device().str() + " without device scalars");
+  make_device_update();
+  device_->set_step(out.scalars, out.lr);
+  // The captured update reads the scalars where they were at the capture.
+  if (why.empty() && graph_.ready() && out.scalars.raw() != graph_scalars_)
+    throw std::logic_error("TrainLoop: the task's step scalars moved after the step was captured");
+  const Tensor scalars = out.scalars;
+  graph_.run(
+      [&] {
+        task.device_step();
+        device_->launch_fixed(scalars);
+      },
+      why);
+  graph_scalars_ = out.scalars.raw();
+  device_->commit();
+  task.finish_step();
+  return out;
 }
 
 void TrainLoop::read_device(StepTask& task) {

@@ -38,6 +38,7 @@
 #include "train/grad_allreduce.h"
 #include "train/grad_allreduce_bucketed.h"
 #include "train/nonfinite.h"
+#include "train/step_graph.h"
 #include "train/update_step.h"
 
 namespace vt {
@@ -73,6 +74,24 @@ class StepTask {
   virtual void after_step(int64_t step) {}
   // Writes a checkpoint of the current state; `why` is for the log.
   virtual void save(const std::string& why) = 0;
+
+  // CUDA Graph steps (LoopOptions::cuda_graph, train/step_graph.h): a task
+  // whose GPU step splits into host work and a fixed device part returns
+  // true here, and on a GPU with one rank the loop then runs each step as
+  //   prepare_step(step, &why)  the host part (the batch copied into the
+  //       task's fixed device buffers, host draws, kernels keyed by them);
+  //       returns what forward_backward returns (scalars: the same tensor
+  //       every step). Sets why when this step's device part would not
+  //       launch what the previous steps launched (a batch of another shape);
+  //   device_step()  forward and backward on those buffers: only device work
+  //       on the compute stream, no host reads or waits, every kernel
+  //       argument the same each step (captured once, then replayed);
+  //   finish_step()  once the step is queued (prefetch, position).
+  // The three together compute exactly what forward_backward computes.
+  virtual bool splits_step() const { return false; }
+  virtual Output prepare_step(int64_t step, std::string* not_replayable) { return forward_backward(step); }
+  virtual void device_step() {}
+  virtual void finish_step() {}
 };
 
 struct LoopOptions {
@@ -84,6 +103,11 @@ struct LoopOptions {
   // bucket_cap_mb; train.allreduce_bucket_mb): 0 reduces the whole buffer
   // after the backward pass. Used only by a reducer that overlaps (NCCL).
   double allreduce_bucket_mb = 25;
+  // train.cuda_graph: auto (true) replays the step as a CUDA Graph when the
+  // gradients are on a GPU, one rank trains and the task splits its step
+  // (train/step_graph.h); off (false) or otherwise: eager steps. No effect
+  // on the CPU.
+  bool cuda_graph = false;
   UpdateOptions update;
 };
 
@@ -101,6 +125,9 @@ class TrainLoop {
 
   // Device->host reads of step records so far (GPU; counts DeviceUpdate::read calls that copied).
   int64_t reads() const { return reads_; }
+  // CUDA Graph steps so far: launches of the captured step, and split steps run eagerly.
+  int64_t graph_replays() const { return graph_.replays(); }
+  int64_t graph_eager_steps() const { return graph_.eager(); }
 
  private:
   ParamStore& params_;
@@ -118,9 +145,15 @@ class TrainLoop {
   std::unique_ptr<DeviceUpdate> device_;
   std::vector<std::pair<int64_t, StepTask::Output>> unread_;
   int64_t reads_ = 0;
+  StepGraph graph_;
+  const void* graph_scalars_ = nullptr;  // the scalars the captured update reads
+  // Whether this step runs split (prepare/device/finish, graph or eager).
+  bool graph_step(StepTask& task, bool on_device);
+  StepTask::Output run_graph_step(StepTask& task, int64_t s);
   // Reads the pending records and runs, per step in order, the host side of
   // the policy and task.after_update.
   void read_device(StepTask& task);
+  void make_device_update();
 };
 
 }  // namespace vt

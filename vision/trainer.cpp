@@ -203,6 +203,8 @@ struct Trainer::Impl {
     BatchUploader* upload = nullptr;  // GPU: the pinned upload ring (data_pipeline/batch_upload.h)
     DeviceBatch device_batch;         // GPU: this step's batch, from `upload`
     Tensor stats;                     // GPU: F32 [2], the step's loss and correct count (TrainLoop's scalars)
+    Tensor fixed_images, fixed_labels;  // CUDA Graph steps: the batch's fixed home (prepare_split)
+    Tensor step_number;                 // CUDA Graph steps: I64 [1], the drop-path keys' step (prepare_split)
   };
 
   // Mixup/CutMix over several ranks as in one process: timm pairs global
@@ -280,21 +282,61 @@ struct Trainer::Impl {
       soft_cross_entropy_to_stats(w.logits, w.device_batch.targets, w.dlogits, w.stats);
       return device_loss();
     }
-    if (o.mixing()) {
-      if (rank_batch % 2 != 0)
-        throw std::invalid_argument("Mixup/CutMix: batch size " + std::to_string(rank_batch) + " must be even");
-      Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
-      const Shape& s = w.images.shape();
-      const MixupDecision d = draw_mixup(static_cast<int>(s[2]), static_cast<int>(s[3]), rng, w.mix);
-      if (d.applied) mix_images(w.images, d.cutmix, d.lambda, MixBox{d.box.y0, d.box.y1, d.box.x0, d.box.x1});
-      mix_targets(w.labels, d.lambda, w.mix.label_smoothing, w.targets);
-      model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
-      soft_cross_entropy_to_stats(w.logits, w.targets, w.dlogits, w.stats);
-      return device_loss();
-    }
-    model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
-    cross_entropy_to_stats(w.logits, w.labels, static_cast<float>(o.label_smoothing), w.dlogits, w.stats);
+    mix_on_device(b, w);
+    device_forward_loss(w);
     return device_loss();
+  }
+  // One process's Mixup/CutMix on the device: the host's draws for batch b,
+  // applied to w.images in place and written as soft targets to w.targets.
+  void mix_on_device(int64_t b, StepWork& w) {
+    if (!o.mixing()) return;
+    if (rank_batch % 2 != 0)
+      throw std::invalid_argument("Mixup/CutMix: batch size " + std::to_string(rank_batch) + " must be even");
+    Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
+    const Shape& s = w.images.shape();
+    const MixupDecision d = draw_mixup(static_cast<int>(s[2]), static_cast<int>(s[3]), rng, w.mix);
+    if (d.applied) mix_images(w.images, d.cutmix, d.lambda, MixBox{d.box.y0, d.box.y1, d.box.x0, d.box.x1});
+    mix_targets(w.labels, d.lambda, w.mix.label_smoothing, w.targets);
+  }
+  // Forward and the loss with its gradient into w.dlogits; loss and
+  // correct count stay in w.stats.
+  void device_forward_loss(StepWork& w) {
+    model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
+    if (o.mixing()) soft_cross_entropy_to_stats(w.logits, w.targets, w.dlogits, w.stats);
+    else cross_entropy_to_stats(w.logits, w.labels, static_cast<float>(o.label_smoothing), w.dlogits, w.stats);
+  }
+
+  // CUDA Graph steps (train/step_graph.h), one process: prepare_split is
+  // the host part of the GPU step — the uploaded batch copied from the
+  // uploader's slot into fixed buffers (the captured kernels read these
+  // addresses every step) and mixed there with the host's draws;
+  // device_body the rest, the same launches with the same arguments every
+  // step. Together they compute what forward_backward computes.
+  void prepare_split(int64_t b, StepWork& w, std::string* why) {
+    const DeviceBatch& d = w.device_batch;
+    if (!w.fixed_images.defined() || w.fixed_images.shape() != d.images.shape()) {
+      if (w.fixed_images.defined())
+        *why = "batch " + d.images.str() + " after " + w.fixed_images.str();
+      w.fixed_images = Tensor::empty(d.images.shape(), d.images.dtype(), d.images.device());
+      w.fixed_labels = Tensor::empty(d.labels.shape(), d.labels.dtype(), d.labels.device());
+    }
+    w.fixed_images.copy_from(d.images);
+    w.fixed_labels.copy_from(d.labels);
+    w.images = w.fixed_images;
+    w.labels = w.fixed_labels;
+    if (!w.step_number.defined()) {  // the drop-path kernels read the step from here
+      w.step_number = Tensor::zeros({1}, DType::I64, d.images.device());
+      model->backbone().set_step_source(w.step_number);
+    }
+    Tensor host_step = Tensor::empty({1}, DType::I64);
+    static_cast<int64_t*>(host_step.raw())[0] = step;
+    w.step_number.copy_from(host_step);
+    mix_on_device(b, w);
+  }
+  void device_body(StepWork& w) {
+    model->params().zero_grad();
+    device_forward_loss(w);
+    model->backward(w.dlogits);
   }
   // The loss of a GPU step is in StepWork::stats until TrainLoop reads it.
   static CrossEntropyResult device_loss() { return {std::numeric_limits<double>::quiet_NaN(), 0}; }
@@ -360,6 +402,26 @@ struct Trainer::Impl {
     void save(const std::string& why) override {
       I.save(why);
       saved_now = true;
+    }
+    // CUDA Graph steps: forward_backward's GPU step in three parts.
+    bool splits_step() const override { return work.upload != nullptr; }
+    Output prepare_step(int64_t, std::string* why) override {
+      if (!work.upload->next(work.device_batch)) throw std::logic_error("vtrain: the loader ran dry inside an epoch");
+      evaluated_now = saved_now = false;
+      const int64_t b = I.batch_in_epoch;
+      Output out;
+      out.lr = lr_at(I.o.sched, I.epoch, b, steps_per_epoch);
+      I.prepare_split(b, work, why);
+      out.loss = std::numeric_limits<double>::quiet_NaN();  // filled at the read
+      out.where = "epoch " + std::to_string(I.epoch) + ", batch " + std::to_string(b);
+      out.scalars = work.stats;
+      return out;
+    }
+    void device_step() override { I.device_body(work); }
+    void finish_step() override {
+      work.upload->prefetch();  // the next batch's copy overlaps this step
+      ++I.step;
+      ++I.batch_in_epoch;
     }
   };
 
@@ -520,6 +582,7 @@ TrainSummary Trainer::Impl::loop() {
   // train.max_steps), so every run's metrics end with its last loss.
   lo.log_at_end = true;
   lo.allreduce_bucket_mb = o.allreduce_bucket_mb;
+  lo.cuda_graph = o.cuda_graph == "auto";
   AdamWParams& hp = lo.update.adamw;
   hp.beta1 = o.beta1, hp.beta2 = o.beta2, hp.eps = o.adam_eps, hp.weight_decay = o.weight_decay;
   lo.update.clip_grad = o.clip_grad;

@@ -49,8 +49,10 @@ void ema_update(float* ema, const float* p, int64_t n, float decay) {
 }
 
 void update_prepare(const float* g, int64_t n, const float* scalars, int n_scalars, UpdateState* state,
-                    double* record, const UpdateHyper& h) {
-  update_prepare_math(*state, sum_of_squares(g, n), scalars, n_scalars, record, h);
+                    double* record, const UpdateHyper& h, const double* lr) {
+  UpdateHyper hh = h;
+  if (lr) hh.lr = *lr;
+  update_prepare_math(*state, sum_of_squares(g, n), scalars, n_scalars, record, hh);
 }
 
 void fused_update(float* p, const float* g, float* m, float* v, int64_t n, const uint8_t* decay_mask,

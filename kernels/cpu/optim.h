@@ -19,7 +19,7 @@ void ema_update(float* ema, const float* p, int64_t n, float decay);
 // kernels/optim.h's update_prepare / fused_update over host buffers
 // (kernels/optim_step.h). ema and p_bf16 may be nullptr.
 void update_prepare(const float* g, int64_t n, const float* scalars, int n_scalars, UpdateState* state,
-                    double* record, const UpdateHyper& h);
+                    double* record, const UpdateHyper& h, const double* lr = nullptr);
 void fused_update(float* p, const float* g, float* m, float* v, int64_t n, const uint8_t* decay_mask,
                   uint16_t* p_bf16, float* ema, float ema_decay, const UpdateState* state);
 

@@ -142,7 +142,7 @@ void run(const char* op, const Entry& e, std::unordered_map<int64_t, void*>& pac
   if (!e.graph) throw std::runtime_error(std::string(op) + ": cuDNN has no SDPA plan for " + shape_str(B, T, H, Dh) +
                                          ": " + e.error);
   cudnnHandle_t h = handle_for_current_device();
-  cudnnSetStream(h, stream);
+  cudnnSetStream(h, stream ? stream : cudaStreamPerThread);  // 0: the compute stream (see matmul.cu)
   int dev = 0;
   cudaGetDevice(&dev);
   void* ws = e.workspace > 0 ? cuda_alloc(static_cast<size_t>(e.workspace), dev, stream) : nullptr;

@@ -21,6 +21,12 @@ namespace cuda {
 void drop_path_scales(float* scales, int64_t B, double keep, float kept_scale, uint64_t seed, uint64_t stream,
                       int64_t sample_offset, int64_t sample_stride = 1, cudaStream_t cuda_stream = 0);
 
+// drop_path_scales with stream = philox_stream(*step, block, sublayer),
+// formed on the device from step (one int64 in device memory).
+void drop_path_scales_at(float* scales, int64_t B, double keep, float kept_scale, uint64_t seed, const int64_t* step,
+                         uint64_t block, uint64_t sublayer, int64_t sample_offset, int64_t sample_stride,
+                         cudaStream_t cuda_stream = 0);
+
 // out[b, i] = x[b, i] * scales[b]  (out may be x)
 void drop_path_forward(const void* x, const float* scales, void* out, int64_t B, int64_t n, DType io,
                        cudaStream_t stream = 0);

@@ -97,7 +97,9 @@ void gemm_strided_batched(int64_t batch, bool trans_a, bool trans_b, int64_t m, 
   check_types(op, ab, c_type);
   if (batch == 0 || m == 0 || n == 0) return;
   cublasHandle_t h = handle_for_current_device(op);
-  check_cublas(cublasSetStream(h, stream), op);
+  // Stream 0 is the compute stream, the per-thread default stream of this
+  // build (CMakeLists.txt); cuBLAS would read 0 as the legacy one.
+  check_cublas(cublasSetStream(h, stream ? stream : cudaStreamPerThread), op);
   // Column-major view: C^T [n, m] = op(B)^T [n, k] * op(A)^T [k, m].
   const cublasOperation_t opb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t opa = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -57,7 +57,8 @@ __global__ void ema_kernel(float* __restrict__ ema, const float* __restrict__ p,
 
 __global__ void update_prepare_kernel(const double* __restrict__ sumsq, const float* __restrict__ scalars,
                                       int n_scalars, UpdateState* __restrict__ state, double* __restrict__ record,
-                                      UpdateHyper h) {
+                                      UpdateHyper h, const double* __restrict__ lr) {
+  if (lr) h.lr = *lr;  // a graph replay's rate (kernels/optim.h)
   if (blockIdx.x == 0 && threadIdx.x == 0) update_prepare_math(*state, *sumsq, scalars, n_scalars, record, h);
 }
 
@@ -79,11 +80,11 @@ __global__ void fused_update_kernel(float* __restrict__ p, const float* __restri
 }  // namespace
 
 void update_prepare(const float* g, int64_t n, const float* scalars, int n_scalars, UpdateState* state,
-                    double* record, const UpdateHyper& h, cudaStream_t stream) {
+                    double* record, const UpdateHyper& h, const double* lr, cudaStream_t stream) {
   const char* op = "cuda::update_prepare";
   Workspace sumsq(sizeof(double), stream);
   sum_to_device(g, n, true, DType::F32, sumsq.f64(), stream);
-  update_prepare_kernel<<<1, 32, 0, stream>>>(sumsq.f64(), scalars, n_scalars, state, record, h);
+  update_prepare_kernel<<<1, 32, 0, stream>>>(sumsq.f64(), scalars, n_scalars, state, record, h, lr);
   check_launch(op);
 }
 

@@ -40,7 +40,7 @@ void ema_update(float* ema, const float* p, int64_t n, float decay, cudaStream_t
 // into a device double, then one thread runs update_prepare_math
 // (kernels/optim_step.h) on the device state and record. No host wait.
 void update_prepare(const float* g, int64_t n, const float* scalars, int n_scalars, UpdateState* state,
-                    double* record, const UpdateHyper& h, cudaStream_t stream = 0);
+                    double* record, const UpdateHyper& h, const double* lr = nullptr, cudaStream_t stream = 0);
 // kernels/optim.h's fused_update in one launch; every thread reads the
 // device state (skip, clip factor, AdamW constants). p_bf16 and ema may be
 // nullptr.

@@ -68,5 +68,39 @@ TEST(CudaAllocator, RecordedStreamDefersReuseUntilItsEventCompletes) {
 #endif
 }
 
+// A CUDA Graph capture's private pool (cuda_capture_pool_begin): blocks
+// allocated while it is open are reused only by that capture's own
+// allocations, whoever frees them and when, until the pool is released;
+// then they are the compute stream's cached blocks again.
+TEST(CudaAllocator, CapturePoolBlocksStayWithTheirGraphUntilReleased) {
+  VT_SKIP_WITHOUT_GPU();
+  constexpr size_t kPoolBytes = 321 * 512 + 3;  // no other test's size
+  CudaStreamHandle pool = cuda_capture_pool_begin();
+  void* a = cuda_alloc(kPoolBytes, 0);
+  cuda_free(a, 0);
+  void* b = cuda_alloc(kPoolBytes, 0);  // inside the capture: its own freed block
+  EXPECT_EQ(b, a);
+  void* kept = cuda_alloc(kPoolBytes * 2, 0);  // lives on after the capture
+  cuda_capture_pool_end();
+  cuda_free(b, 0);
+  cuda_free(kept, 0);
+  void* outside = cuda_alloc(kPoolBytes, 0);  // the graph still uses a: a new block
+  void* outside2 = cuda_alloc(kPoolBytes * 2, 0);
+  EXPECT_NE(outside, a);
+  EXPECT_NE(outside2, kept);
+  cuda_free(outside, 0);
+  cuda_free(outside2, 0);
+  cuda_capture_pool_release(pool);
+  // Released: both blocks are cached for the compute stream (one of the two
+  // blocks of each size comes back; the cache keeps both).
+  void* c1 = cuda_alloc(kPoolBytes, 0);
+  void* c2 = cuda_alloc(kPoolBytes, 0);
+  EXPECT_TRUE(c1 == a || c2 == a);
+  void* k1 = cuda_alloc(kPoolBytes * 2, 0);
+  void* k2 = cuda_alloc(kPoolBytes * 2, 0);
+  EXPECT_TRUE(k1 == kept || k2 == kept);
+  for (void* p : {c1, c2, k1, k2}) cuda_free(p, 0);
+}
+
 }  // namespace
 }  // namespace vt

@@ -36,6 +36,28 @@ TEST(CudaDropPath, DeviceMaskEqualsHostMask) {
   }
 }
 
+// drop_path_scales_at forms the stream philox_stream(step, block, sublayer)
+// from a step number in device memory (CUDA Graph steps): the masks of
+// drop_path_scales with that stream formed on the host, for several steps
+// written into the same buffer, and the CPU twin's.
+TEST(CudaDropPath, StepReadOnTheDeviceGivesTheHostKeyedMask) {
+  VT_SKIP_WITHOUT_GPU();
+  const int64_t B = 300;
+  Tensor step_dev = Tensor::zeros({1}, DType::I64, Device::cuda(0));
+  for (int64_t step : {1, 2, 977}) {
+    Tensor step_host = Tensor::empty({1}, DType::I64);
+    static_cast<int64_t*>(step_host.raw())[0] = step;
+    step_dev.copy_from(step_host);
+    Tensor want = Tensor::empty({B}), cpu = Tensor::empty({B});
+    drop_path_scales(0.3f, 99, philox_stream(static_cast<uint64_t>(step), 5, 1), want, 2, 3);
+    drop_path_scales_at(0.3f, 99, step_host, 5, 1, cpu, 2, 3);
+    Tensor dev = Tensor::full({B}, -7.0f, Device::cuda(0));
+    drop_path_scales_at(0.3f, 99, step_dev, 5, 1, dev, 2, 3);
+    EXPECT_EQ(dev.to_vector(), want.to_vector()) << "step " << step;
+    EXPECT_EQ(cpu.to_vector(), want.to_vector()) << "step " << step;
+  }
+}
+
 TEST(CudaDropPath, ForwardBackwardAndAddMatchCpu) {
   VT_SKIP_WITHOUT_GPU();
   const int64_t B = 6, T = 5, D = 12;

@@ -77,6 +77,7 @@ TEST(TrainConfigChecks, OutOfRangeValuesNameTheirKey) {
       {"train.epochs=0", "train.epochs"},
       {"train.eps=0", "train.eps"},
       {"train.allreduce_bucket_mb=-1", "train.allreduce_bucket_mb"},
+      {"train.cuda_graph=always", "train.cuda_graph"},
       {"train.allreduce_bucket_mb=.nan", "train.allreduce_bucket_mb"},
       {"ckpt.every_steps=-1", "ckpt.every_steps"},
       {"log.every_steps=-1", "log.every_steps"},

@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cstdint>
+#include <functional>
 static float ldv(const void* p, cudaDataType_t t, int64_t i) {
   return t == CUDA_R_32F ? static_cast<const float*>(p)[i] : __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
 }
@@ -11,6 +12,10 @@ static void stv(void* p, cudaDataType_t t, int64_t i, float v) {
   else static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
 }
 static int es(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
+namespace vt_emu {  // runtime.cpp: an open stream capture records the GEMM instead of running it
+bool capturing();
+void capture_push(std::function<void()> op);
+}
 cublasStatus_t cublasCreate_v2(cublasHandle_t* h) { *h = reinterpret_cast<cublasHandle_t>(0x1); return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasSetStream_v2(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
 const char* cublasGetStatusString(cublasStatus_t) { return "emu"; }
@@ -21,6 +26,13 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t ta, 
                                           cublasComputeType_t, cublasGemmAlgo_t) {
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   if (lda < 1 || ldb < 1 || ldc < m) return CUBLAS_STATUS_INVALID_VALUE;
+  if (vt_emu::capturing()) {  // alpha and beta are host scalars: read now, as cuBLAS does
+    vt_emu::capture_push([=] {
+      cublasGemmStridedBatchedEx(nullptr, ta, tb, m, n, k, &al, A, at, lda, sa, B, bt, ldb, sb, &be, C, ct, ldc, sc,
+                                 batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    });
+    return CUBLAS_STATUS_SUCCESS;
+  }
   for (int bi = 0; bi < batch; ++bi) {
     const char* a = static_cast<const char*>(A) + bi * sa * es(at);
     const char* b = static_cast<const char*>(B) + bi * sb * es(bt);

@@ -40,6 +40,11 @@ extern float vt_emu_xbuf[1024];
 #include <functional>
 #include <stdexcept>
 namespace vt_emu {
+// Stream capture (cudaStreamBeginCapture, runtime.cpp): while a capture is
+// open, a launch is recorded as a closure (grid, block and the argument
+// values of the call) instead of running; cudaGraphLaunch replays them.
+bool capturing();
+void capture_push(std::function<void()> op);
 // Cooperative fibers: one per CUDA thread of the current block; a barrier
 // switches back to the scheduler, which resumes the next fiber.
 struct Fibers {
@@ -62,6 +67,12 @@ struct Launcher {
   void operator()(F f, A... args) {
     if (smem > sizeof(vt_emu_smem)) throw std::runtime_error("emu: smem too large");
     if (b.y != 1 || b.z != 1 || b.x > 1024 || b.x % 32) throw std::runtime_error("emu: bad block");
+    if (capturing()) {
+      const dim3 g0 = g, b0 = b;
+      const size_t s0 = smem;
+      capture_push([=] { Launcher(g0, b0, s0)(f, args...); });
+      return;
+    }
     gridDim = g;
     blockDim = b;
     fib.n = b.x;

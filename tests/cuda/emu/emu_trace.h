@@ -19,3 +19,4 @@ void vt_emu_trace_async(std::vector<VtEmuAsyncOp>* sink);  // nullptr: stop trac
 // running"); cudaEventSynchronize still returns.
 void vt_emu_hold_events(bool hold);
 size_t vt_emu_malloc_count();  // cudaMalloc calls so far
+size_t vt_emu_graph_launches();  // cudaGraphLaunch calls so far (core/cuda_graph.h)

@@ -42,13 +42,22 @@ size_t d2h_count = 0;
 std::vector<VtEmuAsyncOp>* trace = nullptr;
 }
 size_t vt_emu_d2h_count() { return vt_emu::d2h_count; }
+namespace vt_emu {
+cudaError_t capture_violation();  // below: a call a capture may not contain
+}
 cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k) {
+  if (vt_emu::capturing()) return vt_emu::capture_violation();
   if (k == cudaMemcpyDeviceToHost) ++vt_emu::d2h_count;
   std::memmove(d, s, n);
   return cudaSuccess;
 }
 void vt_emu_trace_async(std::vector<VtEmuAsyncOp>* sink) { vt_emu::trace = sink; }
 cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t st) {
+  if (vt_emu::capturing()) {  // a copy node: reads its source when the graph runs, as on a GPU
+    if (k == cudaMemcpyDeviceToHost) return vt_emu::capture_violation();  // a host read inside the step
+    vt_emu::capture_push([=] { std::memmove(d, s, n); });
+    return cudaSuccess;
+  }
   if (k == cudaMemcpyDeviceToHost) ++vt_emu::d2h_count;
   if (vt_emu::trace) vt_emu::trace->push_back({VtEmuAsyncOp::Copy, st, nullptr, d, s});
   std::memmove(d, s, n);
@@ -63,7 +72,11 @@ cudaError_t cudaFreeHost(void* p) {
   std::free(p);
   return cudaSuccess;
 }
-cudaError_t cudaMemset(void* d, int v, size_t n) { std::memset(d, v, n); return cudaSuccess; }
+cudaError_t cudaMemset(void* d, int v, size_t n) {
+  if (vt_emu::capturing()) return vt_emu::capture_violation();
+  std::memset(d, v, n);
+  return cudaSuccess;
+}
 // One emulated device, or VT_EMU_DEVICES of them (data-parallel tests: one
 // per rank, as on a multi-GPU node); all of them are host memory.
 namespace vt_emu {
@@ -84,7 +97,9 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
 }
 const char* cudaGetErrorString(cudaError_t) { return "emu"; }
 cudaError_t cudaGetLastError() { return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  return vt_emu::capturing() ? vt_emu::capture_violation() : cudaSuccess;
+}
 // Streams are distinct dummy handles; work runs at launch, so every stream is
 // always idle. Events complete at once unless a test holds them back
 // (vt_emu_hold_events) to observe what waits for them.
@@ -107,17 +122,85 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t) { return vt_emu::hold_events ? cudaErrorNotReady : cudaSuccess; }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  return vt_emu::capturing() ? vt_emu::capture_violation() : cudaSuccess;
+}
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
   delete reinterpret_cast<char*>(e);
   return cudaSuccess;
 }
-cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t) { std::memset(d, v, n); return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t) {
+  if (vt_emu::capturing()) vt_emu::capture_push([=] { std::memset(d, v, n); });
+  else std::memset(d, v, n);
+  return cudaSuccess;
+}
 // Stream flags and cross-stream waits: work has already run at launch, so a
 // wait is satisfied at once (train/grad_allreduce_nccl.cpp orders its NCCL
 // stream after the compute stream with them).
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned) {
   if (vt_emu::trace) vt_emu::trace->push_back({VtEmuAsyncOp::Wait, s, e, nullptr, nullptr});
+  return cudaSuccess;
+}
+// CUDA Graphs (core/cuda_graph.h). One capture at a time, of whatever is
+// queued on any stream while it is open (the trainers queue everything on
+// the compute stream): kernel launches (emu.h's Launcher), async copies and
+// memsets, cuBLAS calls become closures over their arguments; a call that
+// would make the host wait (a synchronous copy or memset, a device->host
+// copy, a stream or event synchronize) invalidates the capture and fails,
+// as on a GPU. cudaGraphLaunch runs the closures in order.
+namespace vt_emu {
+struct Graph {
+  std::vector<std::function<void()>> ops;
+};
+Graph* open_capture = nullptr;
+bool capture_invalid = false;
+size_t graph_launches = 0;
+bool capturing() { return open_capture != nullptr; }
+void capture_push(std::function<void()> op) { open_capture->ops.push_back(std::move(op)); }
+cudaError_t capture_violation() {
+  capture_invalid = true;
+  return cudaErrorStreamCaptureImplicit;
+}
+}  // namespace vt_emu
+size_t vt_emu_graph_launches() { return vt_emu::graph_launches; }
+cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
+  if (vt_emu::open_capture) return cudaErrorIllegalState;
+  vt_emu::open_capture = new vt_emu::Graph();
+  vt_emu::capture_invalid = false;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t* g) {
+  vt_emu::Graph* c = vt_emu::open_capture;
+  vt_emu::open_capture = nullptr;
+  *g = nullptr;
+  if (!c) return cudaErrorIllegalState;
+  if (vt_emu::capture_invalid) {
+    delete c;
+    return cudaErrorStreamCaptureInvalidated;
+  }
+  *g = reinterpret_cast<cudaGraph_t>(c);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus* st) {
+  *st = vt_emu::open_capture ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long) {
+  *e = reinterpret_cast<cudaGraphExec_t>(new vt_emu::Graph(*reinterpret_cast<vt_emu::Graph*>(g)));
+  return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t) {
+  if (vt_emu::open_capture) return vt_emu::capture_violation();
+  ++vt_emu::graph_launches;
+  for (auto& op : reinterpret_cast<vt_emu::Graph*>(e)->ops) op();
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+  delete reinterpret_cast<vt_emu::Graph*>(e);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+  delete reinterpret_cast<vt_emu::Graph*>(g);
   return cudaSuccess;
 }

@@ -15,6 +15,7 @@
 
 #include "core/allocator.h"
 #include "core/config.h"
+#include "../emu_trace.h"
 #include "train_emu_util.h"
 #include "vision/trainer.h"
 #include "vision_test_util.h"
@@ -84,7 +85,8 @@ TEST_F(DeitTrainEmu, SiameseBf16LossesWithinTolerance) {
   const auto cpu = train("cpu", "siamese", {"device=cpu"});
   std::vector<double> gpu;
   const AttentionCalls calls = vt_test::attention_calls_during(
-      [&] { gpu = train("gpu", "siamese", {"device=cuda", "precision=bf16"}); });
+      // Eager steps: the counters count host calls, which a CUDA Graph replay does not make.
+      [&] { gpu = train("gpu", "siamese", {"device=cuda", "precision=bf16", "train.cuda_graph=off"}); });
   vt_test::expect_losses_close(gpu, cpu, 2e-2, "siamese bf16");
   // bf16 GEMMs really ran: the losses are not the fp32 ones bit for bit.
   EXPECT_NE(gpu, cpu);
@@ -110,14 +112,16 @@ TEST_F(DeitTrainEmu, NoCudaMallocAfterTheFirstStep) {
   // Two fresh runs from an empty cache: the 3-step run calls cudaMalloc
   // exactly as often as the 1-step run (the evaluation and checkpoint at the
   // end are the same in both), so steps 2 and 3 allocate nothing new.
+  // Eager steps (a CUDA Graph capture fills its own pool once:
+  // CudaGraphCaptureAllocatesOnce).
   cuda_empty_cache();
   size_t before = vt_emu_malloc_count();
-  train("one", "siamese", {"device=cuda", "precision=fp32", "train.max_steps=1"});
+  train("one", "siamese", {"device=cuda", "precision=fp32", "train.max_steps=1", "train.cuda_graph=off"});
   const size_t one = vt_emu_malloc_count() - before;
   cuda_empty_cache();
   before = vt_emu_malloc_count();
   TrainSummary s;
-  train("three", "siamese", {"device=cuda", "precision=fp32", "train.max_steps=3"}, &s);
+  train("three", "siamese", {"device=cuda", "precision=fp32", "train.max_steps=3", "train.cuda_graph=off"}, &s);
   const size_t three = vt_emu_malloc_count() - before;
   EXPECT_EQ(s.steps, 3);
   EXPECT_GT(one, 0u);
@@ -139,6 +143,52 @@ TEST_F(DeitTrainEmu, OneDeviceReadPerLogInterval) {
   };
   const size_t two = d2h("two", "train.max_steps=2"), four = d2h("four", "train.max_steps=4");
   EXPECT_EQ(four - two, 1u) << "device->host copies: 2 steps " << two << ", 4 steps " << four;
+}
+
+// CUDA Graph steps (train.cuda_graph: auto, train/step_graph.h) against
+// eager steps (off), both on emulated CUDA: Mixup/CutMix (eager kernels with
+// the host's draws before each launch), drop path (masks keyed by the step
+// number the replay reads from the device), a warm-up learning rate that
+// changes every step, clipping and EMA, 10 steps over two epochs (two
+// TrainLoop runs with an evaluation between). Each epoch's first step runs
+// eagerly, the others launch the captured graph (7 + 1), and the losses, the
+// checkpoint's tensors and the final evaluation are the eager run's bit for
+// bit: the emulator replays the same kernels with the same arguments, so any
+// value a replay took from the capturing step instead of its own (a mask, a
+// rate) would show. SiameseNorm in fp32, and Pre-Norm in bf16 (its own
+// kernels and the bf16 weight copy).
+TEST_F(DeitTrainEmu, CudaGraphStepsMatchEagerStepsBitForBit) {
+  for (const auto& [scheme, prec] : {std::pair<std::string, std::string>{"siamese", "fp32"}, {"pre", "bf16"}}) {
+    auto ov = [&](const std::string& g) {
+      return std::vector<std::string>{"device=cuda", "precision=" + prec, "train.cuda_graph=" + g};
+    };
+    const std::string e = "eager_" + scheme + prec, g = "graph_" + scheme + prec, what = scheme + " " + prec;
+    TrainSummary es, gs;
+    const auto eager = train(e, scheme, ov("off"), &es);
+    const size_t before = vt_emu_graph_launches();
+    const auto graph = train(g, scheme, ov("auto"), &gs);
+    EXPECT_EQ(vt_emu_graph_launches() - before, 8u) << what;
+    ASSERT_EQ(eager.size(), 10u) << what;
+    EXPECT_EQ(graph, eager) << what;
+    EXPECT_EQ(gs.final_eval.loss, es.final_eval.loss) << what;
+    EXPECT_EQ(gs.final_eval_ema.loss, es.final_eval_ema.loss) << what;
+    for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"})
+      EXPECT_EQ(vt_test::max_abs_diff(file(g, 10, f), file(e, 10, f)), 0.0) << what << " " << f;
+  }
+}
+
+// The capture fills the graph's private memory pool once (step 2); the
+// replays allocate nothing: 3 and 5 steps call cudaMalloc equally often.
+TEST_F(DeitTrainEmu, CudaGraphCaptureAllocatesOnce) {
+  auto mallocs = [&](const std::string& run, const std::string& steps) {
+    cuda_empty_cache();
+    const size_t before = vt_emu_malloc_count();
+    train(run, "siamese", {"device=cuda", "precision=fp32", "train.max_steps=" + steps});
+    return vt_emu_malloc_count() - before;
+  };
+  const size_t three = mallocs("three", "3"), five = mallocs("five", "5");
+  EXPECT_GT(three, 0u);
+  EXPECT_EQ(five, three) << "cudaMalloc calls: 3 steps " << three << ", 5 steps " << five;
 }
 
 }  // namespace
