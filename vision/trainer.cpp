@@ -403,8 +403,9 @@ struct Trainer::Impl {
       I.save(why);
       saved_now = true;
     }
-    // CUDA Graph steps: forward_backward's GPU step in three parts.
-    bool splits_step() const override { return work.upload != nullptr; }
+    // CUDA Graph steps: forward_backward's GPU step of one process in three
+    // parts (several ranks mix the global batch on the host: eager steps).
+    bool splits_step() const override { return work.upload != nullptr && dist().world() == 1; }
     Output prepare_step(int64_t, std::string* why) override {
       if (!work.upload->next(work.device_batch)) throw std::logic_error("vtrain: the loader ran dry inside an epoch");
       evaluated_now = saved_now = false;
