@@ -18,6 +18,11 @@
 // each of those steps in order, with Output::loss filled. after_step runs
 // per step, before the step's after_update.
 //
+// CUDA Graphs (LoopOptions::cuda_graph, train/step_graph.h): with one GPU
+// process and a task that splits its step (StepTask::splits_step), the
+// step's device part and the update are captured once per run() after an
+// eager first step and replayed; everything else above is unchanged.
+//
 // Data parallel (core/dist.h): after each forward_backward the loop replaces
 // the gradients by their mean over ranks (train/grad_allreduce.h) and the
 // step's loss (on a GPU: all its scalars) by its mean over ranks, before
