@@ -36,7 +36,7 @@
 namespace vt {
 namespace fs = std::filesystem;
 namespace {
-constexpr uint64_t kPurposeTimestep = 0xD1F70002, kPurposeNoise = 0xD1F70003, kPurposeSampleLabels = 0xD1F70004;
+constexpr uint64_t kPurposeSampleLabels = 0xD1F70004;  // kPurposeTimestep/kPurposeNoise: diffusion/dit_step.cpp
 
 std::shared_ptr<Dataset> make_dataset(const DitTrainConfig& c) {
   if (c.data_kind == "images") {
@@ -106,27 +106,9 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   plan_step_buffers();
 }
 
-// The step's tensors on the model's device; the labels and timesteps are
-// drawn on the host (host_y_, host_t_, host_tt_) and copied over (on the
-// CPU the host and device tensors are the same).
+// The step's tensors on the model's device (diffusion/dit_step.h).
 void DitTrainer::plan_step_buffers() {
-  const Device dev = model_->params().weights().device();
-  const int64_t B = rank_batch_, C = cfg_.model.in_channels, S = cfg_.model.input_size;
-  auto E = [dev](const Shape& s, DType dt = DType::F32) { return Tensor::empty(s, dt, dev); };
-  if (dev.is_cpu()) x0_ = E({B, C, S, S});
-  xt_ = E({B, C, S, S});
-  noise_ = E({B, C, S, S});
-  out_ = E({B, 2 * C, S, S});
-  dout_ = E({B, 2 * C, S, S});
-  stats_ = E({B, 2}, DType::I64);
-  if (!dev.is_cpu()) scalars_ = Tensor::zeros({3}, DType::F32, dev);
-  host_tt_ = Tensor::empty({B});
-  host_y_ = Tensor::empty({B}, DType::I32);
-  host_t_ = Tensor::empty({B}, DType::I32);
-  tt_ = dev.is_cpu() ? host_tt_ : E({B});
-  y_ = dev.is_cpu() ? host_y_ : E({B}, DType::I32);
-  t_ = dev.is_cpu() ? host_t_ : E({B}, DType::I32);
-  schedule_ = diff_.schedule_on(dev);
+  sb_ = DitStepBuffers::plan(cfg_.model, diff_, rank_batch_, model_->params().weights().device());
 }
 
 const std::string& DitTrainer::run_dir() const { return run_->path(); }
@@ -210,45 +192,17 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
   if (!(upload_ ? upload_->next(device_batch) : loader_->next(batch)))
     throw std::logic_error("dittrain: loader ran dry inside an epoch");
   if (upload_) {
-    x0_ = device_batch.images;
-    host_y_.copy_from(device_batch.host_labels);
+    sb_.x0 = device_batch.images;
+    sb_.host_y.copy_from(device_batch.host_labels);
   } else {
-    x0_.copy_from(batch.images);
-    host_y_.copy_from(batch.labels);
+    sb_.x0.copy_from(batch.images);
+    sb_.host_y.copy_from(batch.labels);
   }
-  if (cfg_.data_kind == "latents") scale(x0_, static_cast<float>(cfg_.latent_scale), x0_);
-  // Per-sample draws are keyed by the global row (j * world + rank), so a
-  // sample's t, noise and label dropout do not depend on the world size.
-  drop_labels(host_y_, cfg_.model.class_dropout, cfg_.model.num_classes, cfg_.seed, static_cast<uint64_t>(s), rank,
-              world);
-  {
-    // One stream per step over the global batch (rejection sampling draws a
-    // variable count per sample): every rank walks it and keeps its rows.
-    Philox rng(cfg_.seed, philox_stream(kPurposeTimestep, static_cast<uint64_t>(s)));
-    for (int64_t g = 0; g < cfg_.batch; ++g) {
-      const int tg = static_cast<int>(rng.integer(0, cfg_.num_timesteps - 1));
-      if (g % world != rank) continue;
-      host_t_.i32()[g / world] = tg;
-      host_tt_.f32()[g / world] = static_cast<float>(tg);
-    }
-  }
-  if (!x0_.device().is_cpu()) {  // the step's host draws go to the device
-    y_.copy_from(host_y_);
-    t_.copy_from(host_t_);
-    tt_.copy_from(host_tt_);
-  }
-  // Row b's noise: Philox(seed, philox_stream(noise, s, global_row)), the
-  // same draws on every device (kernels/diffusion.h).
-  NoiseRows rows;
-  rows.purpose = kPurposeNoise, rows.key = static_cast<uint64_t>(s), rows.row_last = true;
-  rows.offset = rank, rows.stride = world;
-  gaussian_noise(cfg_.seed, rows, noise_);
-  diffusion_q_sample(schedule_, t_, x0_, noise_, xt_);
-  model_->forward(xt_, tt_, y_, out_);
-  diffusion_training_losses(schedule_, t_, out_, x0_, xt_, noise_, diffusion_t0(cfg_.t0_term), stats_, dout_);
-  ParamStore& ps = model_->params();
-  ps.zero_grad();
-  model_->backward(dout_);
+  if (cfg_.data_kind == "latents") scale(sb_.x0, static_cast<float>(cfg_.latent_scale), sb_.x0);
+  DitStepKeys k;
+  k.seed = cfg_.seed, k.step = s, k.global_batch = cfg_.batch, k.rank = rank, k.world = world;
+  k.num_timesteps = cfg_.num_timesteps, k.t0 = cfg_.t0_term;
+  dit_forward_backward(*model_, sb_, k);  // draws, noise, q_sample, forward, loss, backward
 
   if (++batch_in_epoch_ == batches_per_epoch_) {
     ++epoch_;
@@ -260,17 +214,14 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
   Output out;
   out.lr = cfg_.lr;
   out.where = "epoch " + std::to_string(epoch_);
-  if (!x0_.device().is_cpu()) {
-    // The step's means stay on the device; TrainLoop reads them (as means
-    // over ranks) once per log interval into out.values.
-    diffusion_loss_means(stats_, scalars_);
+  if (sb_.scalars.defined()) {  // GPU: the means are in sb_.scalars (dit_forward_backward)
     out.loss = std::numeric_limits<double>::quiet_NaN();
-    out.scalars = scalars_;
+    out.scalars = sb_.scalars;
     return out;
   }
   // CPU: the per-sample losses (B x 2 doubles) give the loss the loop's
   // non-finite policy and the metrics need.
-  const auto L = GaussianDiffusion::losses_from_stats(f64_data(stats_), B);
+  const auto L = GaussianDiffusion::losses_from_stats(f64_data(sb_.stats), B);
   step_mse_ = step_vb_ = 0;
   for (size_t b = 0; b < L.mse.size(); ++b) step_mse_ += L.mse[b], step_vb_ += L.vb[b];
   step_mse_ /= static_cast<double>(B), step_vb_ /= static_cast<double>(B);

@@ -30,6 +30,7 @@
 #include "train/loop.h"
 #include "train/mechanism_scalars.h"
 #include "vision/evaluate.h"
+#include "vision/train_step.h"
 #include "vision/vit.h"
 
 namespace vt {
@@ -239,15 +240,18 @@ struct Trainer::Impl {
 
   // The model's part of a step on `batch` (batch b of the epoch):
   // (Mixup/CutMix) forward, loss, backward into the store's gradients.
-  // Returns the loss; the update is TrainLoop's (train/loop.h).
+  // Returns the loss (NaN on a GPU: it stays in w.stats); the update is
+  // TrainLoop's (train/loop.h).
   double forward_backward(Batch& batch, int64_t b, StepWork& w) {
     ParamStore& ps = model->params();
     const int64_t B = rank_batch;
+    if (!ps.device().is_cpu()) {
+      device_forward_backward(b, w);
+      return std::numeric_limits<double>::quiet_NaN();
+    }
     CrossEntropyResult ce;
     ps.zero_grad();
-    if (!ps.device().is_cpu()) {
-      ce = device_forward(b, w);
-    } else if (o.mixing()) {
+    if (o.mixing()) {
       Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
       const Shape& s = batch.images.shape();
       if (dist().world() > 1) mix_global_batch(batch, rng, w, w.targets);
@@ -267,37 +271,33 @@ struct Trainer::Impl {
   // The same step with the batch on the GPU (w.device_batch, uploaded by
   // w.upload), mixed there with the host's draws (identical keys and
   // decision), loss on the device (w.stats: loss, correct; read by TrainLoop
-  // once per log interval). With several ranks the global batch is
-  // mixed on the host as on CPU ranks (mix_global_batch: the pairs span
-  // ranks) before its copy (the uploader's prepare hook, loop()), then
-  // images and targets are uploaded, so GPU ranks see the batches of CPU
-  // ranks and of one process.
-  CrossEntropyResult device_forward(int64_t b, StepWork& w) {
+  // once per log interval): vision/train_step.h, which the step benchmark
+  // runs too. With several ranks the global batch is mixed on the host as
+  // on CPU ranks (mix_global_batch: the pairs span ranks) before its copy
+  // (the uploader's prepare hook, loop()), then images and targets are
+  // uploaded, so GPU ranks see the batches of CPU ranks and of one process.
+  void device_forward_backward(int64_t b, StepWork& w) {
     w.images = w.device_batch.images;
     w.labels = w.device_batch.labels;
+    VitStepInputs in;
+    in.images = w.images, in.labels = w.labels;
+    in.label_smoothing = o.label_smoothing;
+    in.seed = o.seed, in.step = static_cast<uint64_t>(step);
+    MixupDecision d;
     if (o.mixing() && dist().world() > 1) {
-      model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
-      soft_cross_entropy_to_stats(w.logits, w.device_batch.targets, w.dlogits, w.stats);
-      return device_loss();
-    }
-    if (o.mixing()) {
+      in.mixed_targets = w.device_batch.targets;
+    } else if (o.mixing()) {
       if (rank_batch % 2 != 0)
         throw std::invalid_argument("Mixup/CutMix: batch size " + std::to_string(rank_batch) + " must be even");
       Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
       const Shape& s = w.images.shape();
-      const MixupDecision d = draw_mixup(static_cast<int>(s[2]), static_cast<int>(s[3]), rng, w.mix);
-      if (d.applied) mix_images(w.images, d.cutmix, d.lambda, MixBox{d.box.y0, d.box.y1, d.box.x0, d.box.x1});
-      mix_targets(w.labels, d.lambda, w.mix.label_smoothing, w.targets);
-      model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
-      soft_cross_entropy_to_stats(w.logits, w.targets, w.dlogits, w.stats);
-      return device_loss();
+      d = draw_mixup(static_cast<int>(s[2]), static_cast<int>(s[3]), rng, w.mix);
+      in.mix = &d;
+      in.label_smoothing = w.mix.label_smoothing;
     }
-    model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
-    cross_entropy_to_stats(w.logits, w.labels, static_cast<float>(o.label_smoothing), w.dlogits, w.stats);
-    return device_loss();
+    VitStepBuffers buf{w.logits, w.dlogits, w.targets, w.stats};  // views of the step's tensors
+    vit_device_forward_backward(*model, in, buf);
   }
-  // The loss of a GPU step is in StepWork::stats until TrainLoop reads it.
-  static CrossEntropyResult device_loss() { return {std::numeric_limits<double>::quiet_NaN(), 0}; }
 
   // vtrain's StepTask: the steps of one epoch's loader, run by TrainLoop.
   struct EpochSteps : StepTask {
