@@ -4,7 +4,9 @@
 //
 // GPU mode (any --flag; bench/step_bench.h): vtrain's own step
 // (vision/train_step.h under TrainLoop: the fused AdamW/bf16-copy/EMA update,
-// deferred reads) on images already on the device, timed by CUDA events:
+// deferred reads) on images already on the device, label-smoothing
+// cross-entropy without Mixup (as tools/bench_timm_step.py's timm step),
+// timed by CUDA events:
 //   bench_train_step --device cuda[:N] [--precision bf16|fp32|tf32] [--batch 256]
 //                    [--iters 10] [--warmup 3] [--scheme pre,siamese] [--peak-tflops T] [--tiny]
 // DeiT-S (deit_small, 224 px, 1000 classes, drop path 0.1; --tiny: img 32,

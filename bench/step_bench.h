@@ -64,7 +64,8 @@ inline bool parse_step_args(int argc, char** argv, const char* usage, StepArgs& 
   auto number = [&](const std::string& flag, const std::string& v, double lo, double& out) {
     char* end = nullptr;
     out = std::strtod(v.c_str(), &end);
-    return !v.empty() && *end == 0 && out >= lo ? true : (fail(flag + " " + v + ": expected a number >= " + std::to_string(lo)), false);
+    if (!v.empty() && *end == 0 && out >= lo) return true;
+    return fail(flag + " " + v + ": expected a number >= " + std::to_string(static_cast<int>(lo)));
   };
   for (int i = 1; i < argc; ++i) {
     const std::string f = argv[i];
@@ -75,7 +76,7 @@ inline bool parse_step_args(int argc, char** argv, const char* usage, StepArgs& 
     double x = 0;
     if (f == "--device") device = v;
     else if (f == "--precision") precision = v;
-    else if (f == "--batch") { if (!number(f, v, 2, x)) return false; a.batch = static_cast<int64_t>(x); }
+    else if (f == "--batch") { if (!number(f, v, 1, x)) return false; a.batch = static_cast<int64_t>(x); }
     else if (f == "--iters") { if (!number(f, v, 1, x)) return false; a.iters = static_cast<int>(x); }
     else if (f == "--warmup") { if (!number(f, v, 1, x)) return false; a.warmup = static_cast<int>(x); }
     else if (f == "--peak-tflops") { if (!number(f, v, 0, x)) return false; a.peak_tflops = x; }
@@ -86,6 +87,7 @@ inline bool parse_step_args(int argc, char** argv, const char* usage, StepArgs& 
       if (a.schemes.empty()) return fail("--scheme: empty");
     } else return fail("unknown flag " + f);
   }
+  if (device == "cpu") return fail("--device cpu: the step benchmark's GPU mode needs cuda[:N] (the CPU mode takes positional arguments)");
   try {
     a.compute = vt::choose_device(device, precision, "--device", "--precision");
   } catch (const std::exception& e) {

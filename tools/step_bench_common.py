@@ -20,7 +20,7 @@ def find_bin(root, name):
     return os.path.join(root, "build", "bench", name)
 
 
-def run_vtrain_gpu(binary, bench, batch, iters, warmup, bf16, peak):
+def run_vtrain_gpu(binary, bench, batch, iters, warmup, bf16, peak, extra=()):
     """The program's GPU mode for pre and siamese: its JSON lines (echoed); [] when not built, None when it failed.
     VT_BENCH_LD_LIBRARY_PATH, when set, is its library path (scripts/gpu_check.sh: the bundle's)."""
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
@@ -30,6 +30,7 @@ def run_vtrain_gpu(binary, bench, batch, iters, warmup, bf16, peak):
            "--iters", str(iters), "--warmup", str(warmup), "--scheme", "pre,siamese"]
     if peak:
         cmd += ["--peak-tflops", str(peak)]
+    cmd += list(extra)  # tests: --tiny
     env = dict(os.environ)
     if os.environ.get("VT_BENCH_LD_LIBRARY_PATH"):
         env["LD_LIBRARY_PATH"] = os.environ["VT_BENCH_LD_LIBRARY_PATH"]

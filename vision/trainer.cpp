@@ -286,9 +286,7 @@ struct Trainer::Impl {
     MixupDecision d;
     if (o.mixing() && dist().world() > 1) {
       in.mixed_targets = w.device_batch.targets;
-    } else if (o.mixing()) {
-      if (rank_batch % 2 != 0)
-        throw std::invalid_argument("Mixup/CutMix: batch size " + std::to_string(rank_batch) + " must be even");
+    } else if (o.mixing()) {  // (vit_device_forward_backward refuses an odd batch)
       Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
       const Shape& s = w.images.shape();
       d = draw_mixup(static_cast<int>(s[2]), static_cast<int>(s[3]), rng, w.mix);
