@@ -38,8 +38,9 @@
 #                  H100/H200 and compute_90 PTX that newer GPUs compile at load;
 #                  "80;90" adds A100s). Every program carries the whole kernel
 #                  library for each architecture (7.2 of bench_train_step's 8.6
-#                  MiB compressed with both), so one architecture keeps the
-#                  nine programs under the 64 MiB that can be carried.
+#                  MiB compressed with both; one architecture halves it), so one
+#                  architecture keeps the nine programs under the 64 MiB that
+#                  can be carried (two: 72.8 MiB).
 #   VT_JOBS        parallel jobs for the build (default: all cores)
 # Then: carry build-gpu.tar.gz; there `tar xzf build-gpu.tar.gz &&
 # vtrain-gpu/scripts/gpu_check.sh` (OUT=DIR for the log's folder).
