@@ -285,7 +285,8 @@ std::vector<Tensor*> Block::saved_tensors() {
   std::vector<Tensor*> r{&mod_};
   for (Sub& s : sub_)
     for (Tensor* t : {&s.z, &s.mean, &s.rstd, &s.f, &s.r, &s.r_mean, &s.r_rstd, &s.drop}) r.push_back(t);
-  for (const std::vector<Tensor*>& m : {attn_.saved_tensors(), mlp_.saved_tensors()}) r.insert(r.end(), m.begin(), m.end());
+  for (const std::vector<Tensor*>& m : {attn_.saved_tensors(), mlp_.saved_tensors()})
+    r.insert(r.end(), m.begin(), m.end());
   r.push_back(ada_.saved_tensor());
   return r;
 }

@@ -68,7 +68,8 @@ Result run(const CkCase& k, ActivationCheckpointing mode) {
   float* w = store.weights().f32();
   for (const ParamInfo& p : store.infos()) {
     const bool nw = p.name.find("norm") != std::string::npos && p.name.find("weight") != std::string::npos;
-    for (int64_t i = 0; i < p.numel; ++i) w[p.offset + i] = static_cast<float>(nw ? g.normal(1.0, 0.2) : g.normal(0.0, 0.4));
+    for (int64_t i = 0; i < p.numel; ++i)
+      w[p.offset + i] = static_cast<float>(nw ? g.normal(1.0, 0.2) : g.normal(0.0, 0.4));
   }
   bb.set_activation_checkpointing(mode);
   EXPECT_EQ(bb.activation_checkpointing(), mode);

@@ -74,7 +74,8 @@ Run run(const BackboneConfig& cfg, bool bf16, ActivationCheckpointing mode) {
 
 void check(const BackboneConfig& cfg, bool bf16, const std::string& what) {
   SCOPED_TRACE(what);
-  const Run none = run(cfg, bf16, ActivationCheckpointing::None), blocks = run(cfg, bf16, ActivationCheckpointing::Blocks);
+  const Run none = run(cfg, bf16, ActivationCheckpointing::None);
+  const Run blocks = run(cfg, bf16, ActivationCheckpointing::Blocks);
   ASSERT_EQ(blocks.values.size(), none.values.size());
   for (size_t i = 0; i < none.values.size(); ++i) EXPECT_EQ(blocks.values[i], none.values[i]) << "tensor " << i;
   const int64_t L = cfg.depth, steps = 2;
