@@ -1,7 +1,8 @@
 // Activation checkpointing (Backbone::set_activation_checkpointing) on
 // emulated CUDA, fp32 and with the bf16 weight copy (bf16 activations): a
 // tiny DeiT (SiameseNorm, drop-path drawn on the device) and DiT (SiameseNorm,
-// adaLN) run two training steps with `none` and with `blocks`. Checked:
+// adaLN), and in bf16 the other schemes' layouts, run two training steps
+// with `none` and with `blocks`. Checked:
 //  - output, input gradients and every parameter gradient bitwise equal
 //    (the recompute runs the same device kernels on the same inputs, and
 //    the drop-path kernel redraws the same masks);
@@ -91,13 +92,14 @@ void check(const BackboneConfig& cfg, bool bf16, const std::string& what) {
               static_cast<double>(blocks.saved) / static_cast<double>(none.saved));
 }
 
-BackboneConfig tiny(ModelVariant v) {
+BackboneConfig tiny(ModelVariant v, NormScheme scheme = NormScheme::Siamese) {
   BackboneConfig c;
   c.variant = v;
-  c.scheme = NormScheme::Siamese;
+  c.scheme = scheme;
   c.dim = 16;
   c.depth = 3;
   c.heads = 2;
+  c.mixln_alpha = 0.34;  // Mix-LN: one Post block, then two Pre blocks
   c.gelu = v == ModelVariant::DiT ? Activation::GeluTanh : Activation::GeluErf;
   if (v == ModelVariant::DeiT) c.drop_path = {0.0f, 0.3f, 0.5f};
   return c;
@@ -107,6 +109,16 @@ TEST(BackboneCheckpointingEmu, DeitFp32) { check(tiny(ModelVariant::DeiT), false
 TEST(BackboneCheckpointingEmu, DeitBf16) { check(tiny(ModelVariant::DeiT), true, "deit bf16"); }
 TEST(BackboneCheckpointingEmu, DitFp32) { check(tiny(ModelVariant::DiT), false, "dit fp32"); }
 TEST(BackboneCheckpointingEmu, DitBf16) { check(tiny(ModelVariant::DiT), true, "dit bf16"); }
+// The schemes whose saved tensors differ from SiameseNorm's: HybridNorm's
+// q/k/v norms, Mix-LN's Post and Pre blocks (a union of slots), SpanNorm's
+// spanning residual, Post-Norm's and ResiDual's norms after the add.
+TEST(BackboneCheckpointingEmu, OtherSchemesBf16) {
+  check(tiny(ModelVariant::DeiT, NormScheme::Hybrid), true, "deit hybrid bf16");
+  check(tiny(ModelVariant::DeiT, NormScheme::MixLN), true, "deit mixln bf16");
+  check(tiny(ModelVariant::DeiT, NormScheme::SpanNorm), true, "deit spannorm bf16");
+  check(tiny(ModelVariant::DiT, NormScheme::Post), true, "dit post bf16");
+  check(tiny(ModelVariant::DiT, NormScheme::ResiDual), true, "dit residual bf16");
+}
 
 }  // namespace
 }  // namespace vt
