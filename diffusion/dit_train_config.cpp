@@ -7,6 +7,7 @@
 #include "core/config_checks.h"
 #include "core/config_paths.h"
 #include "core/run_control.h"
+#include "train/activation_checkpointing.h"
 #include "train/device_choice.h"
 
 namespace vt {
@@ -82,6 +83,7 @@ const ConfigSchema& dittrain_schema() {
         .renamed("train.grad_clip", "train.clip_grad")
         .renamed("log.every", "log.every_steps")
         .renamed("ckpt.every", "ckpt.every_steps");
+    declare_activation_checkpointing(c);
     return c;
   }();
   return s;
@@ -169,6 +171,7 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   t.ema_decay = real_in(c, "train.ema_decay", 0, 1);
   t.max_nonfinite = static_cast<int>(int_in(c, "train.max_nonfinite", 0));
   t.allreduce_bucket_mb = real_in(c, "train.allreduce_bucket_mb", 0, 1e9);
+  t.activation_checkpointing = activation_checkpointing(c);
   t.log_every_steps = int_in(c, "log.every_steps", 0, INT64_MAX);
   t.log_every_s = real_in(c, "log.every_s", 0, std::numeric_limits<double>::infinity());
   t.tensorboard = c.get<bool>("log.tensorboard");

@@ -88,6 +88,7 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   // then moved: a GPU run starts from the CPU run's exact weights.
   model_->to(cfg_.compute.device);
   if (cfg_.compute.bf16()) model_->params().enable_bf16_copy();
+  model_->backbone().set_activation_checkpointing(cfg_.activation_checkpointing);
   opt_ = std::make_unique<OptimizerState>(model_->params(), /*with_ema=*/true);  // DiT: EMA starts as a copy
 
   run_ = std::make_unique<RunDirectory>(cfg_.out_dir, cfg_.run_name, cfg_.resume);

@@ -24,6 +24,9 @@
 #             vtrain's step (bench_train_step / bench_dit_step GPU mode, Pre-Norm
 #             and SiameseNorm) then PyTorch's, img/s, MFU, peak memory, ratios
 #             against the targets (tools/bench_timm_step.py, bench_dit_step.py)
+#   ckpt_*    activation checkpointing, none vs blocks: DeiT-S and DiT-L/4
+#             backbones at batch 256, bf16 (bench_backbone ... ckpt): step time,
+#             saved-activation and peak bytes, their ratios, gradient agreement
 #
 # A stage whose program is not in the build says "not built" (it is not a
 # failure); a stage that fails, crashes or runs past its time limit is.
@@ -236,7 +239,7 @@ vt_gpu_check_main() {
   : >"$VT_LOG"
   VT_TMP=$(mktemp -d)
   trap 'rm -rf "$VT_TMP"' EXIT
-  stages=${*:-env cuda memcheck racecheck agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 kernels attention nccl fid step_deit step_dit}
+  stages=${*:-env cuda memcheck racecheck agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 kernels attention nccl fid step_deit step_dit ckpt_deit ckpt_dit}
   vt_log "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build $BUILD, budget ${VT_BUDGET}s, log $VT_LOG"
   vt_log "gpu_check: stages: $stages"
 
@@ -271,7 +274,7 @@ vt_gpu_check_main() {
   local -a progs=()
   for s in tests/test_cuda bench/bench_cuda_kernels bench/bench_allreduce bench/gpu/check_train_device \
            bench/gpu/check_dit_device bench/check_train_device bench/check_dit_device bench/bench_attention \
-           bench/check_inception_device bench/bench_train_step bench/bench_dit_step; do
+           bench/check_inception_device bench/bench_train_step bench/bench_dit_step bench/bench_backbone; do
     [ -x "$BUILD/$s" ] && progs+=("$BUILD/$s")
   done
   if [ "${#progs[@]}" = 0 ]; then
@@ -337,6 +340,9 @@ vt_gpu_check_main() {
           vt_stage "$s" 150 "vtrain pre/siamese vs PyTorch + torch.compile, bf16" env LD_LIBRARY_PATH="$VT_PY_LD" VT_BENCH_LD_LIBRARY_PATH="$LD_LIBRARY_PATH" \
             python3 "$tool" --device cuda --bf16 --compile $args
         fi ;;
+      ckpt_deit|ckpt_dit)
+        local m=deit_s; [ "$s" = ckpt_dit ] && m=dit_l4
+        vt_stage_prog "$s" 90 "activation checkpointing none vs blocks, $m batch 256 bf16" "$BUILD/bench/bench_backbone" 256 2 ckpt "$m" cuda bf16 ;;
       *) vt_log "gpu_check: unknown stage $s"; VT_STATUS=1 ;;
     esac
   done

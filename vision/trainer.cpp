@@ -459,6 +459,7 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   if (o.compute.bf16()) I.model->params().enable_bf16_copy();
   // Drop-path masks keyed by the global row (rank r's row j is j * world + r).
   I.model->backbone().set_sample_keys(dist().rank(), world);
+  I.model->backbone().set_activation_checkpointing(o.activation_checkpointing);
   I.opt = std::make_unique<OptimizerState>(I.model->params(), o.ema);
   I.nonfinite = NonFiniteGuard(o.max_nonfinite);
   // The checkpoint to resume from is read (and validated) before anything is written.

@@ -63,7 +63,7 @@ TEST(DitSetup, ObviouslyInvalidValuesAreConfigErrorsNamingTheKey) {
        {"train.steps=0", "train.steps=-5", "train.lr=0", "train.lr=-1e-4", "train.lr=.nan", "train.lr=.inf",
         "train.batch_size=0", "train.ema_decay=1.5", "train.ema_decay=-0.1", "train.betas=[1, 0.999]",
         "train.betas=[0.9, -0.5]", "train.eps=0", "train.weight_decay=-1", "train.clip_grad=-1", "train.clip_grad=0", "train.max_nonfinite=-1",
-        "train.allreduce_bucket_mb=-0.5", "train.allreduce_bucket_mb=.inf",
+        "train.allreduce_bucket_mb=-0.5", "train.allreduce_bucket_mb=.inf", "train.activation_checkpointing=layers",
         "model.class_dropout=1.0", "model.class_dropout=-0.1", "model.mlp_ratio=0", "log.every_steps=-1",
         "ckpt.every_steps=-1", "sample.every=-1", "sample.num=0", "sample.batch=0", "sample.batch=-3",
         "sample.steps=0", "sample.steps=1001", "sample.eta=-1", "sample.cfg_scale=.nan", "sample.seed=-1",
