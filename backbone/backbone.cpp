@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -12,6 +13,15 @@
 
 namespace vt {
 
+const char* activation_checkpointing_name(ActivationCheckpointing m) {
+  return m == ActivationCheckpointing::Blocks ? "blocks" : "none";
+}
+
+ActivationCheckpointing activation_checkpointing_from_name(const std::string& name) {
+  if (name == "none") return ActivationCheckpointing::None;
+  if (name == "blocks") return ActivationCheckpointing::Blocks;
+  throw std::invalid_argument("activation checkpointing: expected none | blocks, got '" + name + "'");
+}
 
 Backbone::FinalNorm Backbone::add_final(const std::string& name, bool affine) {
   FinalNorm n;
@@ -83,12 +93,27 @@ void Backbone::set_active_depth(int64_t n) {
   has_forward_ = false;
 }
 
+void Backbone::set_activation_checkpointing(ActivationCheckpointing m) {
+  ckpt_ = m == ActivationCheckpointing::Blocks;
+  has_forward_ = false;
+}
+
 void Backbone::plan(int64_t B, int64_t T) {
-  // Replanned on a new shape, device or activation dtype (precision).
+  // Replanned on a new shape, device, activation dtype (precision) or checkpointing mode.
   const DType act = activation_dtype(*store_);
-  if (B == B_ && T == T_ && !xs_.empty() && planned_on_ == store_->device() && planned_act_ == act) return;
+  if (B == B_ && T == T_ && !xs_.empty() && planned_on_ == store_->device() && planned_act_ == act &&
+      planned_ckpt_ == ckpt_)
+    return;
+  // Shared saved tensors (or a switch away from them): every block starts
+  // from nothing, so no block keeps a tensor of the other layout.
+  if (ckpt_ || planned_ckpt_) {
+    for (auto& b : blocks_)
+      for (Tensor* t : b->saved_tensors()) *t = Tensor();
+    shared_saved_.clear();
+  }
   planned_on_ = store_->device();
   planned_act_ = act;
+  planned_ckpt_ = ckpt_;
   B_ = B, T_ = T;
   const Device dev = store_->device();
   auto ensure = [&](Tensor& t, const Shape& s) { ensure_workspace(t, s, dev); };
@@ -99,10 +124,27 @@ void Backbone::plan(int64_t B, int64_t T) {
   xs_.assign(S, Tensor());
   ys_.assign(S, Tensor());
   for (int64_t i = 0; i < S; ++i) {
-    if (hx) xs_[i] = Tensor::empty({B, T, D}, DType::F32, dev);
-    if (hy) ys_[i] = alias_ ? xs_[i] : Tensor::empty({B, T, D}, DType::F32, dev);
+    // Checkpointing keeps the block boundaries (even slots); the mid-block
+    // slots (odd) are one tensor per stream, rewritten by each recompute.
+    const bool shared_mid = ckpt_ && i % 2 == 1 && i > 1;
+    if (hx) xs_[i] = shared_mid ? xs_[1] : Tensor::empty({B, T, D}, DType::F32, dev);
+    if (hy) ys_[i] = alias_ ? xs_[i] : shared_mid ? ys_[1] : Tensor::empty({B, T, D}, DType::F32, dev);
   }
-  for (auto& b : blocks_) b->plan(B, T);
+  for (auto& b : blocks_) {
+    if (!ckpt_) {
+      b->plan(B, T);
+      continue;
+    }
+    // Each block takes the slots planned so far and adds those it needs
+    // beyond them (Mix-LN's Post blocks the norm after the add, a block
+    // with drop-path its scales), so the set is the union of the blocks'.
+    std::vector<Tensor*> slots = b->saved_tensors();
+    shared_saved_.resize(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) *slots[i] = shared_saved_[i];
+    b->plan(B, T);
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (slots[i]->defined()) shared_saved_[i] = *slots[i];
+  }
   scratch_.plan(cfg_, B, T, dev, act);
   ensure(fmean_, {3, B * T});
   ensure(frstd_, {3, B * T});
@@ -151,6 +193,20 @@ void Backbone::set_step_source(const Tensor& step) {
   for (auto& b : blocks_) b->set_step_source(step);
 }
 
+void Backbone::forward_block(int64_t l) {
+  Block& b = *blocks_[l];
+  std::vector<Tensor*> slots;
+  if (ckpt_) {
+    slots = b.saved_tensors();
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (shared_saved_[i].defined()) *slots[i] = shared_saved_[i];
+  }
+  b.forward(io(l), silu_c_, fwd_training_, fwd_seed_, fwd_step_, scratch_);
+  // A tensor the forward allocated itself (a Linear's bf16 input copy) joins the set.
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i]->defined()) shared_saved_[i] = *slots[i];
+}
+
 void Backbone::forward(const Tensor& h, const Tensor& c, const Tensor& out, bool training, uint64_t seed,
                        uint64_t step) {
   const char* op = "Backbone::forward";
@@ -174,7 +230,8 @@ void Backbone::forward(const Tensor& h, const Tensor& c, const Tensor& out, bool
     c_.copy_from(c);
     activation_forward(Activation::SiLU, c_, silu_c_);
   }
-  for (int64_t l = 0; l < active_; ++l) blocks_[l]->forward(io(l), silu_c_, training, seed, step, scratch_);
+  fwd_training_ = training, fwd_seed_ = seed, fwd_step_ = step;
+  for (int64_t l = 0; l < active_; ++l) forward_block(l);
   const int64_t L2 = 2 * active_;
   if (final_kernel_) {
     siamese_input_forward(final_spec(), Tensor(), out, fmean_, frstd_);
@@ -230,6 +287,9 @@ void Backbone::backward(const Tensor& dout, const Tensor& dh, const Tensor& dc) 
       if (b.uses_y() && !live_y) gy_.copy_from(gx_);
       live_x = b.uses_x(), live_y = b.uses_y();
     }
+    // Checkpointing: refill the shared saved tensors with block l's from its
+    // kept input streams (the last block's are still those of the forward).
+    if (ckpt_ && l != active_ - 1) forward_block(l);
     b.backward(io(l), silu_c_, gx_, gy_, d_silu_, scratch_);
     store_->grads_final(grad_marks_[l], grad_marks_[l + 1] - grad_marks_[l]);
   }
@@ -278,15 +338,19 @@ std::vector<std::pair<std::string, double>> Backbone::norm_scales() const {
 }
 
 int64_t Backbone::saved_activation_bytes() const {
+  // Each storage once: Mix-LN's y is x; checkpointing shares the mid-block
+  // slots and the blocks' saved tensors.
+  std::set<const void*> seen;
   int64_t n = 0;
-  for (const auto& v : {&xs_, &ys_}) {
-    if (alias_ && v == &ys_) continue;  // Mix-LN's y is x
-    for (const Tensor& t : *v)
-      if (t.defined()) n += static_cast<int64_t>(t.nbytes());
-  }
-  for (const auto& b : blocks_) n += b->saved_bytes();
-  if (final_kernel_) n += static_cast<int64_t>(fmean_.nbytes() + frstd_.nbytes());
-  if (c_.defined()) n += static_cast<int64_t>(c_.nbytes() + silu_c_.nbytes());
+  auto count = [&](const Tensor& t) {
+    if (t.defined() && seen.insert(t.storage().get()).second) n += static_cast<int64_t>(t.nbytes());
+  };
+  for (const auto* v : {&xs_, &ys_})
+    for (const Tensor& t : *v) count(t);
+  for (const auto& b : blocks_)
+    for (const Tensor* t : b->saved_tensors()) count(*t);
+  if (final_kernel_) count(fmean_), count(frstd_);
+  count(c_), count(silu_c_);
   return n;
 }
 

@@ -16,13 +16,26 @@
 // Activations: plan(B, T) allocates everything the backward needs once per
 // batch shape (stream values at every sublayer boundary, per-sublayer saved
 // tensors); saved_activation_bytes() reports them, excluding temporaries.
+// Activation checkpointing (`blocks`, as torch.utils.checkpoint around each
+// block in the released SiameseNorm DiT) keeps only each block's input
+// streams; the blocks' saved tensors and the mid-block stream slots are one
+// set shared by all blocks, refilled by recomputing block l's forward (same
+// seed and step, hence the same drop-path masks) just before its backward.
+// Gradients are bitwise those without it (the same ops on the same inputs).
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backbone/block.h"
 
 namespace vt {
+
+// train.activation_checkpointing: none | blocks.
+enum class ActivationCheckpointing { None, Blocks };
+const char* activation_checkpointing_name(ActivationCheckpointing m);
+// "none" | "blocks"; anything else throws std::invalid_argument naming it.
+ActivationCheckpointing activation_checkpointing_from_name(const std::string& name);
 
 class Backbone {
  public:
@@ -56,7 +69,18 @@ class Backbone {
   // tile the backbone's part of the flat buffer.
   void backward(const Tensor& dout, const Tensor& dh, const Tensor& dc);
 
+  // Bytes of the distinct tensors kept from forward to backward (a tensor
+  // shared by several blocks or streams counts once). With checkpointing,
+  // per stream the L + 1 block boundaries and one mid-block slot, plus one
+  // block's saved tensors, instead of 2L + 1 slots and L blocks' tensors.
   int64_t saved_activation_bytes() const;
+
+  // Takes effect at the next forward (which replans the workspaces); a
+  // backward must follow a forward made in the same mode.
+  void set_activation_checkpointing(ActivationCheckpointing m);
+  ActivationCheckpointing activation_checkpointing() const {
+    return ckpt_ ? ActivationCheckpointing::Blocks : ActivationCheckpointing::None;
+  }
 
   // Mechanism measurements (arXiv 2602.08064, Fig. 2 and the layer-pruning
   // study), read after a forward:
@@ -107,10 +131,20 @@ class Backbone {
   Device planned_on_;  // the store's device when the workspaces were planned
   DType planned_act_ = DType::F32;  // and its activation dtype (backbone/workspace.h)
   bool has_forward_ = false;
+  // Activation checkpointing: the mode, the one set of block saved tensors
+  // (slot i of every Block::saved_tensors()), the last forward's arguments.
+  bool ckpt_ = false, planned_ckpt_ = false;
+  std::vector<Tensor> shared_saved_;
+  bool fwd_training_ = false;
+  uint64_t fwd_seed_ = 0, fwd_step_ = 0;
 
   FinalNorm add_final(const std::string& name, bool affine);
   SiameseInputSpec final_spec() const;
   BlockIO io(int64_t l) const;
+  // Block l's forward with the last forward's arguments; under
+  // checkpointing on the shared saved tensors (adopted before, and any the
+  // block allocated itself added to the set after).
+  void forward_block(int64_t l);
 };
 
 }  // namespace vt

@@ -289,13 +289,14 @@ std::vector<std::pair<std::string, double>> Block::norm_scales() const {
   return r;
 }
 
-int64_t Block::saved_bytes() const {
-  int64_t n = attn_.saved_bytes() + mlp_.saved_bytes() + static_cast<int64_t>(mod_.defined() ? mod_.nbytes() : 0);
-  n += ada_.saved_bytes();
-  for (const Sub& s : sub_)
-    for (const Tensor* t : {&s.z, &s.mean, &s.rstd, &s.f, &s.r, &s.r_mean, &s.r_rstd, &s.drop})
-      if (t->defined()) n += static_cast<int64_t>(t->nbytes());
-  return n;
+std::vector<Tensor*> Block::saved_tensors() {
+  std::vector<Tensor*> r{&mod_};
+  for (Sub& s : sub_)
+    for (Tensor* t : {&s.z, &s.mean, &s.rstd, &s.f, &s.r, &s.r_mean, &s.r_rstd, &s.drop}) r.push_back(t);
+  for (const std::vector<Tensor*>& m : {attn_.saved_tensors(), mlp_.saved_tensors()})
+    r.insert(r.end(), m.begin(), m.end());
+  r.push_back(ada_.saved_tensor());
+  return r;
 }
 
 }  // namespace vt

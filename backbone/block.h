@@ -69,7 +69,11 @@ class Block {
   void backward(const BlockIO& io, const Tensor& silu_c, Tensor& gx, const Tensor& gy,
                 const Tensor& d_silu_acc, BlockScratch& s);
 
-  int64_t saved_bytes() const;
+  // Every tensor kept from forward to backward (the block's, its Attention's,
+  // Mlp's and Linears'), always the same slots in the same order; undefined
+  // where unused. The Backbone counts them, and under activation
+  // checkpointing points slot i of every block at one shared tensor.
+  std::vector<Tensor*> saved_tensors();
   float depth_constant() const { return c_; }
   // The block's own scheme (Pre or Post for a Mix-LN block, else the config's).
   NormScheme scheme() const { return scheme_; }

@@ -24,9 +24,9 @@ class Linear {
   // ACCUMULATE in fp32. x is the forward's input. With the bf16 copy an F32
   // dy is rounded to bf16 first, a BF16 dy is used as is.
   void backward(const Tensor& dy, const Tensor& x, const Tensor& dx) const;
-  // Bytes kept for the backward beyond the caller's tensors: the bf16 copy
-  // of an F32 input (0 without the bf16 weight copy or for a BF16 input).
-  int64_t saved_bytes() const { return xb_.defined() ? static_cast<int64_t>(xb_.nbytes()) : 0; }
+  // The tensor kept for the backward beyond the caller's: the bf16 copy of
+  // an F32 input (undefined without the bf16 weight copy or for a BF16 input).
+  Tensor* saved_tensor() { return &xb_; }
 
   Device device() const { return store_->device(); }
   int64_t in_features() const { return in_; }

@@ -91,11 +91,10 @@ void Attention::backward(const Tensor& df, const Tensor& z, const Tensor& dz, Mo
   qkv_.backward(s.d_qkv, z, dz);
 }
 
-int64_t Attention::saved_bytes() const {
-  int64_t n = static_cast<int64_t>(qkv_out_.nbytes() + saved_.nbytes() + a_.nbytes());
-  n += qkv_.saved_bytes() + proj_.saved_bytes();
-  if (qkv_norm_) n += static_cast<int64_t>(qkv_raw_.nbytes() + qn_mean_.nbytes() + qn_rstd_.nbytes());
-  return n;
+std::vector<Tensor*> Attention::saved_tensors() {
+  std::vector<Tensor*> r{&qkv_out_, &saved_, &a_, &qkv_raw_, &qn_mean_, &qn_rstd_};
+  for (Linear* l : {&qkv_, &proj_}) r.push_back(l->saved_tensor());
+  return r;
 }
 
 Mlp::Mlp(ParamStore& store, const std::string& prefix, int64_t dim, int64_t hidden, Activation act,
@@ -126,8 +125,6 @@ void Mlp::backward(const Tensor& df, const Tensor& z, const Tensor& dz, ModuleSc
   fc1_.backward(s.d_h, z, dz);
 }
 
-int64_t Mlp::saved_bytes() const {
-  return static_cast<int64_t>(h1_.nbytes() + h2_.nbytes()) + fc1_.saved_bytes() + fc2_.saved_bytes();
-}
+std::vector<Tensor*> Mlp::saved_tensors() { return {&h1_, &h2_, fc1_.saved_tensor(), fc2_.saved_tensor()}; }
 
 }  // namespace vt

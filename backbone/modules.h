@@ -49,7 +49,8 @@ class Attention {
   void forward(const Tensor& z, const Tensor& f, ModuleScratch& s);
   // dz OVERWRITTEN; parameter gradients accumulate.
   void backward(const Tensor& df, const Tensor& z, const Tensor& dz, ModuleScratch& s);
-  int64_t saved_bytes() const;
+  // The tensors kept for the backward, in a fixed order (undefined: unused).
+  std::vector<Tensor*> saved_tensors();
   // The weights of the q/k/v norms (attn.{q,k,v}_norm.weight), empty without qkv_norm.
   std::vector<ParamId> norm_weights() const {
     return qkv_norm_ ? std::vector<ParamId>{nw_[0], nw_[1], nw_[2]} : std::vector<ParamId>{};
@@ -74,7 +75,8 @@ class Mlp {
   void plan(int64_t B, int64_t T);
   void forward(const Tensor& z, const Tensor& f);
   void backward(const Tensor& df, const Tensor& z, const Tensor& dz, ModuleScratch& s);
-  int64_t saved_bytes() const;
+  // The tensors kept for the backward, in a fixed order.
+  std::vector<Tensor*> saved_tensors();
 
  private:
   Linear fc1_, fc2_;

@@ -1,6 +1,21 @@
-// One DeiT/ViT training step on CPU (forward with drop-path, label-smoothing
-// soft-target cross-entropy, backward, AdamW, EMA), as vtrain runs it, on
-// synthetic images; the data pipeline is not timed.
+// One DeiT/ViT training step (forward with drop-path, label-smoothing
+// cross-entropy, backward, AdamW, EMA), as vtrain runs it, on synthetic
+// images; the data pipeline is not timed.
+//
+// GPU mode (any --flag; bench/step_bench.h): vtrain's own step
+// (vision/train_step.h under TrainLoop: the fused AdamW/bf16-copy/EMA update,
+// deferred reads) on images already on the device, label-smoothing
+// cross-entropy without Mixup (as tools/bench_timm_step.py's timm step),
+// timed by CUDA events:
+//   bench_train_step --device cuda[:N] [--precision bf16|fp32|tf32] [--batch 256]
+//                    [--iters 10] [--warmup 3] [--scheme pre,siamese] [--peak-tflops T] [--tiny]
+// DeiT-S (deit_small, 224 px, 1000 classes, drop path 0.1; --tiny: img 32,
+// patch 8, dim 32, depth 2, heads 2, 10 classes, for the emulator). One JSON
+// line per scheme (img/s, step ms, MFU, peak memory, saved activations),
+// then siamese/pre ratios when both ran. `bench_train_step --flops` prints
+// the closed-form forward multiply-adds of DeiT-S (bench/model_flops.h).
+//
+// CPU mode:
 //   usage: bench_train_step [preset=deit_small] [batch=32] [iters=5] [img=224] [scheme=pre]
 //   preset: deit_tiny | deit_small | deit_base | cifar (the model of
 //   configs/cifar10_vit_tiny_*.yaml: img 32, patch 4, dim 96, depth 5, heads 3, MLP ratio 2)
@@ -19,14 +34,99 @@
 #include <vector>
 
 #include "backbone/optimizer_state.h"
+#include "bench/model_flops.h"
+#include "bench/step_bench.h"
 #include "core/philox.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/optim.h"
+#include "vision/train_step.h"
 #include "vision/vit.h"
 
 using namespace vt;
 
-int main(int argc, char** argv) {
+namespace {
+
+constexpr uint64_t kSeed = 20260101;
+
+VitConfig bench_config(bool tiny, NormScheme scheme) {
+  VitConfig cfg = vit_preset("deit_small", scheme, 0.1f, 1000);
+  if (tiny) {
+    cfg.img_size = 32, cfg.patch_size = 8, cfg.num_classes = 10;
+    cfg.backbone.dim = 32, cfg.backbone.depth = 2, cfg.backbone.heads = 2;
+    cfg.backbone.drop_path = {0.0f, 0.1f};
+  }
+  return cfg;
+}
+
+// One scheme: model built and initialised on the host, moved (as vtrain),
+// synthetic images N(0, 1) and labels uploaded once, then vtrain's step.
+vt_bench::StepFigures run_scheme(const vt_bench::StepArgs& a, const std::string& scheme) {
+  const VitConfig cfg = bench_config(a.tiny, norm_scheme_from_name(scheme));
+  const Device dev = a.compute.device;
+  cuda_reset_peak_bytes();
+  VisionTransformer model(cfg);
+  model.init(kSeed);
+  model.to(dev);
+  if (a.compute.bf16()) model.params().enable_bf16_copy();
+  OptimizerState opt(model.params(), /*with_ema=*/true);
+  const int64_t B = a.batch, K = cfg.num_classes, S = cfg.img_size;
+  Tensor host_images = Tensor::empty({B, cfg.in_chans, S, S}), host_labels = Tensor::empty({B}, DType::I32);
+  Philox g(kSeed, 2);
+  for (int64_t i = 0; i < host_images.numel(); ++i) host_images.f32()[i] = static_cast<float>(g.normal());
+  for (int64_t i = 0; i < B; ++i) host_labels.i32()[i] = static_cast<int32_t>(g.integer(0, K - 1));
+  VitStepInputs in;
+  in.images = host_images.to(dev), in.labels = host_labels.to(dev);
+  in.label_smoothing = 0.1, in.seed = kSeed;
+  VitStepBuffers buf = VitStepBuffers::plan(B, K, dev);
+  UpdateOptions u;  // DeiT's recipe: AdamW wd 0.05, no clipping, EMA 0.99996
+  u.adamw.weight_decay = 0.05;
+  u.ema_decay = 0.99996f;
+  const vt_bench::StepRun r = vt_bench::run_steps(
+      model.params(), opt, u, 5e-4,
+      [&](int64_t s) {
+        in.step = static_cast<uint64_t>(s);
+        vit_device_forward_backward(model, in, buf);
+        return buf.stats;
+      },
+      a);
+  return vt_bench::figures(r, a, scheme, vt_bench::vit_forward_macs(cfg), model.backbone().saved_activation_bytes(),
+                           model.params().numel());
+}
+
+int gpu_main(int argc, char** argv) {
+  static const char* usage =
+      "bench_train_step --device cuda[:N] [--precision bf16|fp32|tf32] [--batch 256] [--iters 10] [--warmup 3] "
+      "[--scheme pre,siamese] [--peak-tflops T] [--tiny]   |   bench_train_step --flops";
+  if (argc == 2 && std::string(argv[1]) == "--flops") {
+    const VitConfig c = bench_config(false, NormScheme::Siamese);
+    std::printf("{\"bench\": \"vtrain_flops\", \"preset\": \"deit_small\", \"img\": %lld, \"fwd_gmac_per_img\": %.6f}\n",
+                static_cast<long long>(c.img_size), vt_bench::vit_forward_macs(c) / 1e9);
+    return 0;
+  }
+  vt_bench::StepArgs a;
+  if (!vt_bench::parse_step_args(argc, argv, usage, a)) return 2;
+  if (a.schemes.empty()) a.schemes = {"siamese"};
+  try {
+    apply_device_choice(a.compute);
+    std::vector<vt_bench::StepFigures> all;
+    for (const std::string& scheme : a.schemes) {
+      all.push_back(run_scheme(a, scheme));
+      const VitConfig c = bench_config(a.tiny, norm_scheme_from_name(scheme));
+      nlohmann::json head = {{"bench", "vtrain_train_step"}, {"preset", a.tiny ? "tiny" : "deit_small"},
+                             {"img", c.img_size}, {"patch", c.patch_size}, {"in_chans", c.in_chans},
+                             {"dim", c.backbone.dim}, {"depth", c.backbone.depth}, {"heads", c.backbone.heads},
+                             {"mlp_hidden", c.backbone.hidden()}, {"classes", c.num_classes}, {"tokens", c.tokens()}};
+      vt_bench::print_figures(head, a, all.back());
+    }
+    vt_bench::print_scheme_ratio("vtrain_scheme_ratio", all);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_train_step: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+int cpu_main(int argc, char** argv) {
   const std::string preset = argc > 1 ? argv[1] : "deit_small";
   const int64_t B = argc > 2 ? std::atoll(argv[2]) : 32;
   const int iters = argc > 3 ? std::atoi(argv[3]) : 5;
@@ -75,4 +175,10 @@ int main(int argc, char** argv) {
               preset.c_str(), scheme.c_str(), static_cast<long long>(cfg.img_size), static_cast<long long>(B),
               omp_get_max_threads(), med, times.front(), static_cast<double>(B) / med, ru.ru_maxrss / 1024.0);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return vt_bench::is_step_mode(argc, argv) ? gpu_main(argc, argv) : cpu_main(argc, argv);
 }

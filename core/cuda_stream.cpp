@@ -65,6 +65,25 @@ CudaEvent CudaEvent::create(int device) {
   return e;
 }
 
+CudaEvent CudaEvent::create_timing(int device) {
+  CudaEvent e;
+  on_device(device, [&] {
+    cudaEvent_t ev = nullptr;
+    check(cudaEventCreateWithFlags(&ev, cudaEventDefault), "cudaEventCreateWithFlags");
+    e.event_ = ev;
+  });
+  return e;
+}
+
+float elapsed_ms(const CudaEvent& start, const CudaEvent& end) {
+  if (!start.defined() || !end.defined()) throw std::logic_error("elapsed_ms: an event not made by CudaEvent::create_timing");
+  end.synchronize();
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start.handle()), static_cast<cudaEvent_t>(end.handle())),
+        "cudaEventElapsedTime");
+  return ms;
+}
+
 CudaEvent::~CudaEvent() {
   if (event_) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
 }
@@ -118,6 +137,8 @@ CudaStream CudaStream::create(int) { no_cuda(); }
 CudaStream::~CudaStream() = default;
 void CudaStream::synchronize() const {}
 CudaEvent CudaEvent::create(int) { no_cuda(); }
+CudaEvent CudaEvent::create_timing(int) { no_cuda(); }
+float elapsed_ms(const CudaEvent&, const CudaEvent&) { no_cuda(); }
 CudaEvent::~CudaEvent() = default;
 void CudaEvent::record(CudaStreamHandle) { no_cuda(); }
 void CudaEvent::wait_on(CudaStreamHandle) const { no_cuda(); }

@@ -39,6 +39,8 @@ class CudaEvent {
  public:
   CudaEvent() = default;  // no event
   static CudaEvent create(int device);  // timing disabled (cheapest record and wait)
+  // An event that records a timestamp, for elapsed_ms (benchmarks).
+  static CudaEvent create_timing(int device);
   ~CudaEvent();
   CudaEvent(CudaEvent&& o) noexcept;
   CudaEvent& operator=(CudaEvent&& o) noexcept;
@@ -56,10 +58,16 @@ class CudaEvent {
   // such an event do nothing).
   bool query() const;
   void synchronize() const;  // blocks the host until the recorded work completed
+  void* handle() const { return event_; }  // the cudaEvent_t
 
  private:
   void* event_ = nullptr;
 };
+
+// Milliseconds of device time between two recorded timing events
+// (cudaEventElapsedTime; waits on the host for `end`). Throws
+// std::runtime_error for events made without timing or never recorded.
+float elapsed_ms(const CudaEvent& start, const CudaEvent& end);
 
 // Queues a copy of `src` into `dst` on `stream` (cudaMemcpyAsync): same
 // shape and dtype, both contiguous, at least one on CUDA. The host memory of

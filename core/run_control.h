@@ -1,7 +1,8 @@
 // Run-control keys: settings that say how long a run goes, how often it
 // logs or checkpoints, how it evaluates and draws sample grids (eval.*,
 // sample.*), where it resumes from, how many threads it uses and how it
-// buckets the gradient all-reduce (rounding only), but not
+// buckets the gradient all-reduce (rounding only) and whether it recomputes
+// activations (train.activation_checkpointing: memory only), but not
 // what its training computes. They are left out of the config digest
 // that checkpoints record, so resuming a run with, e.g., resume=auto or a
 // larger train.max_steps is not reported as "written with a different

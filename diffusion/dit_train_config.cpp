@@ -7,6 +7,7 @@
 #include "core/config_checks.h"
 #include "core/config_paths.h"
 #include "core/run_control.h"
+#include "train/activation_checkpointing.h"
 #include "train/device_choice.h"
 
 namespace vt {
@@ -83,6 +84,7 @@ const ConfigSchema& dittrain_schema() {
         .renamed("train.grad_clip", "train.clip_grad")
         .renamed("log.every", "log.every_steps")
         .renamed("ckpt.every", "ckpt.every_steps");
+    declare_activation_checkpointing(c);
     return c;
   }();
   return s;
@@ -173,6 +175,7 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   t.cuda_graph = c.get<std::string>("train.cuda_graph");
   check(c, t.cuda_graph == "auto" || t.cuda_graph == "off", "train.cuda_graph",
         "expected auto | off, got '" + t.cuda_graph + "'");
+  t.activation_checkpointing = activation_checkpointing(c);
   t.log_every_steps = int_in(c, "log.every_steps", 0, INT64_MAX);
   t.log_every_s = real_in(c, "log.every_s", 0, std::numeric_limits<double>::infinity());
   t.tensorboard = c.get<bool>("log.tensorboard");

@@ -36,7 +36,7 @@
 namespace vt {
 namespace fs = std::filesystem;
 namespace {
-constexpr uint64_t kPurposeTimestep = 0xD1F70002, kPurposeNoise = 0xD1F70003, kPurposeSampleLabels = 0xD1F70004;
+constexpr uint64_t kPurposeSampleLabels = 0xD1F70004;  // kPurposeTimestep/kPurposeNoise: diffusion/dit_step.cpp
 
 std::shared_ptr<Dataset> make_dataset(const DitTrainConfig& c) {
   if (c.data_kind == "images") {
@@ -88,6 +88,7 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   // then moved: a GPU run starts from the CPU run's exact weights.
   model_->to(cfg_.compute.device);
   if (cfg_.compute.bf16()) model_->params().enable_bf16_copy();
+  model_->backbone().set_activation_checkpointing(cfg_.activation_checkpointing);
   opt_ = std::make_unique<OptimizerState>(model_->params(), /*with_ema=*/true);  // DiT: EMA starts as a copy
 
   run_ = std::make_unique<RunDirectory>(cfg_.out_dir, cfg_.run_name, cfg_.resume);
@@ -106,27 +107,9 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   plan_step_buffers();
 }
 
-// The step's tensors on the model's device; the labels and timesteps are
-// drawn on the host (host_y_, host_t_, host_tt_) and copied over (on the
-// CPU the host and device tensors are the same).
+// The step's tensors on the model's device (diffusion/dit_step.h).
 void DitTrainer::plan_step_buffers() {
-  const Device dev = model_->params().weights().device();
-  const int64_t B = rank_batch_, C = cfg_.model.in_channels, S = cfg_.model.input_size;
-  auto E = [dev](const Shape& s, DType dt = DType::F32) { return Tensor::empty(s, dt, dev); };
-  if (dev.is_cpu()) x0_ = E({B, C, S, S});
-  xt_ = E({B, C, S, S});
-  noise_ = E({B, C, S, S});
-  out_ = E({B, 2 * C, S, S});
-  dout_ = E({B, 2 * C, S, S});
-  stats_ = E({B, 2}, DType::I64);
-  if (!dev.is_cpu()) scalars_ = Tensor::zeros({3}, DType::F32, dev);
-  host_tt_ = Tensor::empty({B});
-  host_y_ = Tensor::empty({B}, DType::I32);
-  host_t_ = Tensor::empty({B}, DType::I32);
-  tt_ = dev.is_cpu() ? host_tt_ : E({B});
-  y_ = dev.is_cpu() ? host_y_ : E({B}, DType::I32);
-  t_ = dev.is_cpu() ? host_t_ : E({B}, DType::I32);
-  schedule_ = diff_.schedule_on(dev);
+  sb_ = DitStepBuffers::plan(cfg_.model, diff_, rank_batch_, model_->params().weights().device());
 }
 
 const std::string& DitTrainer::run_dir() const { return run_->path(); }
@@ -202,12 +185,11 @@ void DitTrainer::start_epoch() {
   loader_->start_epoch(static_cast<uint64_t>(epoch_), std::move(o));
 }
 
-// The host part of step s: the batch into x0_ (a GPU step views the
+// The host part of step s: the batch into sb_.x0 (a GPU step views the
 // uploader's slot; a CUDA Graph step copies it into the fixed x0_fixed_, the
-// address the captured kernels read), the host's draws (labels dropped,
-// timesteps) copied to the device, and the noise keyed by the step.
+// address the captured kernels read), then the host's draws, their upload
+// and the noise keyed by the step (dit_step_draws).
 void DitTrainer::prepare_batch(int64_t s, bool fixed_x0) {
-  const int rank = dist().rank(), world = dist().world();
   Batch batch;
   DeviceBatch device_batch;
   if (!(upload_ ? upload_->next(device_batch) : loader_->next(batch)))
@@ -217,64 +199,32 @@ void DitTrainer::prepare_batch(int64_t s, bool fixed_x0) {
       if (!x0_fixed_.defined())
         x0_fixed_ = Tensor::empty(device_batch.images.shape(), DType::F32, device_batch.images.device());
       x0_fixed_.copy_from(device_batch.images);
-      x0_ = x0_fixed_;
+      sb_.x0 = x0_fixed_;
     } else {
-      x0_ = device_batch.images;
+      sb_.x0 = device_batch.images;
     }
-    host_y_.copy_from(device_batch.host_labels);
+    sb_.host_y.copy_from(device_batch.host_labels);
   } else {
-    x0_.copy_from(batch.images);
-    host_y_.copy_from(batch.labels);
+    sb_.x0.copy_from(batch.images);
+    sb_.host_y.copy_from(batch.labels);
   }
   if (fixed_x0) {  // a CUDA Graph step's embedding cannot read its ids back to check them (kernels/embedding.h)
-    for (int64_t b = 0; b < host_y_.numel(); ++b)
-      if (host_y_.i32()[b] < 0 || host_y_.i32()[b] >= cfg_.model.num_classes)
-        throw std::out_of_range("dittrain: label " + std::to_string(host_y_.i32()[b]) + " of batch row " +
+    for (int64_t b = 0; b < sb_.host_y.numel(); ++b)
+      if (sb_.host_y.i32()[b] < 0 || sb_.host_y.i32()[b] >= cfg_.model.num_classes)
+        throw std::out_of_range("dittrain: label " + std::to_string(sb_.host_y.i32()[b]) + " of batch row " +
                                 std::to_string(b) + " outside [0, model.num_classes = " +
                                 std::to_string(cfg_.model.num_classes) + ")");
   }
-  if (cfg_.data_kind == "latents") scale(x0_, static_cast<float>(cfg_.latent_scale), x0_);
-  // Per-sample draws are keyed by the global row (j * world + rank), so a
-  // sample's t, noise and label dropout do not depend on the world size.
-  drop_labels(host_y_, cfg_.model.class_dropout, cfg_.model.num_classes, cfg_.seed, static_cast<uint64_t>(s), rank,
-              world);
-  {
-    // One stream per step over the global batch (rejection sampling draws a
-    // variable count per sample): every rank walks it and keeps its rows.
-    Philox rng(cfg_.seed, philox_stream(kPurposeTimestep, static_cast<uint64_t>(s)));
-    for (int64_t g = 0; g < cfg_.batch; ++g) {
-      const int tg = static_cast<int>(rng.integer(0, cfg_.num_timesteps - 1));
-      if (g % world != rank) continue;
-      host_t_.i32()[g / world] = tg;
-      host_tt_.f32()[g / world] = static_cast<float>(tg);
-    }
-  }
-  if (!x0_.device().is_cpu()) {  // the step's host draws go to the device
-    y_.copy_from(host_y_);
-    t_.copy_from(host_t_);
-    tt_.copy_from(host_tt_);
-  }
-  // Row b's noise: Philox(seed, philox_stream(noise, s, global_row)), the
-  // same draws on every device (kernels/diffusion.h).
-  NoiseRows rows;
-  rows.purpose = kPurposeNoise, rows.key = static_cast<uint64_t>(s), rows.row_last = true;
-  rows.offset = rank, rows.stride = world;
-  gaussian_noise(cfg_.seed, rows, noise_);
+  if (cfg_.data_kind == "latents") scale(sb_.x0, static_cast<float>(cfg_.latent_scale), sb_.x0);
+  keys_.seed = cfg_.seed, keys_.step = s, keys_.global_batch = cfg_.batch;
+  keys_.rank = dist().rank(), keys_.world = dist().world();
+  keys_.num_timesteps = cfg_.num_timesteps, keys_.t0 = cfg_.t0_term;
+  dit_step_draws(*model_, sb_, keys_);
 }
 
-// The device part: the same launches with the same arguments every step
-// (a CUDA Graph step captures it once, train/step_graph.h).
-void DitTrainer::device_step() {
-  diffusion_q_sample(schedule_, t_, x0_, noise_, xt_);
-  model_->forward(xt_, tt_, y_, out_);
-  diffusion_training_losses(schedule_, t_, out_, x0_, xt_, noise_, diffusion_t0(cfg_.t0_term), stats_, dout_);
-  ParamStore& ps = model_->params();
-  ps.zero_grad();
-  model_->backward(dout_);
-  // GPU: the step's means stay on the device; TrainLoop reads them (as
-  // means over ranks) once per log interval into out.values.
-  if (!x0_.device().is_cpu()) diffusion_loss_means(stats_, scalars_);
-}
+// The device part: q_sample, forward, loss, backward, the means (a CUDA
+// Graph step captures it once, train/step_graph.h).
+void DitTrainer::device_step() { dit_step_device(*model_, sb_, keys_); }
 
 void DitTrainer::finish_step() {
   if (++batch_in_epoch_ == batches_per_epoch_) {
@@ -291,7 +241,7 @@ StepTask::Output DitTrainer::prepare_step(int64_t s, std::string*) {
   out.lr = cfg_.lr;
   out.where = "epoch " + std::to_string(epoch_);
   out.loss = std::numeric_limits<double>::quiet_NaN();
-  out.scalars = scalars_;
+  out.scalars = sb_.scalars;
   step_ = s;
   return out;
 }
@@ -300,20 +250,20 @@ StepTask::Output DitTrainer::forward_backward(int64_t s) {
   const int64_t B = rank_batch_;
   const int world = dist().world();
   prepare_batch(s, false);
-  device_step();
+  device_step();  // q_sample, forward, loss, backward
   finish_step();
   step_ = s;
   Output out;
   out.lr = cfg_.lr;
   out.where = "epoch " + std::to_string(epoch_);
-  if (!x0_.device().is_cpu()) {
+  if (sb_.scalars.defined()) {  // GPU: the means are in sb_.scalars (dit_forward_backward)
     out.loss = std::numeric_limits<double>::quiet_NaN();
-    out.scalars = scalars_;
+    out.scalars = sb_.scalars;
     return out;
   }
   // CPU: the per-sample losses (B x 2 doubles) give the loss the loop's
   // non-finite policy and the metrics need.
-  const auto L = GaussianDiffusion::losses_from_stats(f64_data(stats_), B);
+  const auto L = GaussianDiffusion::losses_from_stats(f64_data(sb_.stats), B);
   step_mse_ = step_vb_ = 0;
   for (size_t b = 0; b < L.mse.size(); ++b) step_mse_ += L.mse[b], step_vb_ += L.vb[b];
   step_mse_ /= static_cast<double>(B), step_vb_ /= static_cast<double>(B);

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "diffusion/dit_model.h"
+#include "diffusion/dit_step.h"
 #include "diffusion/dit_train_config.h"
 #include "diffusion/gaussian_diffusion.h"
 #include "train/loop.h"  // StepTask, NonFiniteLoss
@@ -117,12 +118,9 @@ class DitTrainer : private StepTask {
   int64_t bar_first_ = 0, step_log_ = 0;
   std::chrono::steady_clock::time_point t_log_;
   void plan_step_buffers();
-  // step buffers, on the model's device (host_*: the host draws; on a GPU
-  // x0_ views the uploaded batch)
-  Tensor x0_, xt_, noise_, tt_, y_, t_, out_, dout_, stats_, schedule_;
-  Tensor x0_fixed_;  // CUDA Graph steps: the batch's fixed home
-  Tensor scalars_;  // GPU: F32 [3] (loss, mse, vb) of the step, read by TrainLoop once per log interval
-  Tensor host_tt_, host_y_, host_t_;
+  DitStepBuffers sb_;  // the step's tensors (diffusion/dit_step.h); on a GPU sb_.x0 views the uploaded batch
+  DitStepKeys keys_;   // the step in flight's keys (prepare_batch)
+  Tensor x0_fixed_;    // CUDA Graph steps: the batch's fixed home
 };
 
 // Upper bound of dit_sample_to_files's num_samples (ADM's FID-50K needs 5e4).

@@ -4,10 +4,11 @@
 # nvidia-* wheels), the driver and python3 with torch/timm, but none of this
 # project's Debian libraries:
 #
-#   vtrain-gpu/scripts/gpu_check.sh, tools/bench_{timm,dit}_step.py
+#   vtrain-gpu/scripts/gpu_check.sh, tools/bench_{timm,dit}_step.py (+ step_bench_common.py)
 #   vtrain-gpu/build-gpu/tests/test_cuda        CUDA kernels vs CPU twins
 #   vtrain-gpu/build-gpu/bench/...              bench_cuda_kernels, bench_allreduce
-#                                               (NCCL), bench/gpu/check_* when built
+#                                               (NCCL), bench/gpu/check_*, and the step
+#                                               benchmarks bench_{train,dit}_step and bench_backbone when built
 #   vtrain-gpu/build-gpu/lib/                   every shared library they need except
 #                                               the CUDA/driver ones, the C library and
 #                                               the C++ runtime (oneDNN, OpenMP, spdlog, ...)
@@ -33,6 +34,13 @@
 #   usage: scripts/bundle_gpu_build.sh
 #   VT_GPU_BUILD   build folder (default build-gpu; configured here with
 #                  VT_CUDA=ON, VT_MPI=OFF, Release, unless VT_BUNDLE_NO_BUILD=1)
+#   VT_GPU_ARCHS   CUDA architectures of that build (default 90: sm_90 code for
+#                  H100/H200 and compute_90 PTX that newer GPUs compile at load;
+#                  "80;90" adds A100s). Every program carries the whole kernel
+#                  library for each architecture (7.2 of bench_train_step's 8.6
+#                  MiB compressed with both; one architecture halves it), so one
+#                  architecture keeps the nine programs under the 64 MiB that
+#                  can be carried (two: 72.8 MiB).
 #   VT_JOBS        parallel jobs for the build (default: all cores)
 # Then: carry build-gpu.tar.gz; there `tar xzf build-gpu.tar.gz &&
 # vtrain-gpu/scripts/gpu_check.sh` (OUT=DIR for the log's folder).
@@ -46,10 +54,12 @@ TARBALL=$ROOT/build-gpu.tar.gz
 # Programs gpu_check.sh runs (paths inside the build); optional ones are
 # packed when the build has them.
 REQUIRED="tests/test_cuda bench/bench_cuda_kernels bench/bench_allreduce"
-OPTIONAL="bench/gpu/check_train_device bench/gpu/check_dit_device bench/bench_attention bench/check_inception_device bench/check_graph_step"
+OPTIONAL="bench/gpu/check_train_device bench/gpu/check_dit_device bench/bench_attention bench/check_inception_device
+          bench/bench_train_step bench/bench_dit_step bench/bench_backbone bench/check_graph_step"
 
 if [ "${VT_BUNDLE_NO_BUILD:-0}" != 1 ]; then
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVT_CUDA=ON -DVT_MPI=OFF
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVT_CUDA=ON -DVT_MPI=OFF \
+        "-DCMAKE_CUDA_ARCHITECTURES=${VT_GPU_ARCHS:-90}"
   targets="" known=$(cmake --build "$BUILD" --target help)
   for p in $REQUIRED $OPTIONAL; do
     t=$(basename "$p")
@@ -64,7 +74,7 @@ trap 'rm -rf "$STAGE"' EXIT
 B=$STAGE/vtrain-gpu
 mkdir -p "$B/scripts" "$B/tools" "$B/build-gpu/lib/cxx"
 cp scripts/gpu_check.sh "$B/scripts/"
-cp tools/bench_timm_step.py tools/bench_dit_step.py "$B/tools/"
+cp tools/bench_timm_step.py tools/bench_dit_step.py tools/step_bench_common.py "$B/tools/"
 
 progs=()
 for p in $REQUIRED $OPTIONAL; do
@@ -109,6 +119,7 @@ glibc=$(for f in "${progs[@]}" "$B"/build-gpu/lib/*.so*; do objdump -T "$f" 2>/d
   echo "vtrain GPU bundle, made $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
   echo "cuda: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo unknown)"
+  echo "cuda architectures: $(grep -s '^CMAKE_CUDA_ARCHITECTURES:' "$BUILD/CMakeCache.txt" | cut -d= -f2)"
   echo "cuda libraries needed: $({ ldd "${progs[@]}" || true; } | awk '{print $1}' | grep -E 'lib(cudart|cublas|cublasLt|nccl|cudnn|nvrtc)' | sort -u | tr '\n' ' ' || true)"
   echo "glibc: ${glibc#GLIBC_}"
   echo "files:"

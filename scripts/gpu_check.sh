@@ -23,7 +23,13 @@
 #             backward pass vs in buckets during it (time, and the same gradients)
 #   fid       the FID Inception (random full-size weights) on the GPU vs the
 #             CPU: feature agreement (< 1e-4 relative) and images/s of both
-#   step_*    training step vs timm / DiT with torch.compile, bf16, same GPU
+#   step_*    training step vs timm / DiT with torch.compile, bf16, same GPU:
+#             vtrain's step (bench_train_step / bench_dit_step GPU mode, Pre-Norm
+#             and SiameseNorm) then PyTorch's, img/s, MFU, peak memory, ratios
+#             against the targets (tools/bench_timm_step.py, bench_dit_step.py)
+#   ckpt_*    activation checkpointing, none vs blocks: DeiT-S and DiT-L/4
+#             backbones at batch 256, bf16 (bench_backbone ... ckpt): step time,
+#             saved-activation and peak bytes, their ratios, gradient agreement
 #
 # A stage whose program is not in the build says "not built" (it is not a
 # failure); a stage that fails, crashes or runs past its time limit is.
@@ -236,7 +242,7 @@ vt_gpu_check_main() {
   : >"$VT_LOG"
   VT_TMP=$(mktemp -d)
   trap 'rm -rf "$VT_TMP"' EXIT
-  stages=${*:-env cuda memcheck racecheck agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 graph kernels attention nccl fid step_deit step_dit}
+  stages=${*:-env cuda memcheck racecheck agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 graph kernels attention nccl fid step_deit step_dit ckpt_deit ckpt_dit}
   vt_log "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build $BUILD, budget ${VT_BUDGET}s, log $VT_LOG"
   vt_log "gpu_check: stages: $stages"
 
@@ -271,7 +277,8 @@ vt_gpu_check_main() {
   local -a progs=()
   for s in tests/test_cuda bench/bench_cuda_kernels bench/bench_allreduce bench/gpu/check_train_device \
            bench/gpu/check_dit_device bench/check_train_device bench/check_dit_device bench/bench_attention \
-           bench/check_inception_device bench/gpu/check_graph_step bench/check_graph_step; do
+           bench/check_inception_device bench/bench_train_step bench/bench_dit_step bench/bench_backbone \
+           bench/gpu/check_graph_step bench/check_graph_step; do
     [ -x "$BUILD/$s" ] && progs+=("$BUILD/$s")
   done
   if [ "${#progs[@]}" = 0 ]; then
@@ -327,16 +334,21 @@ vt_gpu_check_main() {
       fid)
         vt_stage_prog fid 90 "Inception GPU vs CPU, images/s" "$BUILD/bench/check_inception_device" 500 50 4 ;;
       step_deit|step_dit)
-        local tool=tools/bench_timm_step.py args="--batch 256 --iters 10"
-        [ "$s" = step_dit ] && tool=tools/bench_dit_step.py args="--model DiT-L/4 --batch 256 --iters 10"
+        # Few steps: torch.compile's compilation (its first step) and both
+        # schemes of vtrain's side share the stage's limit.
+        local tool=tools/bench_timm_step.py args="--batch 256 --iters 10 --warmup 3"
+        [ "$s" = step_dit ] && tool=tools/bench_dit_step.py args="--model DiT-L/4 --batch 256 --iters 10 --warmup 3"
         # Only a tool that can run on the GPU: the CPU comparison says nothing here.
         if [ ! -f "$tool" ] || ! grep -q -- '"--device"' "$tool"; then
           vt_record "$s" "not built" 0 "$tool has no --device (GPU step benchmark)"
         else
           # shellcheck disable=SC2086
-          vt_stage "$s" 120 "vs PyTorch + torch.compile, bf16" env LD_LIBRARY_PATH="$VT_PY_LD" VT_BENCH_LD_LIBRARY_PATH="$LD_LIBRARY_PATH" \
+          vt_stage "$s" 150 "vtrain pre/siamese vs PyTorch + torch.compile, bf16" env LD_LIBRARY_PATH="$VT_PY_LD" VT_BENCH_LD_LIBRARY_PATH="$LD_LIBRARY_PATH" \
             python3 "$tool" --device cuda --bf16 --compile $args
         fi ;;
+      ckpt_deit|ckpt_dit)
+        local m=deit_s; [ "$s" = ckpt_dit ] && m=dit_l4
+        vt_stage_prog "$s" 90 "activation checkpointing none vs blocks, $m batch 256 bf16" "$BUILD/bench/bench_backbone" 256 2 ckpt "$m" cuda bf16 ;;
       *) vt_log "gpu_check: unknown stage $s"; VT_STATUS=1 ;;
     esac
   done

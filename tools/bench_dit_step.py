@@ -11,6 +11,7 @@ learned-sigma loss (MSE + VB with detached eps, t = 0 NLL), backward, AdamW
 usage: python3 tools/bench_dit_step.py [--batch 32] [--iters 5] [--threads N]
        [--cpp build/bench_dit_step]   # also runs the C++ bench, prints the ratio
        [--model DiT-S/4|DiT-L/4] [--device cpu|cuda] [--bf16] [--compile]
+       [--compile-mode M] [--warmup 3] [--bin build/bench/bench_dit_step]
 Prints one JSON line (and the ratio line with --cpp).
 
 On a GPU (--device cuda): synchronised CUDA step times, peak memory
@@ -18,18 +19,32 @@ On a GPU (--device cuda): synchronised CUDA step times, peak memory
 FLOPs over the dense bf16 peak (--peak-tflops; known for A100/H100/H200).
 Forward FLOPs are 2 x DiT's published multiply-adds: DiT-S/4 1.41 G,
 DiT-L/4 19.7 G per 32x32x4 latent (DiT paper, Table 4).
+With --model DiT-L/4 it first runs bench_dit_step's GPU mode (dittrain's
+own step under its training loop, CUDA-event timing; bench/step_bench.h)
+for Pre-Norm and SiameseNorm at the same batch and precision, then
+DiT's model, and prints one ratio line against the targets (vtrain
+Pre-Norm >= 1.3x DiT + torch.compile; SiameseNorm / Pre-Norm step time
+<= 1.03, saved activations <= 1.10; tools/step_bench_common.py). The
+torch.compile mode defaults to "default" (tools/bench_timm_step.py says why).
 """
 import argparse
 import copy
 import json
 import math
+import os
 import subprocess
+import sys
 import time
 
-import numpy as np
-import torch
-import torch.nn as nn
-from timm.models.vision_transformer import Attention, Mlp, PatchEmbed
+from step_bench_common import find_bin, run_vtrain_gpu, vs_torch_line
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    from timm.models.vision_transformer import Attention, Mlp, PatchEmbed
+except ImportError as e:
+    sys.exit(f"bench_dit_step.py: needs torch, timm and numpy ({e})")
 
 
 def modulate(x, shift, scale):
@@ -179,7 +194,15 @@ def main():
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast (GPU)")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model")
     ap.add_argument("--peak-tflops", type=float, default=0.0, help="dense bf16 peak for the MFU (default: by GPU name)")
+    ap.add_argument("--compile-mode", default="default", help="torch.compile mode")
+    ap.add_argument("--warmup", type=int, default=3, help="GPU: untimed steps first (compilation, plans)")
+    ap.add_argument("--bin", default="", help="bench_dit_step for the GPU mode (default: build/bench/, else build-gpu/bench/)")
     a = ap.parse_args()
+    vt = None
+    if a.device == "cuda" and a.model == "DiT-L/4":  # the C++ GPU mode benchmarks DiT-L/4
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        vt = run_vtrain_gpu(a.bin or find_bin(root, "bench_dit_step"), "dit_step", a.batch, a.iters, a.warmup,
+                            a.bf16, a.peak_tflops)
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -193,9 +216,9 @@ def main():
     x0, noise = torch.randn(B, 4, 32, 32, device=dev), torch.randn(B, 4, 32, 32, device=dev)
     t, y = torch.randint(0, 1000, (B,), device=dev), torch.randint(0, 1000, (B,), device=dev)
     model.train()
-    fwd = torch.compile(model) if a.compile else model
+    fwd = torch.compile(model, mode=a.compile_mode) if a.compile else model
     secs = []
-    warmup = 3 if cuda else 1  # torch.compile compiles in the first step
+    warmup = a.warmup if cuda else 1  # torch.compile compiles in the first step
     for it in range(a.iters + warmup):
         if cuda:
             torch.cuda.synchronize()
@@ -214,7 +237,8 @@ def main():
             secs.append(time.perf_counter() - t0)
     med = sorted(secs)[len(secs) // 2]
     ref = {"bench": "dit_step_torch", "model": a.model, "batch": B, "device": dev, "bf16": a.bf16,
-           "compile": a.compile, "threads": torch.get_num_threads(),
+           "compile": a.compile, "compile_mode": a.compile_mode if a.compile else None,
+           "threads": torch.get_num_threads(),
            "sec_per_step": round(med, 4), "img_per_s": round(B / med, 2), "torch": torch.__version__}
     if cuda:
         name = torch.cuda.get_device_name()
@@ -222,10 +246,11 @@ def main():
         ref.update(gpu=name, peak_gpu_mb=round(torch.cuda.max_memory_allocated() / 2**20, 1))
         if peak:
             ref.update(mfu=round(B / med * 3 * 2 * macs / (peak * 1e12), 4), peak_tflops=peak)
-        if not a.cpp:
-            # No GPU mode in bench_dit_step yet: DiT's figures alone.
-            print(json.dumps({"bench": "dit_step_vtrain", "device": "cuda", "status": "not built (no GPU step benchmark)"}))
-    print(json.dumps(ref))
+    print(json.dumps(ref), flush=True)
+    if vt:
+        print(json.dumps(vs_torch_line("dit_vs_torch", vt, ref, 1.3, a, "DiT " + a.model)), flush=True)
+    elif vt is None and a.device == "cuda" and a.model == "DiT-L/4":
+        return 1  # the C++ side failed (its message is above)
     if a.cpp:
         out = subprocess.run([a.cpp, str(B), str(a.iters)], capture_output=True, text=True, check=True).stdout
         cpp = json.loads(out.strip().splitlines()[-1])
@@ -234,4 +259,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

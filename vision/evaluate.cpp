@@ -1,10 +1,12 @@
 #include "vision/evaluate.h"
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "core/dist.h"
+#include "data_pipeline/batch_upload.h"
 #include "kernels/cross_entropy.h"
 
 namespace vt {
@@ -71,6 +73,7 @@ EvalResult evaluate_classifier(VisionTransformer& model, std::shared_ptr<const D
     throw std::invalid_argument("evaluate_classifier: batch size must be positive, got " + std::to_string(o.batch_size));
   EpochOrder order = eval_shard_order(ds->size(), o);
   const int64_t total = static_cast<int64_t>(order.size());
+  const Device dev = model.device();
   LoaderConfig lc;
   lc.batch_size = o.batch_size;
   lc.workers = o.workers;
@@ -79,32 +82,36 @@ EvalResult evaluate_classifier(VisionTransformer& model, std::shared_ptr<const D
   lc.seed = o.seed;
   lc.on_corrupt = o.on_corrupt;
   lc.rank = o.rank;
+  lc.pinned_slots = dev.is_cuda();  // uploaded from pinned slots
   Loader loader(ds, lc);
   loader.start_epoch(0, std::move(order));
+  // On a GPU each batch is copied from its pinned slot on the uploader's
+  // stream while the previous batch is evaluated (data_pipeline/
+  // batch_upload.h, as in training); the loss and top-1 count are computed
+  // there; only the logits come back for the top-5 count.
+  std::unique_ptr<BatchUploader> upload;
+  if (dev.is_cuda()) upload = std::make_unique<BatchUploader>(loader, dev);
   const int64_t K = vc.num_classes;
   EvalResult e;
   Batch b;
-  Tensor logits, images, labels, host_logits;
-  // On a GPU the batch is uploaded and the loss and top-1 count computed
-  // there; only the logits come back for the top-5 count.
-  const Device dev = model.device();
-  while (loader.next(b)) {
-    const int64_t B = b.images.shape()[0];
-    if (!logits.defined() || logits.shape()[0] != B) {
-      logits = Tensor::empty({B, K}, DType::F32, dev);
-      images = dev.is_cpu() ? Tensor() : Tensor::empty(b.images.shape(), DType::F32, dev);
-      labels = dev.is_cpu() ? Tensor() : Tensor::empty({B}, DType::I32, dev);
-    }
-    if (!dev.is_cpu()) images.copy_from(b.images), labels.copy_from(b.labels);
-    model.forward(dev.is_cpu() ? b.images : images, logits, false);
-    CrossEntropyResult r = cross_entropy_forward_backward(logits, dev.is_cpu() ? b.labels : labels, 0.0f, Tensor());
+  DeviceBatch db;
+  Tensor logits, host_logits;
+  while (upload ? upload->next(db) : loader.next(b)) {
+    const Tensor& images = upload ? db.images : b.images;
+    const Tensor& labels = upload ? db.labels : b.labels;
+    const Tensor& host_labels = upload ? db.host_labels : b.labels;
+    const int64_t B = images.shape()[0];
+    if (!logits.defined() || logits.shape()[0] != B) logits = Tensor::empty({B, K}, DType::F32, dev);
+    model.forward(images, logits, false);
+    if (upload) upload->prefetch();  // the next batch's copy overlaps this one's forward
+    CrossEntropyResult r = cross_entropy_forward_backward(logits, labels, 0.0f, Tensor());
     e.loss_sum += r.loss * static_cast<double>(B);
     e.correct1 += r.correct;
     host_logits = logits.to(Device::cpu());
     const float* l = host_logits.f32();
     for (int64_t i = 0; i < B; ++i) {
       const float* row = l + i * K;
-      const float v = row[b.labels.i32()[i]];
+      const float v = row[host_labels.i32()[i]];
       int64_t above = 0;
       for (int64_t k = 0; k < K; ++k) above += row[k] > v;
       e.correct5 += above < 5;

@@ -5,6 +5,7 @@
 
 #include "core/config_checks.h"
 #include "core/config_paths.h"
+#include "train/activation_checkpointing.h"
 #include "train/device_choice.h"
 
 namespace vt {
@@ -90,6 +91,7 @@ const ConfigSchema& vtrain_schema() {
         .optional("log.tensorboard", T::Bool, "true", "TensorBoard event files in <run>/tb/")
         .optional("log.stream_rms", T::Bool, "false", "per-block RMS of the x/y streams (stream_rms/x/<l>, stream_rms/y/<l>) on each metrics line")
         .optional("log.norm_scales", T::Bool, "false", "mean |weight| of each affine LayerNorm (norm_scale/<name>) at each evaluation");
+    declare_activation_checkpointing(s);
     return s;
   }();
   return schema;
@@ -232,6 +234,7 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   o.allreduce_bucket_mb = real_in(c, "train.allreduce_bucket_mb", 0, 1e9);
   o.cuda_graph = c.get<std::string>("train.cuda_graph");
   if (o.cuda_graph != "auto" && o.cuda_graph != "off") bad_value(c, "train.cuda_graph", "expected auto | off, got '" + o.cuda_graph + "'");
+  o.activation_checkpointing = activation_checkpointing(c);
 
   o.eval_every_epochs = int_in(c, "eval.every_epochs", 0, kIntMax);
   o.eval_batch_size = int_in(c, "eval.batch_size", 1, kIntMax);

@@ -56,6 +56,7 @@ struct TrainOptions {
   int max_nonfinite = 0;  // train/nonfinite.h
   double allreduce_bucket_mb = 25;  // train/loop.h LoopOptions
   std::string cuda_graph = "auto";  // auto | off (train/step_graph.h)
+  ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::None;  // train/activation_checkpointing.h
   // eval
   int64_t eval_every_epochs = 1, eval_batch_size = 256;
   bool eval_ema = true;

@@ -30,6 +30,7 @@
 #include "train/loop.h"
 #include "train/mechanism_scalars.h"
 #include "vision/evaluate.h"
+#include "vision/train_step.h"
 #include "vision/vit.h"
 
 namespace vt {
@@ -205,6 +206,8 @@ struct Trainer::Impl {
     Tensor stats;                     // GPU: F32 [2], the step's loss and correct count (TrainLoop's scalars)
     Tensor fixed_images, fixed_labels;  // CUDA Graph steps: the batch's fixed home (prepare_split)
     Tensor step_number;                 // CUDA Graph steps: I64 [1], the drop-path keys' step (prepare_split)
+    VitStepInputs split_in;             // CUDA Graph steps: this step's inputs (prepare_split)
+    MixupDecision split_mix;            // and its Mixup/CutMix draw
   };
 
   // Mixup/CutMix over several ranks as in one process: timm pairs global
@@ -241,15 +244,18 @@ struct Trainer::Impl {
 
   // The model's part of a step on `batch` (batch b of the epoch):
   // (Mixup/CutMix) forward, loss, backward into the store's gradients.
-  // Returns the loss; the update is TrainLoop's (train/loop.h).
+  // Returns the loss (NaN on a GPU: it stays in w.stats); the update is
+  // TrainLoop's (train/loop.h).
   double forward_backward(Batch& batch, int64_t b, StepWork& w) {
     ParamStore& ps = model->params();
     const int64_t B = rank_batch;
+    if (!ps.device().is_cpu()) {
+      device_forward_backward(b, w);
+      return std::numeric_limits<double>::quiet_NaN();
+    }
     CrossEntropyResult ce;
     ps.zero_grad();
-    if (!ps.device().is_cpu()) {
-      ce = device_forward(b, w);
-    } else if (o.mixing()) {
+    if (o.mixing()) {
       Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
       const Shape& s = batch.images.shape();
       if (dist().world() > 1) mix_global_batch(batch, rng, w, w.targets);
@@ -269,49 +275,39 @@ struct Trainer::Impl {
   // The same step with the batch on the GPU (w.device_batch, uploaded by
   // w.upload), mixed there with the host's draws (identical keys and
   // decision), loss on the device (w.stats: loss, correct; read by TrainLoop
-  // once per log interval). With several ranks the global batch is
-  // mixed on the host as on CPU ranks (mix_global_batch: the pairs span
-  // ranks) before its copy (the uploader's prepare hook, loop()), then
-  // images and targets are uploaded, so GPU ranks see the batches of CPU
-  // ranks and of one process.
-  CrossEntropyResult device_forward(int64_t b, StepWork& w) {
+  // once per log interval): vision/train_step.h, which the step benchmark
+  // runs too. With several ranks the global batch is mixed on the host as
+  // on CPU ranks (mix_global_batch: the pairs span ranks) before its copy
+  // (the uploader's prepare hook, loop()), then images and targets are
+  // uploaded, so GPU ranks see the batches of CPU ranks and of one process.
+  void device_forward_backward(int64_t b, StepWork& w) {
     w.images = w.device_batch.images;
     w.labels = w.device_batch.labels;
+    VitStepInputs in;
+    in.images = w.images, in.labels = w.labels;
+    in.label_smoothing = o.label_smoothing;
+    in.seed = o.seed, in.step = static_cast<uint64_t>(step);
+    MixupDecision d;
     if (o.mixing() && dist().world() > 1) {
-      model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
-      soft_cross_entropy_to_stats(w.logits, w.device_batch.targets, w.dlogits, w.stats);
-      return device_loss();
+      in.mixed_targets = w.device_batch.targets;
+    } else if (o.mixing()) {  // (vit_device_forward_backward refuses an odd batch)
+      Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
+      const Shape& s = w.images.shape();
+      d = draw_mixup(static_cast<int>(s[2]), static_cast<int>(s[3]), rng, w.mix);
+      in.mix = &d;
+      in.label_smoothing = w.mix.label_smoothing;
     }
-    mix_on_device(b, w);
-    device_forward_loss(w);
-    return device_loss();
-  }
-  // One process's Mixup/CutMix on the device: the host's draws for batch b,
-  // applied to w.images in place and written as soft targets to w.targets.
-  void mix_on_device(int64_t b, StepWork& w) {
-    if (!o.mixing()) return;
-    if (rank_batch % 2 != 0)
-      throw std::invalid_argument("Mixup/CutMix: batch size " + std::to_string(rank_batch) + " must be even");
-    Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
-    const Shape& s = w.images.shape();
-    const MixupDecision d = draw_mixup(static_cast<int>(s[2]), static_cast<int>(s[3]), rng, w.mix);
-    if (d.applied) mix_images(w.images, d.cutmix, d.lambda, MixBox{d.box.y0, d.box.y1, d.box.x0, d.box.x1});
-    mix_targets(w.labels, d.lambda, w.mix.label_smoothing, w.targets);
-  }
-  // Forward and the loss with its gradient into w.dlogits; loss and
-  // correct count stay in w.stats.
-  void device_forward_loss(StepWork& w) {
-    model->forward(w.images, w.logits, true, o.seed, static_cast<uint64_t>(step));
-    if (o.mixing()) soft_cross_entropy_to_stats(w.logits, w.targets, w.dlogits, w.stats);
-    else cross_entropy_to_stats(w.logits, w.labels, static_cast<float>(o.label_smoothing), w.dlogits, w.stats);
+    VitStepBuffers buf{w.logits, w.dlogits, w.targets, w.stats};  // views of the step's tensors
+    vit_device_forward_backward(*model, in, buf);
   }
 
   // CUDA Graph steps (train/step_graph.h), one process: prepare_split is
   // the host part of the GPU step — the uploaded batch copied from the
   // uploader's slot into fixed buffers (the captured kernels read these
-  // addresses every step) and mixed there with the host's draws;
-  // device_body the rest, the same launches with the same arguments every
-  // step. Together they compute what forward_backward computes.
+  // addresses every step), the step number the drop-path kernels read, and
+  // Mixup/CutMix applied there with the host's draw (vit_device_mix);
+  // device_body the rest (vit_device_body), the same launches with the same
+  // arguments every step. Together they are device_forward_backward.
   void prepare_split(int64_t b, StepWork& w, std::string* why) {
     const DeviceBatch& d = w.device_batch;
     if (!w.fixed_images.defined() || w.fixed_images.shape() != d.images.shape()) {
@@ -331,15 +327,25 @@ struct Trainer::Impl {
     Tensor host_step = Tensor::empty({1}, DType::I64);
     static_cast<int64_t*>(host_step.raw())[0] = step;
     w.step_number.copy_from(host_step);
-    mix_on_device(b, w);
+    VitStepInputs& in = w.split_in;
+    in = VitStepInputs();
+    in.images = w.images, in.labels = w.labels;
+    in.label_smoothing = o.label_smoothing;
+    in.seed = o.seed, in.step = static_cast<uint64_t>(step);
+    if (o.mixing()) {
+      Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
+      const Shape& sh = w.images.shape();
+      w.split_mix = draw_mixup(static_cast<int>(sh[2]), static_cast<int>(sh[3]), rng, w.mix);
+      in.mix = &w.split_mix;
+      in.label_smoothing = w.mix.label_smoothing;
+    }
+    VitStepBuffers buf{w.logits, w.dlogits, w.targets, w.stats};
+    vit_device_mix(in, buf);
   }
   void device_body(StepWork& w) {
-    model->params().zero_grad();
-    device_forward_loss(w);
-    model->backward(w.dlogits);
+    VitStepBuffers buf{w.logits, w.dlogits, w.targets, w.stats};
+    vit_device_body(*model, w.split_in, buf);
   }
-  // The loss of a GPU step is in StepWork::stats until TrainLoop reads it.
-  static CrossEntropyResult device_loss() { return {std::numeric_limits<double>::quiet_NaN(), 0}; }
 
   // vtrain's StepTask: the steps of one epoch's loader, run by TrainLoop.
   struct EpochSteps : StepTask {
@@ -524,6 +530,7 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   if (o.compute.bf16()) I.model->params().enable_bf16_copy();
   // Drop-path masks keyed by the global row (rank r's row j is j * world + r).
   I.model->backbone().set_sample_keys(dist().rank(), world);
+  I.model->backbone().set_activation_checkpointing(o.activation_checkpointing);
   I.opt = std::make_unique<OptimizerState>(I.model->params(), o.ema);
   I.nonfinite = NonFiniteGuard(o.max_nonfinite);
   // The checkpoint to resume from is read (and validated) before anything is written.

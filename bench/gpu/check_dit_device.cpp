@@ -5,11 +5,13 @@
 // scaling, 1000 classes, label dropout 0.1, T = 1000, lr 1e-4, no weight
 // decay, EMA 0.9999, the nll t0 term) on
 // synthetic 32x32x4 latents trains `steps` steps from the same initial
-// weights on the CPU (fp32) and on CUDA (fp32 or bf16): the same data,
-// labels, label dropout, timesteps and noise (all keyed by the seed; the
-// noise drawn on each device by kernels/diffusion.h from the same Philox
-// keys), q_sample, forward, the learned-sigma MSE + VB loss, backward, AdamW
-// and EMA. The CPU run is fp32, the CUDA run (cuda:0) uses the precision
+// weights on the CPU (fp32) and on CUDA (fp32 or bf16) with dittrain's own
+// step (diffusion/dit_step.h: label dropout, timesteps and noise keyed by the
+// seed, the noise drawn on each device by kernels/diffusion.h from the same
+// Philox keys, q_sample, forward, the learned-sigma MSE + VB loss, backward)
+// and the update of the trainers' loop (train/loop.h via bench/loop_task.h:
+// AdamW and EMA; on the GPU the fused device update with deferred reads).
+// The latents and labels are drawn per step. The CPU run is fp32, the CUDA run (cuda:0) uses the precision
 // given here. Prints per-step losses of both devices, the largest relative
 // loss difference, and the largest parameter difference after the last step
 // beside the CPU run's largest update. Command line, tolerances (judged on the
@@ -25,9 +27,11 @@
 
 #include "backbone/optimizer_state.h"
 #include "bench/gpu/agreement.h"
+#include "bench/loop_task.h"
 #include "core/allocator.h"
 #include "core/philox.h"
 #include "diffusion/dit_model.h"
+#include "diffusion/dit_step.h"
 #include "diffusion/gaussian_diffusion.h"
 #include "kernels/diffusion.h"
 #include "kernels/optim.h"
@@ -36,8 +40,7 @@ using namespace vt;
 
 namespace {
 
-constexpr uint64_t kSeed = 0, kPurposeLatents = 0xC4EC0001, kPurposeLabels = 0xC4EC0002,
-                   kPurposeTimesteps = 0xC4EC0003, kPurposeNoise = 0xC4EC0004;
+constexpr uint64_t kSeed = 0, kPurposeLatents = 0xC4EC0001, kPurposeLabels = 0xC4EC0002;
 
 // configs/dit_l4.yaml's model and training settings.
 struct DitL4 {
@@ -59,24 +62,6 @@ struct Run {
   agreement::DeviceFigures figures;  // GPU runs
 };
 
-// One step's host-side draws: labels (with DiT's label dropout) and
-// timestep indices, the same for both devices.
-struct HostDraws {
-  Tensor y, t, tt;
-};
-HostDraws host_draws(const DitL4& tc, int64_t B, int64_t step) {
-  HostDraws d{Tensor::empty({B}, DType::I32), Tensor::empty({B}, DType::I32), Tensor::empty({B})};
-  Philox lab(kSeed, philox_stream(kPurposeLabels, static_cast<uint64_t>(step)));
-  Philox ts(kSeed, philox_stream(kPurposeTimesteps, static_cast<uint64_t>(step)));
-  for (int64_t b = 0; b < B; ++b) {
-    d.y.i32()[b] = static_cast<int32_t>(lab.integer(0, tc.model.num_classes - 1));
-    d.t.i32()[b] = static_cast<int32_t>(ts.integer(0, tc.num_timesteps - 1));
-    d.tt.f32()[b] = static_cast<float>(d.t.i32()[b]);
-  }
-  drop_labels(d.y, tc.model.class_dropout, tc.model.num_classes, kSeed, static_cast<uint64_t>(step));
-  return d;
-}
-
 Run train(const DitL4& tc, Device dev, bool bf16, int steps, int64_t B) {
   const AttentionCalls begin = agreement::begin_figures();
   DiT model(tc.model);
@@ -85,34 +70,32 @@ Run train(const DitL4& tc, Device dev, bool bf16, int steps, int64_t B) {
   if (bf16) model.params().enable_bf16_copy();  // precision bf16: bf16 GEMMs and activations, fp32 streams
   OptimizerState opt(model.params(), /*with_ema=*/true);
   const GaussianDiffusion diff = GaussianDiffusion::linear(tc.num_timesteps);
-  const Tensor schedule = diff.schedule_on(dev);
+  DitStepBuffers buf = DitStepBuffers::plan(tc.model, diff, B, dev);
   const int64_t C = tc.model.in_channels, S = tc.model.input_size;
-  const Shape img{B, C, S, S}, out2{B, 2 * C, S, S};
-  Tensor x0 = Tensor::empty(img, DType::F32, dev), noise = Tensor::empty(img, DType::F32, dev),
-         xt = Tensor::empty(img, DType::F32, dev), out = Tensor::empty(out2, DType::F32, dev),
-         dout = Tensor::empty(out2, DType::F32, dev), stats = Tensor::empty({B, 2}, DType::I64, dev);
-  AdamWParams hp;
-  hp.lr = tc.lr, hp.weight_decay = tc.weight_decay;  // betas (0.9, 0.999), eps 1e-8: DiT's AdamW defaults
+  if (!buf.x0.defined()) buf.x0 = Tensor::empty({B, C, S, S}, DType::F32, dev);  // plan() leaves a GPU x0 to the caller
+  DitStepKeys k;
+  k.seed = kSeed, k.global_batch = B, k.num_timesteps = tc.num_timesteps, k.t0 = tc.t0;
+  UpdateOptions u;  // betas (0.9, 0.999), eps 1e-8: DiT's AdamW defaults
+  u.adamw.weight_decay = tc.weight_decay;
+  u.ema_decay = static_cast<float>(tc.ema_decay);
   Run r;
   r.init = model.params().weights().to(Device::cpu()).to_vector();
-  for (int s = 1; s <= steps; ++s) {
+  vt_bench::FunctionStepTask task([&](int64_t s) {
     NoiseRows rows;
     rows.purpose = kPurposeLatents, rows.key = static_cast<uint64_t>(s);
-    gaussian_noise(kSeed, rows, x0);  // synthetic latents ~ N(0, 1), the scale DiT's scaled latents have
-    rows.purpose = kPurposeNoise;
-    gaussian_noise(kSeed, rows, noise);
-    const HostDraws d = host_draws(tc, B, s);
-    const Tensor t = d.t.to(dev), tt = d.tt.to(dev), y = d.y.to(dev);
-    diffusion_q_sample(schedule, t, x0, noise, xt);
-    model.forward(xt, tt, y, out);
-    diffusion_training_losses(schedule, t, out, x0, xt, noise, diffusion_t0(tc.t0), stats, dout);
-    model.params().zero_grad();
-    model.backward(dout);
-    opt.adamw_step(hp);
-    opt.update_ema(static_cast<float>(tc.ema_decay));
-    const Tensor h = stats.to(Device::cpu());
-    r.losses.push_back(GaussianDiffusion::losses_from_stats(f64_data(h), B).mean);
-  }
+    gaussian_noise(kSeed, rows, buf.x0);  // synthetic latents ~ N(0, 1), the scale DiT's scaled latents have
+    Philox lab(kSeed, philox_stream(kPurposeLabels, static_cast<uint64_t>(s)));
+    for (int64_t b = 0; b < B; ++b) buf.host_y.i32()[b] = static_cast<int32_t>(lab.integer(0, tc.model.num_classes - 1));
+    k.step = s;
+    dit_forward_backward(model, buf, k);
+    StepTask::Output out;
+    out.lr = tc.lr;
+    if (buf.scalars.defined()) out.scalars = buf.scalars;  // GPU: (loss, mse, vb), read by the loop
+    else out.loss = GaussianDiffusion::losses_from_stats(f64_data(buf.stats), B).mean;
+    return out;
+  });
+  vt_bench::LoopHarness(model.params(), opt, u).run(task, 0, steps);
+  r.losses = task.losses;
   r.params = model.params().weights().to(Device::cpu()).to_vector();
   r.figures = agreement::end_figures(begin, model.backbone().saved_activation_bytes());
   return r;

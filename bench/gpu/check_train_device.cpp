@@ -2,10 +2,13 @@
 // GPU (scripts/gpu_check.sh). The model of configs/deit_s_siamese.yaml
 // (deit_small, img 224, SiameseNorm, drop path 0.1, 1000 classes) trains
 // `steps` steps of `batch` synthetic images (Philox, keyed by the seed and
-// step) on the CPU in fp32 and on cuda:0 in the asked precision, with the
-// trainer's calls: label-smoothing cross-entropy (0.1), drop path, global
-// gradient-norm clipping (1.0), AdamW, EMA. Both start from the same
-// initialisation (made on the host, then moved).
+// step) on the CPU in fp32 and on cuda:0 in the asked precision, as vtrain
+// runs them: label-smoothing cross-entropy (0.1), drop path, and the update
+// of the trainers' loop (train/loop.h, via bench/loop_task.h: global
+// gradient-norm clipping (1.0), AdamW, EMA; on the GPU the fused device
+// update with deferred reads); the GPU step is vtrain's own
+// (vision/train_step.h). Both start from the same initialisation (made on
+// the host, then moved).
 //
 // Prints every step's losses and relative difference, the largest relative
 // loss difference, and the largest |difference| of weights, EMA and AdamW
@@ -22,10 +25,12 @@
 
 #include "backbone/optimizer_state.h"
 #include "bench/gpu/agreement.h"
+#include "bench/loop_task.h"
 #include "core/allocator.h"
 #include "core/philox.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/optim.h"
+#include "vision/train_step.h"
 #include "vision/vit.h"
 
 using namespace vt;
@@ -59,23 +64,34 @@ Run train(const VitConfig& cfg, Device dev, bool bf16, int steps, int64_t B) {
   const int64_t K = cfg.num_classes, S = cfg.img_size;
   Tensor host_images = Tensor::empty({B, cfg.in_chans, S, S}), host_labels = Tensor::empty({B}, DType::I32);
   Tensor images = Tensor::empty(host_images.shape(), DType::F32, dev), labels = Tensor::empty({B}, DType::I32, dev);
-  Tensor logits = Tensor::empty({B, K}, DType::F32, dev), dlogits = Tensor::empty({B, K}, DType::F32, dev);
-  AdamWParams hp;
-  hp.lr = 5e-4, hp.weight_decay = 0.05;
-  Run r;
-  for (int s = 1; s <= steps; ++s) {
+  VitStepBuffers buf = VitStepBuffers::plan(B, K, dev);
+  UpdateOptions u;
+  u.clip_grad = 1.0;
+  u.adamw.weight_decay = 0.05;
+  u.ema_decay = 0.99996f;
+  vt_bench::FunctionStepTask task([&](int64_t s) {
     synthetic_batch(s, host_images, host_labels, K);
     images.copy_from(host_images);
     labels.copy_from(host_labels);
-    ps.zero_grad();
-    model.forward(images, logits, /*training=*/true, kSeed, static_cast<uint64_t>(s));
-    const CrossEntropyResult ce = cross_entropy_forward_backward(logits, labels, 0.1f, dlogits);
-    model.backward(dlogits);
-    clip_grad_norm(ps.grads(), 1.0);
-    opt.adamw_step(hp);
-    opt.update_ema(0.99996f);
-    r.losses.push_back(ce.loss);
-  }
+    StepTask::Output out;
+    out.lr = 5e-4;
+    if (dev.is_cpu()) {  // vtrain's CPU step (vision/trainer.cpp without Mixup)
+      ps.zero_grad();
+      model.forward(images, buf.logits, /*training=*/true, kSeed, static_cast<uint64_t>(s));
+      out.loss = cross_entropy_forward_backward(buf.logits, labels, 0.1f, buf.dlogits).loss;
+      model.backward(buf.dlogits);
+    } else {
+      VitStepInputs in;
+      in.images = images, in.labels = labels, in.label_smoothing = 0.1;
+      in.seed = kSeed, in.step = static_cast<uint64_t>(s);
+      vit_device_forward_backward(model, in, buf);
+      out.scalars = buf.stats;
+    }
+    return out;
+  });
+  vt_bench::LoopHarness(ps, opt, u).run(task, 0, steps);
+  Run r;
+  r.losses = task.losses;
   r.weights = ps.weights().to(Device::cpu());
   r.ema = opt.ema().to(Device::cpu());
   r.exp_avg = opt.exp_avg().to(Device::cpu());

@@ -50,6 +50,28 @@ TEST(CudaStream, PinnedCopyOrderedBeforeTheComputeStreamByAnEvent) {
   EXPECT_TRUE(copied.query());
 }
 
+// Timing events (the step benchmarks' clock): the time between two
+// records spans the work queued between them; undefined events are refused.
+TEST(CudaStream, TimingEventsMeasureTheWorkBetweenThem) {
+  VT_SKIP_WITHOUT_GPU();
+#ifdef VT_CUDA_EMU
+  const int64_t n = 1 << 14;
+#else
+  const int64_t n = int64_t(1) << 26;  // 256 MiB read and written 8 times: well above a millisecond
+#endif
+  Tensor x = Tensor::full({n}, 1.0f, Device::cuda(0));
+  CudaEvent a = CudaEvent::create_timing(0), b = CudaEvent::create_timing(0), c = CudaEvent::create_timing(0);
+  a.record(nullptr);
+  b.record(nullptr);  // nothing between a and b
+  for (int i = 0; i < 8; ++i) scale(x, 1.0f, x);
+  c.record(nullptr);
+  const float idle = elapsed_ms(a, b), busy = elapsed_ms(b, c);
+  EXPECT_GE(idle, 0.0f);
+  EXPECT_GT(busy, 0.0f);
+  EXPECT_GT(busy, idle);
+  EXPECT_THROW(elapsed_ms(CudaEvent(), c), std::logic_error);
+}
+
 TEST(CudaStream, DeviceToHostAndEventQueries) {
   VT_SKIP_WITHOUT_GPU();
   const Tensor src = Tensor::full({3, 5}, 1.5f, Device::cuda(0));

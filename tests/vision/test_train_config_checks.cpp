@@ -79,6 +79,8 @@ TEST(TrainConfigChecks, OutOfRangeValuesNameTheirKey) {
       {"train.allreduce_bucket_mb=-1", "train.allreduce_bucket_mb"},
       {"train.cuda_graph=always", "train.cuda_graph"},
       {"train.allreduce_bucket_mb=.nan", "train.allreduce_bucket_mb"},
+      {"train.activation_checkpointing=block", "train.activation_checkpointing"},
+      {"train.activation_checkpointing=true", "train.activation_checkpointing"},
       {"ckpt.every_steps=-1", "ckpt.every_steps"},
       {"log.every_steps=-1", "log.every_steps"},
       {"model.img_size=0", "model.img_size"},

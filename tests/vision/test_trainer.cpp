@@ -85,6 +85,37 @@ TEST_F(TrainerTest, ResumeReproducesUninterruptedRunBitwise) {
   EXPECT_NE(full.front(), full.back());
 }
 
+// train.activation_checkpointing=blocks recomputes each block in the
+// backward pass (drop-path on: the recomputed masks must be the forward's)
+// and changes nothing else: the losses and the checkpoints of steps 3 and 5
+// (model, EMA, optimizer moments, state.json but for the run's own digest) are
+// bitwise those of none, and a run checkpointed under blocks resumes under
+// none (step 5 crosses an epoch boundary and an evaluation at batch 5).
+TEST_F(TrainerTest, ActivationCheckpointingGivesTheSameCheckpoints) {
+  const std::vector<double> none = run(parse(tiny_yaml(data(), out("an")), {"train.max_steps=5"}));
+  std::vector<double> blocks =
+      run(parse(tiny_yaml(data(), out("ab")), {"train.max_steps=3", "train.activation_checkpointing=blocks"}));
+  for (double l : run(parse(tiny_yaml(data(), out("ab")), {"train.max_steps=5"}))) blocks.push_back(l);
+  ASSERT_EQ(none.size(), 5u);
+  EXPECT_EQ(blocks, none);
+  for (const char* step : {"step_3", "step_5"}) {
+    const std::string a = out("an") + "/t/" + step + "/", b = out("ab") + "/t/" + step + "/";
+    for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"}) {
+      auto ta = load_safetensors(a + f), tb = load_safetensors(b + f);
+      ASSERT_EQ(ta.size(), tb.size());
+      for (const auto& [name, t] : ta)
+        ASSERT_EQ(0, std::memcmp(t.f32(), tb.at(name).f32(), t.numel() * 4)) << step << " " << f << " " << name;
+    }
+    // The run directories differ, so do their digests; the rest of state.json may not.
+    nlohmann::json sa = load_checkpoint(a).state, sb = load_checkpoint(b).state;
+    sa.erase("config_digest"), sb.erase("config_digest");
+    EXPECT_EQ(sa, sb) << step;
+  }
+  // The key is left out of the digest: step 3 (blocks) and step 5 (none) of one run record the same.
+  EXPECT_EQ(load_checkpoint(out("ab") + "/t/step_3").state.at("config_digest"),
+            load_checkpoint(out("ab") + "/t/step_5").state.at("config_digest"));
+}
+
 TEST_F(TrainerTest, CheckpointLayoutAndRetention) {
   TrainSummary s;
   run(parse(tiny_yaml(data(), out("c")), {"ckpt.every_steps=0", "ckpt.keep_last=1", "eval.every_epochs=1"}), &s);

@@ -1,6 +1,7 @@
 // The CUDA runtime calls vt_core and the kernels make, served from host
 // memory, plus the fiber scheduler state of emu.h. Linked instead of
 // libcudart, so "device" pointers are host pointers the tests can read.
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include "emu.h"
@@ -113,12 +114,20 @@ cudaError_t cudaStreamCreate(cudaStream_t* s) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+// An event holds the host time of its last record (work runs at launch, so
+// the time between two records is the work's: cudaEventElapsedTime).
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
-  *e = reinterpret_cast<cudaEvent_t>(new char(0));
+  *e = reinterpret_cast<cudaEvent_t>(new double(0));
   return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   if (vt_emu::trace) vt_emu::trace->push_back({VtEmuAsyncOp::Record, s, e, nullptr, nullptr});
+  *reinterpret_cast<double*>(e) =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  *ms = static_cast<float>(*reinterpret_cast<double*>(end) - *reinterpret_cast<double*>(start));
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t) { return vt_emu::hold_events ? cudaErrorNotReady : cudaSuccess; }
@@ -126,7 +135,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t) {
   return vt_emu::capturing() ? vt_emu::capture_violation() : cudaSuccess;
 }
 cudaError_t cudaEventDestroy(cudaEvent_t e) {
-  delete reinterpret_cast<char*>(e);
+  delete reinterpret_cast<double*>(e);
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t) {
