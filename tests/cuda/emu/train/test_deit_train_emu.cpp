@@ -155,14 +155,22 @@ TEST_F(DeitTrainEmu, OneDeviceReadPerLogInterval) {
 // checkpoint's tensors and the final evaluation are the eager run's bit for
 // bit: the emulator replays the same kernels with the same arguments, so any
 // value a replay took from the capturing step instead of its own (a mask, a
-// rate) would show. SiameseNorm in fp32, and Pre-Norm in bf16 (its own
-// kernels and the bf16 weight copy).
+// rate) would show. SiameseNorm in fp32, Pre-Norm in bf16 (its own
+// kernels and the bf16 weight copy), and SiameseNorm with activation
+// checkpointing (the backward recomputes each block's forward, drop-path
+// masks included, inside the captured step).
 TEST_F(DeitTrainEmu, CudaGraphStepsMatchEagerStepsBitForBit) {
-  for (const auto& [scheme, prec] : {std::pair<std::string, std::string>{"siamese", "fp32"}, {"pre", "bf16"}}) {
+  struct Case {
+    std::string scheme, prec, ckpt;
+  };
+  for (const Case& c : {Case{"siamese", "fp32", "none"}, Case{"pre", "bf16", "none"}, Case{"siamese", "fp32", "blocks"}}) {
+    const std::string scheme = c.scheme, prec = c.prec;
     auto ov = [&](const std::string& g) {
-      return std::vector<std::string>{"device=cuda", "precision=" + prec, "train.cuda_graph=" + g};
+      return std::vector<std::string>{"device=cuda", "precision=" + prec, "train.cuda_graph=" + g,
+                                      "train.activation_checkpointing=" + c.ckpt};
     };
-    const std::string e = "eager_" + scheme + prec, g = "graph_" + scheme + prec, what = scheme + " " + prec;
+    const std::string e = "eager_" + scheme + prec + c.ckpt, g = "graph_" + scheme + prec + c.ckpt;
+    const std::string what = scheme + " " + prec + " " + c.ckpt;
     TrainSummary es, gs;
     const auto eager = train(e, scheme, ov("off"), &es);
     const size_t before = vt_emu_graph_launches();
