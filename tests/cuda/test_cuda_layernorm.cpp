@@ -83,13 +83,16 @@ TEST(CudaLayerNorm, MatchesCpuFp32) {
   run_case({130, 100, true, false, DType::F32}, 20);  // d not a multiple of 32; 3 row chunks
   run_case({65, 2000, false, false, DType::F32}, 30); // several elements per thread
   run_case({3, 1, true, true, DType::F32}, 40);       // d = 1: x_hat = 0
-  // Rows up to 1024 take the warp-per-row kernels: 128-bit loads when d is a
-  // multiple of 4 (fp32) or 8 (bf16), scalar loads otherwise; wider rows the
-  // block-per-row kernels (2000 above, 1030 here).
-  run_case({9, 1024, true, true, DType::F32}, 41);    // vector, the widest warp row
+  // Rows up to 1024 take one warp per row: 128-bit loads when d is a
+  // multiple of 4 (fp32) or 8 (bf16), scalar loads otherwise; wider rows a
+  // block of ceil(d / 1024) warps per row (2000 above, 1030, 1152, 2048, 3001).
+  run_case({9, 1024, true, true, DType::F32}, 41);    // vector, the widest one-warp row
   run_case({11, 96, true, true, DType::F32}, 42);     // vector, 1 chunk per lane
   run_case({7, 37, true, true, DType::F32}, 43);      // scalar
-  run_case({5, 1030, true, true, DType::F32}, 44);    // block-per-row
+  run_case({5, 1030, true, true, DType::F32}, 44);    // two warps, vector
+  run_case({70, 1152, true, true, DType::F32}, 45);   // DiT-XL: two warps, 2 row chunks for dweight
+  run_case({4, 2048, true, false, DType::F32}, 46);   // two warps, 32 columns per thread
+  run_case({3, 3001, false, true, DType::F32}, 47);   // three warps, scalar
 }
 
 TEST(CudaLayerNorm, MatchesCpuBf16) {
@@ -99,6 +102,8 @@ TEST(CudaLayerNorm, MatchesCpuBf16) {
   run_case({9, 1024, true, true, DType::BF16}, 61);
   run_case({11, 96, true, true, DType::BF16}, 62);
   run_case({7, 37, true, true, DType::BF16}, 63);
+  run_case({6, 1152, true, true, DType::BF16}, 64);  // DiT-XL: two warps, vector
+  run_case({4, 2048, true, true, DType::BF16}, 65);
 }
 
 // Rows starting one element past a 16-byte boundary cannot take 128-bit
