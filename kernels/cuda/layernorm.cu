@@ -75,6 +75,96 @@ __global__ void ln_backward_dx_kernel(const T* dy, const T* __restrict__ x, cons
   L.store(dx + r * d, g);  // dy (which dx may alias) was read in full above
 }
 
+// dx and the parameter-gradient partials in one pass (rows of d <=
+// kWarpRowMaxD): dy and x are read once instead of once more by
+// ln_param_partials_kernel. Block c owns rows [c * kFusedChunkRows, + kFusedChunkRows);
+// its warp w takes rows w, w + kWarpRows, ... of them, summing dy * x_hat and
+// dy per column in registers; the warps' sums are then added in warp order
+// in shared memory and written to partial [chunks][2][d]. The order is fixed
+// by the shapes alone: identical bits every run.
+constexpr int64_t kFusedChunkRows = 32;
+
+template <typename T, int V>
+__global__ void ln_backward_fused_kernel(const T* dy, const T* __restrict__ x, const float* __restrict__ w,
+                                         const float* __restrict__ mean, const float* __restrict__ rstd, int64_t rows,
+                                         int64_t d, T* dx, bool accumulate, float* __restrict__ partial) {
+  __shared__ float acc[2 * kWarpRowMaxD];
+  const int warp = static_cast<int>(threadIdx.x >> 5);
+  const LaneRow<V> L{d, static_cast<int>(threadIdx.x & 31), 32};
+  const int64_t c = blockIdx.x, r0 = c * kFusedChunkRows, r1 = min(rows, r0 + kFusedChunkRows);
+  float pw[kLaneElems], pb[kLaneElems];
+#pragma unroll
+  for (int i = 0; i < kLaneElems; ++i) pw[i] = pb[i] = 0.0f;
+  // Every warp runs every step, past the last row on zeros: the warps reach
+  // the barriers below together, and so do the emulator's block-wide shuffles.
+  for (int step = 0; step < kFusedChunkRows / kWarpRows; ++step) {
+    const int64_t r = r0 + warp + static_cast<int64_t>(step) * kWarpRows;
+    const bool live = r < r1;
+    float g[kLaneElems], h[kLaneElems];
+    if (live) {
+      L.load(dy + r * d, g);
+      L.load(x + r * d, h);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kLaneElems; ++i) g[i] = h[i] = 0.0f;
+    }
+    const float mu = live ? mean[r] : 0.0f, rs = live ? rstd[r] : 0.0f;
+    float s[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int cc = 0; cc < LaneRow<V>::C; ++cc) {
+      if (!L.has(cc)) continue;
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const int i = cc * V + k;
+        h[i] = (h[i] - mu) * rs;
+        pw[i] += g[i] * h[i];
+        pb[i] += g[i];
+        if (w) g[i] *= w[L.col(cc) + k];
+        s[0] += g[i];
+        s[1] += g[i] * h[i];
+      }
+    }
+    L.sum(s);
+    const float inv_d = 1.0f / static_cast<float>(d);
+    const float a = s[0] * inv_d, bb = s[1] * inv_d;
+    if (!live) continue;
+#pragma unroll
+    for (int cc = 0; cc < LaneRow<V>::C; ++cc) {
+      if (!L.has(cc)) continue;
+      float o[V];
+      if (accumulate) ld_vec<V>(dx + r * d, L.col(cc), o);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const int i = cc * V + k;
+        const float v = rs * (g[i] - a - h[i] * bb);
+        o[k] = accumulate ? o[k] + v : v;
+      }
+      st_vec<V>(dx + r * d, L.col(cc), o);  // dy (which dx may alias) was read in full above
+    }
+  }
+  // The warps' column sums, added in warp order.
+  for (int q = 0; q < kWarpRows; ++q) {
+    if (warp == q) {
+#pragma unroll
+      for (int cc = 0; cc < LaneRow<V>::C; ++cc) {
+        if (!L.has(cc)) continue;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          const int64_t j = L.col(cc) + k;
+          const int i = cc * V + k;
+          acc[j] = q == 0 ? pw[i] : acc[j] + pw[i];
+          acc[kWarpRowMaxD + j] = q == 0 ? pb[i] : acc[kWarpRowMaxD + j] + pb[i];
+        }
+      }
+    }
+    __syncthreads();
+  }
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+    partial[(c * 2 + 0) * d + j] = acc[j];
+    partial[(c * 2 + 1) * d + j] = acc[kWarpRowMaxD + j];
+  }
+}
+
 // 128-bit loads need d a multiple of the vector width and aligned rows.
 template <typename T>
 bool ln_vec_ok(int64_t d, std::initializer_list<const void*> rows) {
@@ -139,6 +229,19 @@ void layernorm_backward(const void* dy, const void* x, const float* weight, cons
   const char* op = "cuda::layernorm_backward";
   if (rows == 0 || d == 0) return;
   check_width(op, d);
+  if (dx && (dweight || dbias) && row_warps(d) == 1) {  // one pass over dy and x
+    const int64_t chunks = (rows + kFusedChunkRows - 1) / kFusedChunkRows;
+    Workspace ws(static_cast<size_t>(chunks * 2 * d) * sizeof(float), stream);
+    VT_CUDA_DISPATCH_IO(op, io, T, VT_ROW_VEC_DISPATCH(ln_vec_ok<T>(d, {dy, x, dx}), T, V,
+                                                      auto k = ln_backward_fused_kernel<T, V>;
+                                                      k<<<static_cast<unsigned>(chunks), 32 * kWarpRows, 0, stream>>>(
+                                                          static_cast<const T*>(dy), static_cast<const T*>(x), weight,
+                                                          mean, rstd, rows, d, static_cast<T*>(dx), accumulate_dx,
+                                                          ws.f32())));
+    check_launch(op);
+    finalize_chunks<2>(ws.f32(), chunks, d, ChunkOutputs<2>{{dweight, dbias}}, stream, op);
+    return;
+  }
   // Parameter gradients first: dx may alias dy and would overwrite it.
   if (dweight || dbias) {
     const int64_t chunks = row_chunks(rows);
