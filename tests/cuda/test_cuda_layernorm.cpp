@@ -65,6 +65,14 @@ void run_case(const LnCase& c, uint64_t seed) {
   expect_close(to_host(gdw), dw, 1e-5, "dweight (accumulated)");
   expect_close(to_host(gdb), db, 1e-5, "dbias (accumulated)");
 
+  // Parameter gradients alone (no dx): the column-strip kernel, which rows
+  // of d <= 1024 otherwise skip (their dx kernel sums the partials).
+  Tensor gdw2 = to_device(dw0, DType::F32), gdb2 = to_device(db0, DType::F32);
+  cuda::layernorm_backward(gdy.raw(), gx.raw(), gwp, smean.f32(), srstd.f32(), c.rows, c.d, nullptr, false,
+                           c.weight ? gdw2.f32() : nullptr, gdb2.f32(), c.io);
+  expect_close(to_host(gdw2), dw, 1e-5, "dweight (no dx)");
+  expect_close(to_host(gdb2), db, 1e-5, "dbias (no dx)");
+
   Tensor gdx2 = device_filled(n, c.io, dx0);
   cuda::layernorm_backward(gdy.raw(), gx.raw(), gwp, smean.f32(), srstd.f32(), c.rows, c.d, gdx2.raw(), true,
                            nullptr, nullptr, c.io);
