@@ -20,11 +20,11 @@ void check_width(const char* op, int64_t d) {
 }
 
 // Row kernels (row_warp.cuh): the row stays in registers, V-wide loads.
-template <typename T, int V>
+template <typename T, int V, bool M>
 __global__ void ln_forward_kernel(const T* x, const float* __restrict__ w, const float* __restrict__ b, float eps,
                                   int64_t rows, int64_t d, T* y, float* mean, float* rstd) {
   int64_t r;
-  const LaneRow<V> L = lane_row<V>(d, r);
+  const LaneRow<V, M> L = lane_row<V, M>(d, r);
   if (r >= rows) return;
   float v[kLaneElems];
   L.load(x + r * d, v);  // the whole row is read before y (which may alias x) is written
@@ -38,12 +38,12 @@ __global__ void ln_forward_kernel(const T* x, const float* __restrict__ w, const
   L.store(y + r * d, v);
 }
 
-template <typename T, int V>
+template <typename T, int V, bool M>
 __global__ void ln_backward_dx_kernel(const T* dy, const T* __restrict__ x, const float* __restrict__ w,
                                       const float* __restrict__ mean, const float* __restrict__ rstd, int64_t rows,
                                       int64_t d, T* dx, bool accumulate) {
   int64_t r;
-  const LaneRow<V> L = lane_row<V>(d, r);
+  const LaneRow<V, M> L = lane_row<V, M>(d, r);
   if (r >= rows) return;
   float g[kLaneElems], h[kLaneElems];
   L.load(dy + r * d, g);
@@ -51,7 +51,7 @@ __global__ void ln_backward_dx_kernel(const T* dy, const T* __restrict__ x, cons
   const float mu = mean[r], rs = rstd[r];
   float s[2] = {0.0f, 0.0f};
 #pragma unroll
-  for (int c = 0; c < LaneRow<V>::C; ++c) {
+  for (int c = 0; c < LaneRow<V, M>::C; ++c) {
     if (!L.has(c)) continue;
 #pragma unroll
     for (int k = 0; k < V; ++k) {
@@ -90,7 +90,7 @@ __global__ void ln_backward_fused_kernel(const T* dy, const T* __restrict__ x, c
                                          int64_t d, T* dx, bool accumulate, float* __restrict__ partial) {
   __shared__ float acc[2 * kWarpRowMaxD];
   const int warp = static_cast<int>(threadIdx.x >> 5);
-  const LaneRow<V> L{d, static_cast<int>(threadIdx.x & 31), 32};
+  const LaneRow<V, false> L{d, static_cast<int>(threadIdx.x & 31), 32};
   const int64_t c = blockIdx.x, r0 = c * kFusedChunkRows, r1 = min(rows, r0 + kFusedChunkRows);
   float pw[kLaneElems], pb[kLaneElems];
 #pragma unroll
@@ -111,7 +111,7 @@ __global__ void ln_backward_fused_kernel(const T* dy, const T* __restrict__ x, c
     const float mu = live ? mean[r] : 0.0f, rs = live ? rstd[r] : 0.0f;
     float s[2] = {0.0f, 0.0f};
 #pragma unroll
-    for (int cc = 0; cc < LaneRow<V>::C; ++cc) {
+    for (int cc = 0; cc < LaneRow<V, false>::C; ++cc) {
       if (!L.has(cc)) continue;
 #pragma unroll
       for (int k = 0; k < V; ++k) {
@@ -129,7 +129,7 @@ __global__ void ln_backward_fused_kernel(const T* dy, const T* __restrict__ x, c
     const float a = s[0] * inv_d, bb = s[1] * inv_d;
     if (!live) continue;
 #pragma unroll
-    for (int cc = 0; cc < LaneRow<V>::C; ++cc) {
+    for (int cc = 0; cc < LaneRow<V, false>::C; ++cc) {
       if (!L.has(cc)) continue;
       float o[V];
       if (accumulate) ld_vec<V>(dx + r * d, L.col(cc), o);
@@ -146,7 +146,7 @@ __global__ void ln_backward_fused_kernel(const T* dy, const T* __restrict__ x, c
   for (int q = 0; q < kWarpRows; ++q) {
     if (warp == q) {
 #pragma unroll
-      for (int cc = 0; cc < LaneRow<V>::C; ++cc) {
+      for (int cc = 0; cc < LaneRow<V, false>::C; ++cc) {
         if (!L.has(cc)) continue;
 #pragma unroll
         for (int k = 0; k < V; ++k) {
@@ -215,11 +215,11 @@ void layernorm_forward(const void* x, const float* weight, const float* bias, fl
   if (rows == 0 || d == 0) return;
   check_width(op, d);
   const RowGrid g = row_grid(rows, d);
-  VT_CUDA_DISPATCH_IO(op, io, T, VT_ROW_VEC_DISPATCH(ln_vec_ok<T>(d, {x, y}), T, V,
-                                                    auto k = ln_forward_kernel<T, V>;
-                                                    k<<<g.blocks, g.threads, 0, stream>>>(
-                                                        static_cast<const T*>(x), weight, bias, eps, rows, d,
-                                                        static_cast<T*>(y), mean, rstd)));
+  VT_CUDA_DISPATCH_IO(op, io, T, VT_ROW_DISPATCH(ln_vec_ok<T>(d, {x, y}), d, T, V, M,
+                                                auto k = ln_forward_kernel<T, V, M>;
+                                                k<<<g.blocks, g.threads, 0, stream>>>(
+                                                    static_cast<const T*>(x), weight, bias, eps, rows, d,
+                                                    static_cast<T*>(y), mean, rstd)));
   check_launch(op);
 }
 
@@ -258,11 +258,11 @@ void layernorm_backward(const void* dy, const void* x, const float* weight, cons
   }
   if (!dx) return;
   const RowGrid g = row_grid(rows, d);
-  VT_CUDA_DISPATCH_IO(op, io, T, VT_ROW_VEC_DISPATCH(ln_vec_ok<T>(d, {dy, x, dx}), T, V,
-                                                    auto k = ln_backward_dx_kernel<T, V>;
-                                                    k<<<g.blocks, g.threads, 0, stream>>>(
-                                                        static_cast<const T*>(dy), static_cast<const T*>(x), weight,
-                                                        mean, rstd, rows, d, static_cast<T*>(dx), accumulate_dx)));
+  VT_CUDA_DISPATCH_IO(op, io, T, VT_ROW_DISPATCH(ln_vec_ok<T>(d, {dy, x, dx}), d, T, V, M,
+                                                auto k = ln_backward_dx_kernel<T, V, M>;
+                                                k<<<g.blocks, g.threads, 0, stream>>>(
+                                                    static_cast<const T*>(dy), static_cast<const T*>(x), weight, mean,
+                                                    rstd, rows, d, static_cast<T*>(dx), accumulate_dx)));
   check_launch(op);
 }
 

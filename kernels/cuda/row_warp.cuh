@@ -85,15 +85,18 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// One thread's view of a row of d columns (see the top of this file).
-template <int V>
+// One thread's view of a row of d columns (see the top of this file). M:
+// several warps per row (row_warps(d) > 1). One-warp rows keep the stride
+// 32 a compile-time constant, which keeps their address arithmetic (and
+// register count) that of a plain warp-per-row kernel.
+template <int V, bool M>
 struct LaneRow {
   static constexpr int C = kLaneElems / V;
   int64_t d;
   int lane;     // thread index among the row's threads
-  int threads;  // 32 * row_warps(d)
+  int threads;  // 32 * row_warps(d) (32 when !M)
   __device__ __forceinline__ int64_t col(int c) const {
-    return (static_cast<int64_t>(c) * threads + lane) * V;
+    return (static_cast<int64_t>(c) * (M ? threads : 32) + lane) * V;
   }
   // Chunk c lies inside the row (d is a multiple of V, so all V columns do).
   __device__ __forceinline__ bool has(int c) const { return col(c) < d; }
@@ -122,7 +125,7 @@ struct LaneRow {
   // Every thread of the row must call it (of the block, for multi-warp rows).
   template <int N>
   __device__ __forceinline__ void sum(float (&s)[N]) const {
-    if (threads == 32) {
+    if (!M) {
 #pragma unroll
       for (int i = 0; i < N; ++i) s[i] = warp_sum(s[i]);
     } else {
@@ -171,18 +174,19 @@ struct LaneRow {
   }
 };
 
-// This thread's row and view of it in a row_grid launch. Threads of a
+// This thread's row and view of it in a row_grid launch (M must be
+// row_warps(d) > 1, as VT_ROW_DISPATCH sets it). Threads of a
 // one-warp-per-row block whose row is past the end get r >= rows and must
 // leave (whole warps leave together: no shuffle waits on them); multi-warp
 // rows never do (one row per block).
-template <int V>
-__device__ __forceinline__ LaneRow<V> lane_row(int64_t d, int64_t& r) {
-  if (row_warps(d) == 1) {
+template <int V, bool M>
+__device__ __forceinline__ LaneRow<V, M> lane_row(int64_t d, int64_t& r) {
+  if (!M) {
     r = static_cast<int64_t>(blockIdx.x) * kWarpRows + static_cast<int64_t>(threadIdx.x >> 5);
-    return LaneRow<V>{d, static_cast<int>(threadIdx.x & 31), 32};
+    return LaneRow<V, M>{d, static_cast<int>(threadIdx.x & 31), 32};
   }
   r = blockIdx.x;
-  return LaneRow<V>{d, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
+  return LaneRow<V, M>{d, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x)};
 }
 
 // The launch shape of the row kernels for rows of d <= kRowMaxD columns.
@@ -215,6 +219,17 @@ inline bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<ui
   } else {                                                             \
     constexpr int V = 1;                                               \
     __VA_ARGS__;                                                       \
+  }
+
+// Runs BODY with `constexpr bool M` = several warps per row (row_warps(d) >
+// 1) and V as VT_ROW_VEC_DISPATCH: the row kernels' template arguments.
+#define VT_ROW_DISPATCH(vec, d, T, V, M, ...)             \
+  if (::vt::cuda::detail::row_warps(d) > 1) {             \
+    constexpr bool M = true;                              \
+    VT_ROW_VEC_DISPATCH(vec, T, V, __VA_ARGS__)           \
+  } else {                                                \
+    constexpr bool M = false;                             \
+    VT_ROW_VEC_DISPATCH(vec, T, V, __VA_ARGS__)           \
   }
 
 }  // namespace detail

@@ -33,8 +33,8 @@ __device__ __forceinline__ float bs(const float* b, int64_t j) { return b ? b[j]
 
 // The statistics of norm slot `slot` (0 post, 1 pre, 2 input) of row r:
 // read back when saved, else computed from v and written.
-template <int V>
-__device__ __forceinline__ void slot_stats(const LaneRow<V>& L, const float (&v)[kLaneElems], float eps, bool saved,
+template <int V, bool M>
+__device__ __forceinline__ void slot_stats(const LaneRow<V, M>& L, const float (&v)[kLaneElems], float eps, bool saved,
                                            float* mean, float* rstd, int64_t i, float& mu, float& rs) {
   if (saved) {
     mu = mean[i], rs = rstd[i];
@@ -46,8 +46,8 @@ __device__ __forceinline__ void slot_stats(const LaneRow<V>& L, const float (&v)
 
 // v = LN_n(v) over the thread's columns when n is enabled (statistics in
 // slot i of mean/rstd, computed unless saved).
-template <int V>
-__device__ __forceinline__ void norm_slot(const LaneRow<V>& L, float (&v)[kLaneElems], const SiameseNormArgs& n,
+template <int V, bool M>
+__device__ __forceinline__ void norm_slot(const LaneRow<V, M>& L, float (&v)[kLaneElems], const SiameseNormArgs& n,
                                           float eps, bool saved, float* mean, float* rstd, int64_t i) {
   if (!n.enabled) return;
   float mu, rs;
@@ -55,14 +55,17 @@ __device__ __forceinline__ void norm_slot(const LaneRow<V>& L, float (&v)[kLaneE
   L.normalize(v, mu, rs, n.weight, n.bias);
 }
 
-// The input map of row r from stream rows already in registers: xv holds x's
-// row when a.x is set, yv y's when a.y is (both are overwritten). Writes u
-// (when non-null), z and the statistics of the enabled norms. Every thread
-// of the row must call it (the branches depend on kernel arguments only).
-template <typename T, typename A, int V>
-__device__ __forceinline__ void input_row_forward(const SiameseInputArgs& a, const LaneRow<V>& L, int64_t r,
-                                                  float (&xv)[kLaneElems], float (&yv)[kLaneElems], T* u, A* z,
-                                                  float* mean, float* rstd, bool saved) {
+// The input map of row r: xv holds x's row when a.x is set, and
+// stage_y(yv) puts y's row into yv when a.y is (called after u is written,
+// so a plain load keeps x's and y's rows from being live at once; both are
+// overwritten). Writes u (when non-null), z and the statistics of the
+// enabled norms. Every thread of the row must call it (the branches depend
+// on kernel arguments only).
+template <typename T, typename A, int V, bool M, typename StageY>
+__device__ __forceinline__ void input_row_forward(const SiameseInputArgs& a, const LaneRow<V, M>& L, int64_t r,
+                                                  float (&xv)[kLaneElems], float (&yv)[kLaneElems],
+                                                  const StageY& stage_y, T* u, A* z, float* mean, float* rstd,
+                                                  bool saved) {
   const int64_t d = a.d, rows = a.rows;
   if (a.x) {
     norm_slot(L, xv, a.post, a.eps, saved, mean, rstd, r);
@@ -72,6 +75,7 @@ __device__ __forceinline__ void input_row_forward(const SiameseInputArgs& a, con
   }
   if (u) L.store(u + r * d, xv);
   if (a.y) {
+    stage_y(yv);
     norm_slot(L, yv, a.pre, a.eps, saved, mean, rstd, rows + r);
 #pragma unroll
     for (int i = 0; i < kLaneElems; ++i) xv[i] += yv[i];
@@ -82,7 +86,7 @@ __device__ __forceinline__ void input_row_forward(const SiameseInputArgs& a, con
     const T* sh = static_cast<const T*>(a.shift) + m;
     const T* sc = static_cast<const T*>(a.scale) + m;
 #pragma unroll
-    for (int c = 0; c < LaneRow<V>::C; ++c) {
+    for (int c = 0; c < LaneRow<V, M>::C; ++c) {
       if (!L.has(c)) continue;
       float fs[V], fc[V];
       ld_vec<V>(sh, L.col(c), fs);
@@ -94,16 +98,17 @@ __device__ __forceinline__ void input_row_forward(const SiameseInputArgs& a, con
   L.store(z + r * d, xv);
 }
 
-template <typename T, typename A, int V>
+template <typename T, typename A, int V, bool M>
 __global__ void input_forward_kernel(SiameseInputArgs a, T* u, A* z, float* mean, float* rstd, bool saved) {
   int64_t r;
-  const LaneRow<V> L = lane_row<V>(a.d, r);
+  const LaneRow<V, M> L = lane_row<V, M>(a.d, r);
   if (r >= a.rows) return;
   float xv[kLaneElems], yv[kLaneElems];
-  // The rows are in registers before u (which may alias x) is written.
+  // x's row is in registers before u (which may alias x) is written.
   if (a.x) L.load(static_cast<const T*>(a.x) + r * a.d, xv);
-  if (a.y) L.load(static_cast<const T*>(a.y) + r * a.d, yv);
-  input_row_forward<T, A, V>(a, L, r, xv, yv, u, z, mean, rstd, saved);
+  const T* y = row_ptr<T>(a.y, r * a.d);
+  input_row_forward<T, A, V, M>(
+      a, L, r, xv, yv, [&](float (&v)[kLaneElems]) { L.load(y, v); }, u, z, mean, rstd, saved);
 }
 
 // Sublayer k's residual, then sublayer k+1's input map of the same row from
@@ -112,11 +117,11 @@ __global__ void input_forward_kernel(SiameseInputArgs a, T* u, A* z, float* mean
 // as stored (bf16-rounded for bf16 streams), so the result is the one of the
 // two kernels in sequence. Aliasing per thread and column: every element is
 // read before the same thread writes it.
-template <typename T, typename A, int V>
+template <typename T, typename A, int V, bool M>
 __global__ void residual_input_forward_kernel(SiameseResidualArgs res, T* x_out, T* y_out, SiameseInputArgs a, T* u,
                                               A* z, float* mean, float* rstd) {
   int64_t r;
-  const LaneRow<V> L = lane_row<V>(a.d, r);
+  const LaneRow<V, M> L = lane_row<V, M>(a.d, r);
   if (r >= a.rows) return;
   const int64_t d = a.d, i0 = r * d, b = r / res.rows_per_sample;
   const float ds = res.drop_scale ? res.drop_scale[b] : 1.0f;
@@ -126,7 +131,7 @@ __global__ void residual_input_forward_kernel(SiameseResidualArgs res, T* x_out,
   const A* fr = static_cast<const A*>(res.f) + i0;
   float xv[kLaneElems], yv[kLaneElems];
 #pragma unroll
-  for (int c = 0; c < LaneRow<V>::C; ++c) {
+  for (int c = 0; c < LaneRow<V, M>::C; ++c) {
     float* xc = xv + c * V;
     float* yc = yv + c * V;
 #pragma unroll
@@ -155,7 +160,8 @@ __global__ void residual_input_forward_kernel(SiameseResidualArgs res, T* x_out,
       for (int k = 0; k < V; ++k) yc[k] = as_stored<T>(yc[k]);
     }
   }
-  input_row_forward<T, A, V>(a, L, r, xv, yv, u, z, mean, rstd, false);
+  input_row_forward<T, A, V, M>(
+      a, L, r, xv, yv, [](float (&)[kLaneElems]) {}, u, z, mean, rstd, false);  // y's row is in yv already
 }
 
 // --------------------------------------------------------------- backward
@@ -164,14 +170,14 @@ __global__ void residual_input_forward_kernel(SiameseResidualArgs res, T* x_out,
 // receives the input norm's row scalars (mean of g and of g * s_hat) for the
 // parameter pass. x, y and s (then ds) stay in registers; dz, scale and du are
 // re-read per pass (L1/L2 hits).
-template <typename T, int V>
+template <typename T, int V, bool M>
 __global__ void input_backward_rows_kernel(SiameseInputArgs a, const float* __restrict__ mean,
                                            const float* __restrict__ rstd, SiameseInputGradArgs g, float* red) {
   const int64_t d = a.d, rows = a.rows;
   int64_t r;
-  const LaneRow<V> L = lane_row<V>(d, r);
+  const LaneRow<V, M> L = lane_row<V, M>(d, r);
   if (r >= rows) return;
-  constexpr int C = LaneRow<V>::C;
+  constexpr int C = LaneRow<V, M>::C;
   const T* x = row_ptr<T>(a.x, r * d);
   const T* y = row_ptr<T>(a.y, r * d);
   const T* dz = row_ptr<T>(g.dz, r * d);
@@ -581,11 +587,11 @@ void siamese_input_forward(const SiameseInputArgs& a, void* u, void* z, float* m
   check_width(op, a.d);
   if (a.shift) samples_of(op, a.rows, a.rows_per_sample);
   const RowGrid rg = row_grid(a.rows, a.d);
-  VT_SIAMESE_DISPATCH(op, a, VT_ROW_VEC_DISPATCH((input_vec_ok<T, A>(a, u, z)), T, V,
-                                                 auto k = input_forward_kernel<T, A, V>;
-                                                 k<<<rg.blocks, rg.threads, 0, stream>>>(
-                                                     a, static_cast<T*>(u), static_cast<A*>(z), mean, rstd,
-                                                     use_saved_stats)));
+  VT_SIAMESE_DISPATCH(op, a, VT_ROW_DISPATCH((input_vec_ok<T, A>(a, u, z)), a.d, T, V, M,
+                                             auto k = input_forward_kernel<T, A, V, M>;
+                                             k<<<rg.blocks, rg.threads, 0, stream>>>(
+                                                 a, static_cast<T*>(u), static_cast<A*>(z), mean, rstd,
+                                                 use_saved_stats)));
   check_launch(op);
 }
 
@@ -610,12 +616,12 @@ void siamese_residual_input_forward(const SiameseResidualArgs& res, void* x_out,
   if (next.shift) samples_of(op, next.rows, next.rows_per_sample);
   const RowGrid rg = row_grid(res.rows, res.d);
   VT_SIAMESE_DISPATCH(op, next,
-                      VT_ROW_VEC_DISPATCH((input_vec_ok<T, A>(next, u, z) &&
-                                           residual_vec_ok<T, A>(res, {x_out, y_out}, res.f)),
-                                          T, V, auto k = residual_input_forward_kernel<T, A, V>;
-                                          k<<<rg.blocks, rg.threads, 0, stream>>>(
-                                              res, static_cast<T*>(x_out), static_cast<T*>(y_out), next,
-                                              static_cast<T*>(u), static_cast<A*>(z), mean, rstd)));
+                      VT_ROW_DISPATCH((input_vec_ok<T, A>(next, u, z) &&
+                                       residual_vec_ok<T, A>(res, {x_out, y_out}, res.f)),
+                                      res.d, T, V, M, auto k = residual_input_forward_kernel<T, A, V, M>;
+                                      k<<<rg.blocks, rg.threads, 0, stream>>>(
+                                          res, static_cast<T*>(x_out), static_cast<T*>(y_out), next,
+                                          static_cast<T*>(u), static_cast<A*>(z), mean, rstd)));
   check_launch(op);
 }
 
@@ -635,7 +641,8 @@ void siamese_input_backward(const SiameseInputArgs& a, const float* mean, const 
   Workspace red(want_red ? static_cast<size_t>(2 * a.rows) * sizeof(float) : 0);
   const RowGrid rg = row_grid(a.rows, a.d);
   VT_CUDA_DISPATCH_IO(op, a.io, T,
-                      VT_ROW_VEC_DISPATCH((input_bwd_vec_ok<T>(a, g)), T, V, auto k = input_backward_rows_kernel<T, V>;
+                      VT_ROW_DISPATCH((input_bwd_vec_ok<T>(a, g)), a.d, T, V, M,
+                                      auto k = input_backward_rows_kernel<T, V, M>;
                                           k<<<rg.blocks, rg.threads, 0, stream>>>(a, mean, rstd, g, red.f32())));
   check_launch(op);
   if (want_params) {
