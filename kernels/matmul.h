@@ -32,7 +32,7 @@ namespace vt {
 
 // c[M, N] = alpha * op(a) op(b) + beta * c  (+ bias[N] added to every row
 // when bias is defined; the bias is not scaled by alpha). On CUDA with
-// alpha == 1 the bias is a cuBLASLt epilogue: added to the fp32 accumulator,
+// alpha == 1 and beta == 0 the bias is a cuBLASLt epilogue: added to the fp32 accumulator,
 // so a BF16 c is rounded once (the separate pass rounded the product, then
 // the sum).
 //   a: [M, K] (trans_a = false) or [K, M] (trans_a = true)

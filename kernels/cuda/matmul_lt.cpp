@@ -173,7 +173,10 @@ bool lt_gemm(const LtGemm& g, cudaStream_t stream) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return fall_back();  // degenerate: the cuBLAS path defines it
   if (g.alpha != 1.0f) return fall_back();
   const bool uses_aux = g.epilogue == LtEpilogue::GeluAuxBias || g.epilogue == LtEpilogue::DGelu;
-  if (uses_aux && (g.beta != 0.0f || g.ldaux % 8 != 0 || g.ldaux < g.n)) return fall_back();
+  // Only the weight gradient accumulates (beta = 1); the other epilogues are
+  // defined here for an overwritten output, the only use.
+  if (g.epilogue != LtEpilogue::BGradA && g.beta != 0.0f) return fall_back();
+  if (uses_aux && (g.ldaux % 8 != 0 || g.ldaux < g.n)) return fall_back();
   if ((g.epilogue == LtEpilogue::Bias || g.epilogue == LtEpilogue::GeluAuxBias) && !g.bias)
     throw std::invalid_argument("cuda::lt_gemm: bias epilogue without a bias");
   if (g.epilogue == LtEpilogue::BGradA && !g.bgrad)

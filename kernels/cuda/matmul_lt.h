@@ -9,18 +9,18 @@
 // leading dimensions in elements. cuBLASLt is column-major, so it sees
 // C^T = op(b)^T op(a)^T: our b is its A, our a its B, and a row-major
 // per-column vector (length n) is its per-row bias. Epilogues:
-//   Bias         c = alpha op(a) op(b) + beta c + bias[n]        (CUBLASLT_EPILOGUE_BIAS)
+//   Bias         c = op(a) op(b) + bias[n]                       (CUBLASLT_EPILOGUE_BIAS)
 //   GeluAuxBias  aux = op(a) op(b) + bias[n];  c = gelu_tanh(aux) (CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
 //   DGelu        c = gelu_tanh'(aux) * op(a) op(b)               (CUBLASLT_EPILOGUE_DGELU)
-//   BGradA       c = alpha op(a) op(b) + beta c;
+//   BGradA       c = op(a) op(b) + beta c;
 //                bgrad[m] = sum_k op(a)[m, k]  (OVERWRITTEN)     (CUBLASLT_EPILOGUE_BGRADB)
 // cuBLASLt's GELU is the tanh approximation (nn.GELU(approximate="tanh")),
 // so erf GELU is not an epilogue here (kernels/matmul.h says what runs).
 // The epilogue works on the fp32 accumulator: with a BF16 c the bias is
 // added (and GELU applied) in fp32 before the one rounding to bf16; aux is
 // in c's dtype. bias and bgrad are fp32 (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
-// = CUDA_R_32F). GeluAuxBias and DGelu need beta == 0; every epilogue needs
-// alpha == 1; aux's ld must be a multiple of 8 (cuBLASLt's rule).
+// = CUDA_R_32F). alpha must be 1, beta 0 except for BGradA (the weight
+// gradient accumulates), aux's ld a multiple of 8 (cuBLASLt's rule).
 //
 // Dtypes: a, b in `ab` (F32 or BF16), c in c_type (F32; BF16 with BF16 ab),
 // fp32 accumulation (TF32 for F32 operands when set_tf32 is on, as cuBLAS).

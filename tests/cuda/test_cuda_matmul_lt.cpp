@@ -8,9 +8,14 @@
 // Each test also checks which path ran (lt_counts): the epilogue where
 // cuBLASLt takes the shape, the separate passes where it cannot (an aux
 // leading dimension not a multiple of 8) or when epilogues are switched off.
+// Exactly so in the emulator; a GPU's cuBLASLt may refuse a configuration
+// the emulator takes (then the separate passes run and must agree all the
+// same), so there the test only requires the fallbacks it must take and
+// prints the others (bench_mlp_epilogue reports them at full size too).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "cuda_test_util.h"
@@ -44,6 +49,19 @@ cuda::LtCounts counted(F body) {
   return {after.fused - before.fused, after.fallback - before.fallback};
 }
 
+void expect_path(const cuda::LtCounts& n, int64_t fused, int64_t fallback) {
+#ifdef VT_CUDA_EMU
+  EXPECT_EQ(n.fused, fused);
+  EXPECT_EQ(n.fallback, fallback);
+#else
+  EXPECT_GE(n.fallback, fallback);
+  if (n.fused != fused || n.fallback != fallback)
+    std::printf("note: cuBLASLt on this GPU ran %lld epilogues and fell back %lld times (emulator: %lld, %lld)\n",
+                static_cast<long long>(n.fused), static_cast<long long>(n.fallback), static_cast<long long>(fused),
+                static_cast<long long>(fallback));
+#endif
+}
+
 // Restores the process-wide switch whatever a test does.
 struct EpiloguesOff {
   EpiloguesOff() { set_matmul_epilogues(false); }
@@ -58,8 +76,7 @@ void check_linear_forward(DType dt, uint64_t seed) {
   linear_forward(x, w, b, y);
   Tensor gy = dev_empty(y.shape(), dt);
   const auto n = counted([&] { linear_forward(dev(x, dt), dev(w, dt), dev(b, DType::F32), gy); });
-  EXPECT_EQ(n.fused, 1);
-  EXPECT_EQ(n.fallback, 0);
+  expect_path(n, 1, 0);
   close(gy, y, dt, tag("y", dt));
 }
 
@@ -113,8 +130,7 @@ void check_linear_act(Activation act, DType dt, int64_t hidden, int64_t want_fus
   activation_forward(act, pre, y);
   Tensor gpre = dev_empty(pre.shape(), dt), gy = dev_empty(y.shape(), dt);
   const auto n = counted([&] { linear_act_forward(act, dev(x, dt), dev(w, dt), dev(b, DType::F32), gpre, gy); });
-  EXPECT_EQ(n.fused, want_fused);
-  EXPECT_EQ(n.fallback, want_fallback);
+  expect_path(n, want_fused, want_fallback);
   close(gpre, pre, dt, tag("pre", dt));
   close(gy, y, dt, tag("y", dt));
 }
@@ -158,8 +174,7 @@ void check_act_linear_backward(Activation act, DType dt, int64_t hidden, int64_t
   Tensor gdpre = dev_empty(pre.shape(), dt), gdw = dev(dw0, DType::F32), gdb = dev(db0, DType::F32);
   const auto n = counted(
       [&] { act_linear_backward(act, dev(dy, dt), dev(x, dt), dev(w, dt), dev(pre, dt), gdpre, gdw, gdb); });
-  EXPECT_EQ(n.fused, want_fused);
-  EXPECT_EQ(n.fallback, want_fallback);
+  expect_path(n, want_fused, want_fallback);
   close(gdpre, dpre, dt, tag("dpre", dt));
   close(gdw, dw, DType::F32, tag("dweight", dt));
   close(gdb, db, DType::F32, tag("dbias", dt));
@@ -185,8 +200,7 @@ TEST(CudaMatmulLt, LinearBackwardBiasGradientEpilogue) {
     linear_backward(dy, x, w, dx, dw, db);
     Tensor gdx = dev_empty(x.shape(), dt), gdw = dev(dw0, DType::F32), gdb = dev(db0, DType::F32);
     const auto n = counted([&] { linear_backward(dev(dy, dt), dev(x, dt), dev(w, dt), gdx, gdw, gdb); });
-    EXPECT_EQ(n.fused, 1);
-    EXPECT_EQ(n.fallback, 0);
+    expect_path(n, 1, 0);
     close(gdx, dx, dt, tag("dx", dt));
     close(gdw, dw, DType::F32, tag("dweight", dt));
     close(gdb, db, DType::F32, tag("dbias", dt));
