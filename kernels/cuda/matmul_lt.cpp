@@ -3,12 +3,12 @@
 #include <cublasLt.h>
 
 #include <atomic>
-#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 
+#include "core/allocator.h"
 #include "kernels/cuda/matmul.h"
 
 namespace vt {
@@ -77,13 +77,12 @@ struct Plan {
 };
 
 // Handles are not safe to share between host threads issuing work
-// concurrently, and neither is a workspace (two threads' GEMMs on different
-// streams would overlap in it), hence one of each per (thread, device), as
-// for the cuBLAS handle. Never destroyed: destroying at thread exit can race
-// the CUDA runtime's own teardown.
+// concurrently, hence one (with its plans) per (thread, device), as for the
+// cuBLAS handle. Never destroyed: destroying at thread exit can race the
+// CUDA runtime's own teardown.
 struct DeviceState {
+  int device = 0;
   cublasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
   std::map<PlanKey, Plan> plans;
 };
 
@@ -93,11 +92,28 @@ DeviceState& state_for_current_device() {
   check_rt(cudaGetDevice(&dev), "cudaGetDevice");
   DeviceState& s = states[dev];
   if (!s.handle) {
+    s.device = dev;
     check_lt(cublasLtCreate(&s.handle), "cublasLtCreate");
-    check_rt(cudaMalloc(&s.workspace, kWorkspaceBytes), "workspace");
   }
   return s;
 }
+
+// The GEMM's workspace, from vt's caching allocator on the GEMM's stream
+// (as kernels/cuda/common.cuh's Workspace): every call of a step reuses the
+// same cached block, two streams never share one while a GEMM runs, and it
+// counts in the allocator's peak and is released with its cache.
+class LtWorkspace {
+ public:
+  LtWorkspace(int device, cudaStream_t stream) : device_(device), ptr_(cuda_alloc(kWorkspaceBytes, device, stream)) {}
+  ~LtWorkspace() { cuda_free(ptr_, device_); }
+  LtWorkspace(const LtWorkspace&) = delete;
+  LtWorkspace& operator=(const LtWorkspace&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  int device_;
+  void* ptr_;
+};
 
 template <typename T>
 void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& v, const char* what) {
@@ -195,8 +211,9 @@ bool lt_gemm(const LtGemm& g, cudaStream_t stream) {
   // The plan is this thread's, so setting this call's pointers on it is safe.
   if (bias_ptr) set_desc(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_ptr, "BIAS_POINTER");
   if (uses_aux) set_desc(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux, "EPILOGUE_AUX_POINTER");
+  const LtWorkspace ws(s.device, stream);
   const cublasStatus_t st = cublasLtMatmul(s.handle, p.desc, &g.alpha, g.b, p.la, g.a, p.lb, &g.beta, g.c, p.lc,
-                                           g.c, p.lc, &p.algo, s.workspace, kWorkspaceBytes, stream);
+                                           g.c, p.lc, &p.algo, ws.get(), kWorkspaceBytes, stream);
   if (st != CUBLAS_STATUS_SUCCESS) {
     // A configuration the heuristic offered but the library then refuses
     // (checked before launching anything) is a fallback, remembered; a

@@ -24,9 +24,11 @@
 //
 // Dtypes: a, b in `ab` (F32 or BF16), c in c_type (F32; BF16 with BF16 ab),
 // fp32 accumulation (TF32 for F32 operands when set_tf32 is on, as cuBLAS).
-// Handle, 32 MiB workspace and plan cache per (host thread, device): the
-// first call of a shape builds its descriptors and asks the heuristic once;
-// later calls of that shape only set the bias/aux pointers and run.
+// Handle and plan cache per (host thread, device): the first call of a
+// shape builds its descriptors and asks the heuristic once; later calls of
+// that shape only set the bias/aux pointers and run. The 32 MiB workspace
+// comes from the caching allocator on the call's stream (one cached block,
+// reused by every call).
 //
 // lt_gemm returns false, having launched nothing, when cuBLASLt offers no
 // algorithm for the call (remembered per shape) or the call breaks a rule
