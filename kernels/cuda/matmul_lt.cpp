@@ -16,7 +16,7 @@ namespace cuda {
 
 namespace {
 
-constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's recommendation for Hopper
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // the most an algorithm may use (cuBLASLt's advice for Hopper)
 
 std::atomic<bool> g_lt_on{true};
 std::atomic<int64_t> g_fused{0}, g_fallback{0};
@@ -74,6 +74,7 @@ struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;  // bytes the algorithm needs (<= kWorkspaceBytes)
 };
 
 // Handles are not safe to share between host threads issuing work
@@ -98,14 +99,18 @@ DeviceState& state_for_current_device() {
   return s;
 }
 
-// The GEMM's workspace, from vt's caching allocator on the GEMM's stream
-// (as kernels/cuda/common.cuh's Workspace): every call of a step reuses the
-// same cached block, two streams never share one while a GEMM runs, and it
-// counts in the allocator's peak and is released with its cache.
+// The GEMM's workspace (the bytes its algorithm asks for, at most
+// kWorkspaceBytes), from vt's caching allocator on the GEMM's stream (as
+// kernels/cuda/common.cuh's Workspace): the calls of a step reuse cached
+// blocks, two streams never share one while a GEMM runs, and it counts in
+// the allocator's peak and is released with its cache.
 class LtWorkspace {
  public:
-  LtWorkspace(int device, cudaStream_t stream) : device_(device), ptr_(cuda_alloc(kWorkspaceBytes, device, stream)) {}
-  ~LtWorkspace() { cuda_free(ptr_, device_); }
+  LtWorkspace(size_t bytes, int device, cudaStream_t stream)
+      : device_(device), ptr_(bytes ? cuda_alloc(bytes, device, stream) : nullptr) {}
+  ~LtWorkspace() {
+    if (ptr_) cuda_free(ptr_, device_);
+  }
   LtWorkspace(const LtWorkspace&) = delete;
   LtWorkspace& operator=(const LtWorkspace&) = delete;
   void* get() const { return ptr_; }
@@ -169,7 +174,10 @@ Plan make_plan(DeviceState& s, const PlanKey& key, const LtGemm& g) {
       cublasLtMatmulAlgoGetHeuristic(s.handle, p.desc, p.la, p.lb, p.lc, p.lc, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   p.ok = st == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS;
-  if (p.ok) p.algo = result.algo;
+  if (p.ok) {
+    p.algo = result.algo;
+    p.workspace = result.workspaceSize;
+  }
   return p;
 }
 
@@ -211,9 +219,9 @@ bool lt_gemm(const LtGemm& g, cudaStream_t stream) {
   // The plan is this thread's, so setting this call's pointers on it is safe.
   if (bias_ptr) set_desc(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_ptr, "BIAS_POINTER");
   if (uses_aux) set_desc(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux, "EPILOGUE_AUX_POINTER");
-  const LtWorkspace ws(s.device, stream);
+  const LtWorkspace ws(p.workspace, s.device, stream);
   const cublasStatus_t st = cublasLtMatmul(s.handle, p.desc, &g.alpha, g.b, p.la, g.a, p.lb, &g.beta, g.c, p.lc,
-                                           g.c, p.lc, &p.algo, ws.get(), kWorkspaceBytes, stream);
+                                           g.c, p.lc, &p.algo, ws.get(), p.workspace, stream);
   if (st != CUBLAS_STATUS_SUCCESS) {
     // A configuration the heuristic offered but the library then refuses
     // (checked before launching anything) is a fallback, remembered; a

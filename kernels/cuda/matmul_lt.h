@@ -26,9 +26,9 @@
 // fp32 accumulation (TF32 for F32 operands when set_tf32 is on, as cuBLAS).
 // Handle and plan cache per (host thread, device): the first call of a
 // shape builds its descriptors and asks the heuristic once; later calls of
-// that shape only set the bias/aux pointers and run. The 32 MiB workspace
-// comes from the caching allocator on the call's stream (one cached block,
-// reused by every call).
+// that shape only set the bias/aux pointers and run. The workspace (what
+// the chosen algorithm needs, at most 32 MiB) comes from the caching
+// allocator on the call's stream, a cached block after the first step.
 //
 // lt_gemm returns false, having launched nothing, when cuBLASLt offers no
 // algorithm for the call (remembered per shape) or the call breaks a rule

@@ -9,7 +9,8 @@
 //   BGRADB         bias[col] = sum_k op(B)[k, col]  (overwritten)
 // The epilogue acts on the fp32 accumulator, then D (and aux) are rounded
 // once to their type. Descriptors are host structs behind the opaque
-// pointers; the heuristic returns one placeholder algorithm. The documented
+// pointers; the heuristic returns one placeholder algorithm that needs a
+// 1 MiB workspace (refused without it). The documented
 // aux rule (ld a multiple of 8, >= D's rows) is enforced, so a caller that
 // breaks it fails here as on a GPU.
 #include <cublasLt.h>
@@ -53,6 +54,10 @@ float dgelu_tanh(float x) {
   const float t = std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
 }
+
+// The placeholder algorithm asks for a workspace, so the caller's handling
+// of it (the size the heuristic returned, a device buffer) is exercised.
+constexpr size_t kAlgoWorkspace = size_t{1} << 20;
 
 }  // namespace
 
@@ -121,6 +126,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
   if (requested < 1) return CUBLAS_STATUS_INVALID_VALUE;
   std::memset(&results[0], 0, sizeof(results[0]));
   results[0].state = CUBLAS_STATUS_SUCCESS;
+  results[0].workspaceSize = kAlgoWorkspace;
   *count = 1;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -128,7 +134,9 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDe
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const void* alpha, const void* A,
                               cublasLtMatrixLayout_t adesc, const void* B, cublasLtMatrixLayout_t bdesc,
                               const void* beta, const void* C, cublasLtMatrixLayout_t cdesc, void* D,
-                              cublasLtMatrixLayout_t ddesc, const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t) {
+                              cublasLtMatrixLayout_t ddesc, const cublasLtMatmulAlgo_t*, void* workspace,
+                              size_t workspace_bytes, cudaStream_t) {
+  if (!workspace || workspace_bytes < kAlgoWorkspace) return CUBLAS_STATUS_INVALID_VALUE;
   const Desc& d = *reinterpret_cast<const Desc*>(desc);
   const Layout &la = *reinterpret_cast<const Layout*>(adesc), &lb = *reinterpret_cast<const Layout*>(bdesc);
   const Layout &lc = *reinterpret_cast<const Layout*>(cdesc), &ld = *reinterpret_cast<const Layout*>(ddesc);
