@@ -152,7 +152,11 @@ SiameseInputSpec Block::input_spec(int k, const BlockIO& io) const {
 void Block::forward(const BlockIO& io, const Tensor& silu_c, bool training, uint64_t seed, uint64_t step,
                     BlockScratch& s) {
   if (cfg_.conditioned()) ada_.forward(silu_c, mod_);
-  for (int k = 0; k < 2; ++k) sub_forward(k, io, training, seed, step, s);
+  // Sublayer 0's residual and sublayer 1's input map run as one pass over the
+  // rows where nothing sits between them (kernels/siamese.h).
+  const bool fuse = fuses_residual_input();
+  sub_forward(0, io, training, seed, step, s, /*input_done=*/false, /*fuse_next=*/fuse);
+  sub_forward(1, io, training, seed, step, s, /*input_done=*/fuse, /*fuse_next=*/false);
   if (span_) {
     Sub& s0 = sub_[0];
     if (drop_rate_ > 0.0f) {
@@ -182,11 +186,18 @@ SiameseResidualSpec Block::span_spec(const BlockIO& io) const {
   return rs;
 }
 
-void Block::sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, uint64_t step, BlockScratch& s) {
+bool Block::fuses_residual_input() const {
+  // Not across a norm after the add (Post, DeepNorm, ResiDual) or SpanNorm's
+  // chain; the input of sublayer 1 must read only streams sublayer 0 writes.
+  const Sub &a = sub_[0], &b = sub_[1];
+  return !span_ && !a.after.enabled && (!b.in_x || a.out_x) && (!b.in_y || a.out_y);
+}
+
+void Block::sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, uint64_t step, BlockScratch& s,
+                        bool input_done, bool fuse_next) {
   Sub& sb = sub_[k];
-  const SiameseInputSpec sp = input_spec(k, io);
   const bool base_is_u = sb.post.enabled;  // else the x residual's base is x itself
-  siamese_input_forward(sp, base_is_u ? s.u : Tensor(), sb.z, sb.mean, sb.rstd);
+  if (!input_done) siamese_input_forward(input_spec(k, io), base_is_u ? s.u : Tensor(), sb.z, sb.mean, sb.rstd);
   const Tensor& f = cfg_.conditioned() ? sb.f : s.f;
   if (k == 0) attn_.forward(sb.z, f, s.mod);
   else mlp_.forward(sb.z, f);
@@ -204,7 +215,14 @@ void Block::sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, 
   if (sb.out_x) rs.u = base_is_u ? s.u : x_in(k, io);
   if (sb.out_y) rs.y = io.y[k];
   const Tensor x_out = !sb.out_x ? Tensor() : sb.after.enabled ? sb.r : io.x[k + 1];
-  siamese_residual_forward(rs, x_out, sb.out_y ? io.y[k + 1] : Tensor());
+  const Tensor y_out = sb.out_y ? io.y[k + 1] : Tensor();
+  if (fuse_next) {  // the residual, then sublayer k + 1's input map
+    Sub& nx = sub_[k + 1];
+    siamese_residual_input_forward(rs, x_out, y_out, input_spec(k + 1, io), nx.post.enabled ? s.u : Tensor(), nx.z,
+                                   nx.mean, nx.rstd);
+    return;
+  }
+  siamese_residual_forward(rs, x_out, y_out);
   if (sb.after.enabled) {
     const SiameseNorm n = norm_of(sb.after);
     layernorm_forward(sb.r, n.weight, n.bias, after_eps_, io.x[k + 1], sb.r_mean, sb.r_rstd);

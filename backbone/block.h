@@ -5,6 +5,12 @@
 //   (1) siamese_input_forward  -> z        (norms switched on/off per scheme)
 //   (2) F_k(z)                 -> f        (Attention or Mlp)
 //   (3) siamese_residual       -> streams  (+ a LayerNorm after the add for Post-Norm)
+// where sublayer 0's (3) and sublayer 1's (1) run as one pass over the rows
+// (siamese_residual_input_forward) unless a norm after the add or SpanNorm's
+// chain sits between them. The block boundary (sublayer 1's residual and the
+// next block's sublayer 0 input) is not fused: the next block's input needs
+// its own adaLN modulation first, and activation checkpointing recomputes
+// each block's forward on its own.
 // with streams x (Post-Norm stream) and y (Pre-Norm stream); Pre-Norm uses
 // only y, Post-Norm only x. What each scheme switches on is one Route per
 // sublayer (see Block::Route). SpanNorm runs two Post-Norm sublayers whose
@@ -109,7 +115,13 @@ class Block {
   bool sub_gated(int k) const { return cfg_.conditioned() && !(span_ && k == 1); }
   // SpanNorm's spanning residual y[2] = y[0] + drop(gate_mlp * alpha * x[2]).
   SiameseResidualSpec span_spec(const BlockIO& io) const;
-  void sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, uint64_t step, BlockScratch& s);
+  // input_done: sublayer k's input map already ran (fused into k - 1's
+  // residual); fuse_next: run the residual fused with sublayer k + 1's input.
+  void sub_forward(int k, const BlockIO& io, bool training, uint64_t seed, uint64_t step, BlockScratch& s,
+                   bool input_done, bool fuse_next);
+  // Whether sublayer 0's residual and sublayer 1's input map fuse (Siamese,
+  // Pre-Norm, HybridNorm: no norm after the add, no span in between).
+  bool fuses_residual_input() const;
   void sub_backward(int k, const BlockIO& io, Tensor& gx, const Tensor& gy, BlockScratch& s);
   Tensor mod_chunk(const Tensor& m, int i) const;
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backbone/param_store.h"
+#include "kernels/activation.h"
 
 namespace vt {
 
@@ -20,10 +21,19 @@ class Linear {
   // is) and the bf16 W, accumulates in fp32 and writes y in y's dtype (F32,
   // or BF16 for an activation that feeds another bf16 op); the bias is fp32.
   void forward(const Tensor& x, const Tensor& y) const;
+  // y = act(x W^T + b), keeping the pre-activation pre (same shape and
+  // dtype as y) for backward_act's partner: timm Mlp's fc1 + activation in
+  // one call (kernels/matmul.h linear_act_forward: on CUDA GELU-tanh is a
+  // cuBLASLt epilogue of the GEMM). bf16 handling as forward.
+  void forward_act(Activation act, const Tensor& x, const Tensor& pre, const Tensor& y) const;
   // dx = dy W (OVERWRITE, in dx's dtype; skipped when dx undefined); dW, db
   // ACCUMULATE in fp32. x is the forward's input. With the bf16 copy an F32
   // dy is rounded to bf16 first, a BF16 dy is used as is.
   void backward(const Tensor& dy, const Tensor& x, const Tensor& dx) const;
+  // Backward of this layer when its input was x = act(pre) (Mlp's fc2):
+  // dpre = act'(pre) * (dy W) OVERWRITTEN in pre's dtype (on CUDA GELU-tanh's
+  // derivative is the GEMM's DGELU epilogue); dW, db accumulate as backward.
+  void backward_act(Activation act, const Tensor& dy, const Tensor& x, const Tensor& pre, const Tensor& dpre) const;
   // The tensor kept for the backward beyond the caller's: the bf16 copy of
   // an F32 input (undefined without the bf16 weight copy or for a BF16 input).
   Tensor* saved_tensor() { return &xb_; }
@@ -35,6 +45,13 @@ class Linear {
   Tensor bias() const { return has_bias_ ? store_->value(b_) : Tensor(); }
 
  private:
+  // The GEMM's operands: the bf16 weight copy when the store has one; x or
+  // dy rounded into xb_ / dyb_ when they are F32 and the weights bf16.
+  Tensor gemm_weight() const;
+  const Tensor& gemm_input(const Tensor& x) const;
+  const Tensor& saved_input(const Tensor& x) const;  // the forward's gemm_input(x), for the backward
+  const Tensor& gemm_grad(const Tensor& dy) const;
+
   ParamStore* store_ = nullptr;
   // bf16 GEMMs (the store has a bf16 weight copy): this layer's F32 input
   // and upstream gradient rounded to bf16. Each Linear runs once per

@@ -113,15 +113,16 @@ void Mlp::plan(int64_t B, int64_t T) {
   ensure(h2_, {B, T, hidden_});
 }
 
+// fc1 + activation and fc2's input gradient + the activation's derivative
+// are one call each, so on CUDA they fuse into cuBLASLt epilogues
+// (kernels/matmul.h); the CPU runs the same separate ops as before.
 void Mlp::forward(const Tensor& z, const Tensor& f) {
-  fc1_.forward(z, h1_);
-  activation_forward(act_, h1_, h2_);
+  fc1_.forward_act(act_, z, h1_, h2_);
   fc2_.forward(h2_, f);
 }
 
 void Mlp::backward(const Tensor& df, const Tensor& z, const Tensor& dz, ModuleScratch& s) {
-  fc2_.backward(df, h2_, s.d_h);
-  activation_backward(act_, s.d_h, h1_, s.d_h);
+  fc2_.backward_act(act_, df, h2_, h1_, s.d_h);
   fc1_.backward(s.d_h, z, dz);
 }
 

@@ -2,8 +2,16 @@
 // cudaMemcpy device-to-device moving the same bytes, measured in the same
 // invocation, at shapes larger than the L2 cache (issue 12's kernel table):
 // DeiT-S at batch 256 (rows 256*197, D 384: 77 MB per fp32 tensor) and
-// DiT-L/4 at batch 256 (rows 256*64, D 1024: 67 MB per fp32 tensor), fp32
-// and bf16 streams. Target: ratio >= 0.80 for the forward row kernels.
+// DiT-L/4 at batch 256 (rows 256*64, D 1024: 67 MB per fp32 tensor) and
+// DiT-XL/2 at batch 64 (rows 64*256, D 1152: 75 MB per fp32 tensor; two warps
+// per row), fp32 and bf16 streams. Target: ratio >= 0.80 for the forward row
+// kernels.
+//
+// siamese_res_input_fwd is sublayer k's residual fused with sublayer k+1's
+// input map (one kernel: reads u, f, y; writes x, y, u, z); the line
+// "fused_vs_separate" after it gives its time against the residual kernel
+// followed by the input kernel on the same tensors (speedup > 1: fused faster;
+// the minimum traffic falls from 9 to 7 row tensors, 1.29x).
 //
 // "bytes" is the minimum traffic of each kernel: every row tensor read once
 // plus every row tensor written once (statistics, parameters and parameter
@@ -120,7 +128,8 @@ void bench_shape(const Shape2& s, DType dt, int iters) {
   const Device dev = Device::cuda(0);
   Tensor x = rand_dev(R, D, dt, 1), y = rand_dev(R, D, dt, 2), u = rand_dev(R, D, dt, 3),
          z = rand_dev(R, D, dt, 4), dz = rand_dev(R, D, dt, 5), du = rand_dev(R, D, dt, 6),
-         dx = rand_dev(R, D, dt, 7), dy = rand_dev(R, D, dt, 8), mod = rand_dev(B, 6 * D, dt, 9);
+         dx = rand_dev(R, D, dt, 7), dy = rand_dev(R, D, dt, 8), mod = rand_dev(B, 6 * D, dt, 9),
+         f = rand_dev(R, D, dt, 10);
   Tensor w = Tensor::full({D}, 1.0f, dev), b = Tensor::zeros({D}, DType::F32, dev);
   Tensor gw = Tensor::zeros({6, D}, DType::F32, dev);
   Tensor mean = Tensor::zeros({3, R}, DType::F32, dev), rstd = Tensor::full({3, R}, 1.0f, dev);
@@ -169,6 +178,24 @@ void bench_shape(const Shape2& s, DType dt, int iters) {
   if (s.dit) r.gate = at(mod, 2 * D), r.gate_ld = 6 * D;
   report("siamese_residual_fwd", s, dt, 5 * row_bytes,
          time_ms(iters, [&] { cuda::siamese_residual_forward(r, x.raw(), y.raw()); }), iters);
+
+  // Fused residual + next input against the two kernels, as Block::forward
+  // runs them (u updated in place, x and y written then read by the input).
+  cuda::SiameseResidualArgs rf = r;
+  rf.f = f.raw();
+  cuda::SiameseInputArgs an = a;
+  an.x = x.raw(), an.y = y.raw();
+  const double t_fused = time_ms(iters, [&] {
+    cuda::siamese_residual_input_forward(rf, x.raw(), y.raw(), an, u.raw(), z.raw(), mean.f32(), rstd.f32());
+  });
+  report("siamese_res_input_fwd", s, dt, 7 * row_bytes, t_fused, iters);
+  const double t_separate = time_ms(iters, [&] {
+    cuda::siamese_residual_forward(rf, x.raw(), y.raw());
+    cuda::siamese_input_forward(an, u.raw(), z.raw(), mean.f32(), rstd.f32(), false);
+  });
+  std::printf("fused_vs_separate shape=%-6s dtype=%-4s fused_us=%9.2f separate_us=%9.2f speedup=%.3f\n", s.name,
+              dtype_name(dt), t_fused * 1e3, t_separate * 1e3, t_separate / t_fused);
+  std::fflush(stdout);
   report("siamese_residual_bwd", s, dt, (s.dit ? 4 : 3) * row_bytes, time_ms(iters, [&] {
            cuda::siamese_residual_backward(r, dx.raw(), dy.raw(), dz.raw(), s.dit ? at(mod, 5 * D) : nullptr);
          }),
@@ -188,7 +215,9 @@ int main(int argc, char** argv) {
   g_flush_bytes = 2 * static_cast<size_t>(std::max(prop.l2CacheSize, 1 << 20));
   ck(cudaMalloc(&g_flush, g_flush_bytes), "cudaMalloc");
   std::printf("device=%s l2_MB=%.1f\n", prop.name, prop.l2CacheSize / 1e6);
-  const Shape2 shapes[] = {{"deit_s", 256 * 197, 384, 197, false}, {"dit_l", 256 * 64, 1024, 64, true}};
+  const Shape2 shapes[] = {{"deit_s", 256 * 197, 384, 197, false},
+                           {"dit_l", 256 * 64, 1024, 64, true},
+                           {"dit_xl", 64 * 256, 1152, 256, true}};
   for (const auto& s : shapes)
     for (DType dt : {DType::F32, DType::BF16}) bench_shape(s, dt, iters);
   cudaFree(g_flush);

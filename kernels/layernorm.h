@@ -8,8 +8,9 @@
 // mean/rstd [R] for backward, which recomputes x_hat from them instead of
 // saving it. CPU: OpenMP over rows (forward, dx) and over column blocks
 // (dweight/dbias, a fixed summation order so results do not depend on the
-// thread count). CUDA: kernels/cuda/layernorm.h, one warp per row (d <= 1024,
-// else one block per row), fp32 statistics, deterministic parameter-gradient sums.
+// thread count). CUDA: kernels/cuda/layernorm.h, each row in registers (one
+// warp per row for d <= 1024, a block of warps beyond), fp32 statistics,
+// deterministic parameter-gradient sums.
 //
 // Dtypes: x, y, dy, dx are F32 on the CPU and F32 or BF16 (all the same) on
 // CUDA; weight, bias, dweight, dbias, mean and rstd are always F32.

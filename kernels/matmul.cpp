@@ -6,6 +6,7 @@
 #include "kernels/op_checks.h"
 #ifdef VT_CUDA
 #include "kernels/cuda/matmul.h"
+#include "kernels/cuda/matmul_lt.h"
 #endif
 
 namespace vt {
@@ -56,6 +57,39 @@ MatrixView as_matrix(const char* op, const char* name, const Tensor& t) {
   return v;
 }
 
+#ifdef VT_CUDA
+// c = op(a) op(b) (+ beta c) through a cuBLASLt epilogue; false when it fell
+// back (nothing ran) or epilogues are switched off.
+bool lt_matmul(const MatrixView& A, bool ta, const MatrixView& B, bool tb, const MatrixView& C, int64_t m, int64_t n,
+               int64_t k, float alpha, float beta, cuda::LtEpilogue ep, const float* bias, void* aux, int64_t ldaux,
+               float* bgrad) {
+  if (!cuda::lt_epilogues()) return false;
+  cuda::LtGemm g;
+  g.trans_a = ta;
+  g.trans_b = tb;
+  g.m = m, g.n = n, g.k = k;
+  g.alpha = alpha, g.beta = beta;
+  g.a = A.data, g.lda = A.ld, g.b = B.data, g.ldb = B.ld, g.c = C.data, g.ldc = C.ld;
+  g.ab = A.dtype, g.c_type = C.dtype;
+  g.epilogue = ep;
+  g.bias = bias, g.aux = aux, g.ldaux = ldaux, g.bgrad = bgrad;
+  return cuda::lt_gemm(g);
+}
+#endif
+
+// The checks shared by linear_act_forward / act_linear_backward: pre and its
+// partner (y or dpre) contiguous [..., N] of one dtype.
+void check_act_pair(const char* op, const char* name, const Tensor& t, const Tensor& pre, int64_t n) {
+  opcheck::defined(op, "pre", pre);
+  opcheck::defined(op, name, t);
+  opcheck::contiguous(op, "pre", pre);
+  opcheck::same_shape(op, name, t, "pre", pre);
+  if (t.dtype() != pre.dtype())
+    opcheck::fail(op, opcheck::desc(name, t) + " and " + opcheck::desc("pre", pre) + " differ in dtype");
+  if (pre.dim() < 1 || pre.size(-1) != n)
+    opcheck::fail(op, opcheck::desc("pre", pre) + " must be [..., " + std::to_string(n) + "]");
+}
+
 }  // namespace
 
 void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const Tensor& c, float alpha,
@@ -76,6 +110,9 @@ void matmul(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
     opcheck::fail(op, opcheck::desc("c", c) + " must be F32 or the dtype of a and b");
   if (on_cuda(op, a)) {
 #ifdef VT_CUDA
+    if (bias.defined() && lt_matmul(A, trans_a, B, trans_b, C, m, n, k, alpha, beta, cuda::LtEpilogue::Bias,
+                                    bias.f32(), nullptr, 0, nullptr))
+      return;
     cuda::gemm(trans_a, trans_b, m, n, k, alpha, A.data, A.ld, B.data, B.ld, beta, C.data, C.ld, A.dtype, C.dtype);
     if (bias.defined()) cuda::add_bias_rows(C.data, m, n, C.ld, bias.f32(), C.dtype);
 #endif
@@ -153,11 +190,81 @@ void linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, co
     opcheck::same_shape(op, "dx", dx, "x", x);
     matmul(dy, false, weight, false, dx, 1.0f, 0.0f);
   }
-  if (dweight.defined()) {
-    opcheck::same_shape(op, "dweight", dweight, "weight", weight);
-    matmul(dy, true, x, false, dweight, 1.0f, 1.0f);
+  if (dweight.defined()) opcheck::same_shape(op, "dweight", dweight, "weight", weight);
+#ifdef VT_CUDA
+  // dW += dy^T x with db = column sums of dy from the same GEMM (BGRADB:
+  // cuBLASLt overwrites its bias gradient, so it lands in scratch first).
+  if (dweight.defined() && dbias.defined() && dy.device().is_cuda() && cuda::lt_epilogues()) {
+    const char* lop = "linear_backward";
+    MatrixView D = as_matrix(lop, "dy", dy), X = as_matrix(lop, "x", x), W = as_matrix(lop, "dweight", dweight);
+    opcheck::f32_like(lop, "dbias", dbias, {n});
+    opcheck::same_device(lop, dy.device(), {{"x", &x}, {"dweight", &dweight}, {"dbias", &dbias}});
+    if (X.rows == D.rows && X.dtype == D.dtype && (W.dtype == D.dtype || W.dtype == DType::F32)) {
+      Tensor g = Tensor::empty({n}, DType::F32, dy.device());
+      if (lt_matmul(D, true, X, false, W, n, k, D.rows, 1.0f, 1.0f, cuda::LtEpilogue::BGradA, nullptr, nullptr, 0,
+                    g.f32())) {
+        cuda::add_bias_grad(dbias.f32(), g.f32(), n);
+        return;
+      }
+    }
   }
+#endif
+  if (dweight.defined()) matmul(dy, true, x, false, dweight, 1.0f, 1.0f);
   if (dbias.defined()) bias_backward(dy, dbias);
+}
+
+void linear_act_forward(Activation act, const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& pre,
+                        const Tensor& y) {
+  const char* op = "linear_act_forward";
+  opcheck::defined(op, "weight", weight);
+  if (weight.dim() != 2) opcheck::fail(op, opcheck::desc("weight", weight) + " must be [N, K]");
+  check_act_pair(op, "y", y, pre, weight.size(0));
+#ifdef VT_CUDA
+  if (act == Activation::GeluTanh && x.defined() && x.device().is_cuda() && bias.defined()) {
+    if (x.dim() < 1 || x.size(-1) != weight.size(1) || x.dim() != pre.dim())
+      opcheck::fail(op, opcheck::desc("x", x) + ", " + opcheck::desc("weight", weight) + ", " +
+                            opcheck::desc("pre", pre) + ": expected x [..., K], weight [N, K], pre [..., N]");
+    MatrixView X = as_matrix(op, "x", x), W = as_matrix(op, "weight", weight), Y = as_matrix(op, "y", y);
+    MatrixView P = as_matrix(op, "pre", pre);
+    opcheck::f32_like(op, "bias", bias, {W.rows});
+    opcheck::same_device(op, x.device(), {{"weight", &weight}, {"bias", &bias}, {"pre", &pre}, {"y", &y}});
+    if (X.rows == Y.rows && X.dtype == W.dtype && (Y.dtype == X.dtype || Y.dtype == DType::F32) &&
+        lt_matmul(X, false, W, true, Y, X.rows, W.rows, X.cols, 1.0f, 0.0f, cuda::LtEpilogue::GeluAuxBias,
+                  bias.f32(), P.data, P.ld, nullptr))
+      return;
+  }
+#endif
+  linear_forward(x, weight, bias, pre);
+  activation_forward(act, pre, y);
+}
+
+void act_linear_backward(Activation act, const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& pre,
+                         const Tensor& dpre, const Tensor& dweight, const Tensor& dbias) {
+  const char* op = "act_linear_backward";
+  opcheck::defined(op, "weight", weight);
+  if (weight.dim() != 2) opcheck::fail(op, opcheck::desc("weight", weight) + " must be [N, K]");
+  check_act_pair(op, "dpre", dpre, pre, weight.size(1));
+  opcheck::same_shape(op, "x", x, "pre", pre);
+  bool fused = false;
+#ifdef VT_CUDA
+  if (act == Activation::GeluTanh && dy.defined() && dy.device().is_cuda()) {
+    if (dy.dim() != pre.dim() || dy.size(-1) != weight.size(0))
+      opcheck::fail(op, opcheck::desc("dy", dy) + ", " + opcheck::desc("weight", weight) + ", " +
+                            opcheck::desc("pre", pre) + ": expected dy [..., N], weight [N, K], pre [..., K]");
+    MatrixView D = as_matrix(op, "dy", dy), W = as_matrix(op, "weight", weight), G = as_matrix(op, "dpre", dpre);
+    MatrixView P = as_matrix(op, "pre", pre);
+    opcheck::same_device(op, dy.device(), {{"weight", &weight}, {"pre", &pre}, {"dpre", &dpre}});
+    fused = D.rows == G.rows && D.dtype == W.dtype && (G.dtype == D.dtype || G.dtype == DType::F32) &&
+            lt_matmul(D, false, W, false, G, D.rows, W.cols, W.rows, 1.0f, 0.0f, cuda::LtEpilogue::DGelu, nullptr,
+                      P.data, P.ld, nullptr);
+  }
+#endif
+  if (fused) {
+    linear_backward(dy, x, weight, Tensor(), dweight, dbias);
+    return;
+  }
+  linear_backward(dy, x, weight, dpre, dweight, dbias);
+  activation_backward(act, dpre, pre, dpre);
 }
 
 void bias_backward(const Tensor& dy, const Tensor& dbias) {
@@ -180,6 +287,13 @@ namespace vt {
 void set_matmul_tf32(bool on) {
 #ifdef VT_CUDA
   cuda::set_tf32(on);
+#else
+  (void)on;
+#endif
+}
+void set_matmul_epilogues(bool on) {
+#ifdef VT_CUDA
+  cuda::set_lt_epilogues(on);
 #else
   (void)on;
 #endif

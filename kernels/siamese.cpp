@@ -264,6 +264,42 @@ void siamese_residual_backward(const SiameseResidualSpec& s, const Tensor& dx_ou
   cpu::siamese_residual_backward(a, cptr(dx_out), cptr(dy_out), df.f32(), mptr(dgate));
 }
 
+void siamese_residual_input_forward(const SiameseResidualSpec& res, const Tensor& x_out, const Tensor& y_out,
+                                    const SiameseInputSpec& next, const Tensor& u, const Tensor& z,
+                                    const Tensor& mean, const Tensor& rstd) {
+  const char* op = "siamese_residual_input_forward";
+  const cpu::SiameseResidualRows ra = residual_rows(op, res);
+  const Shape& shape = res.f.shape();
+  if (res.u.defined()) oc::f32_like(op, "x_out", x_out, shape);
+  if (res.y.defined()) oc::f32_like(op, "y_out", y_out, shape);
+  if (next.x.defined() && (!res.u.defined() || next.x.raw() != x_out.raw()))
+    oc::fail(op, "the next input's stream x must be the residual's x_out");
+  if (next.y.defined() && (!res.y.defined() || next.y.raw() != y_out.raw()))
+    oc::fail(op, "the next input's stream y must be the residual's y_out");
+  const Dims dm = check_input(op, next, mean, rstd);
+  check_rows(op, "u", u, shape);
+  const DType act = check_act(op, "z", z, shape);
+  if (act != res.f.dtype())
+    oc::fail(op, oc::desc("z", z) + " and " + oc::desc("f", res.f) + " must have the same dtype");
+  oc::same_device(op, res.f.device(), {{"x_out", &x_out}, {"y_out", &y_out}, {"u", &u}, {"z", &z}, {"mean", &mean}});
+  const Tensor none;
+  const Tensor& xo = res.u.defined() ? x_out : none;
+  const Tensor& yo = res.y.defined() ? y_out : none;
+  if (dm.dev.is_cuda()) {
+#ifdef VT_CUDA
+    cuda::SiameseInputArgs a = cuda::f32_args(input_rows(next, dm));
+    a.act = act;
+    cuda::siamese_residual_input_forward(cuda_residual_args(ra, res), mptr(xo), mptr(yo), a, mptr(u), z.raw(),
+                                         mean.f32(), rstd.f32());
+    return;
+#else
+    oc::no_cuda(op);
+#endif
+  }
+  cpu::siamese_residual_input_forward(ra, mptr(xo), mptr(yo), input_rows(next, dm), mptr(u), z.f32(), mean.f32(),
+                                      rstd.f32());
+}
+
 // ---------------------------------------------------------------------------
 // Unfused oracles.
 

@@ -29,8 +29,8 @@
 // Errors: std::invalid_argument naming the op, the tensor and its shape.
 // CPU: OpenMP over rows; parameter gradients over column blocks with double
 // accumulators (results independent of the thread count). CUDA:
-// kernels/cuda/siamese.h, one warp per row (d <= 1024, else one block per
-// row), deterministic column sums
+// kernels/cuda/siamese.h, each row in registers (one warp per row for
+// d <= 1024, a block of warps per row beyond), deterministic column sums
 // (all-bf16 I/O through the raw vt::cuda API).
 #pragma once
 #include "core/tensor.h"
@@ -81,6 +81,18 @@ void siamese_residual_forward(const SiameseResidualSpec& s, const Tensor& x_out,
 // dgate (OVERWRITTEN, optional) = per-sample sum of drop_scale * f * (same).
 void siamese_residual_backward(const SiameseResidualSpec& s, const Tensor& dx_out, const Tensor& dy_out,
                                const Tensor& df, const Tensor& dgate);
+
+// Sublayer k's residual and sublayer k+1's input map in one pass over the
+// rows (docs/design.md §3): siamese_residual_forward(res, x_out, y_out), then
+// siamese_input_forward(next, u, z, mean, rstd) of the new streams. next.x
+// must be x_out or undefined, next.y y_out or undefined; z has f's dtype; u
+// may alias res.u. CPU: the two maps row by row, bit-identical to the two
+// calls. CUDA: one row kernel, so the streams are read once per sublayer
+// (u, f, y read; x_out, y_out, u, z written, against 5 reads and 4 writes
+// for the two kernels).
+void siamese_residual_input_forward(const SiameseResidualSpec& res, const Tensor& x_out, const Tensor& y_out,
+                                    const SiameseInputSpec& next, const Tensor& u, const Tensor& z,
+                                    const Tensor& mean, const Tensor& rstd);
 
 // Unfused oracles: the same maps composed of plain layernorm_forward /
 // layernorm_backward calls and elementwise loops, with temporaries allocated

@@ -55,7 +55,8 @@ TARBALL=$ROOT/build-gpu.tar.gz
 # packed when the build has them.
 REQUIRED="tests/test_cuda bench/bench_cuda_kernels bench/bench_allreduce"
 OPTIONAL="bench/gpu/check_train_device bench/gpu/check_dit_device bench/bench_attention bench/check_inception_device
-          bench/bench_train_step bench/bench_dit_step bench/bench_backbone bench/check_graph_step"
+          bench/bench_train_step bench/bench_dit_step bench/bench_backbone bench/bench_mlp_epilogue
+          bench/check_graph_step"
 
 if [ "${VT_BUNDLE_NO_BUILD:-0}" != 1 ]; then
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVT_CUDA=ON -DVT_MPI=OFF \

@@ -17,6 +17,8 @@
 #             auto) vs eager steps: agreement (1e-6) and steps/s of both, a
 #             small launch-bound DeiT (deit_tiny at 64 px, batch 32, 50 steps)
 #   kernels   GB/s of LayerNorm and the SiameseNorm kernels vs a D2D copy
+#   epilogue  MLP forward+backward at DeiT-S shapes with the cuBLASLt epilogues
+#             vs the separate passes (bench_mlp_epilogue), as a speedup
 #   attention forward+backward time of the [B,H,T,T] path, the own flash kernel and cuDNN's
 #             fused SDPA at DeiT-S and DiT-L/4 shapes (bench_attention), as ratios
 #   nccl      NCCL all-reduce bandwidth, a world of 1; a step with the all-reduce after the
@@ -223,7 +225,7 @@ vt_summary() {
 
 # The kernel tests compute-sanitizer runs: everything but the cuBLAS GEMMs
 # (library code, slow under the sanitizer) and the host-side plumbing.
-VT_MEMCHECK_FILTER='CudaLayerNorm.*:CudaSiamese.*:CudaAttention.*:CudaCrossEntropy.*:CudaDropPath.*:CudaElementwise.*:CudaActivation.*:CudaEmbedding.*:CudaPatch.*:CudaModulate.*:CudaOptim*.*:CudaMixup.*:CudaImagePrep.*:CudaStream.*'
+VT_MEMCHECK_FILTER='CudaMatmulLt.*:CudaLayerNorm.*:CudaSiamese.*:CudaAttention.*:CudaCrossEntropy.*:CudaDropPath.*:CudaElementwise.*:CudaActivation.*:CudaEmbedding.*:CudaPatch.*:CudaModulate.*:CudaOptim*.*:CudaMixup.*:CudaImagePrep.*:CudaStream.*'
 # racecheck: the kernels that share data through shared memory (row
 # reductions, the attention softmax, the column-sum kernels).
 VT_RACECHECK_FILTER='CudaLayerNorm.*:CudaSiamese.*:CudaAttention.*:CudaCrossEntropy.*:CudaElementwise.*'
@@ -242,7 +244,7 @@ vt_gpu_check_main() {
   : >"$VT_LOG"
   VT_TMP=$(mktemp -d)
   trap 'rm -rf "$VT_TMP"' EXIT
-  stages=${*:-env cuda memcheck racecheck agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 graph kernels attention nccl fid step_deit step_dit ckpt_deit ckpt_dit}
+  stages=${*:-env cuda memcheck racecheck agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 graph kernels epilogue attention nccl fid step_deit step_dit ckpt_deit ckpt_dit}
   vt_log "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build $BUILD, budget ${VT_BUDGET}s, log $VT_LOG"
   vt_log "gpu_check: stages: $stages"
 
@@ -277,7 +279,7 @@ vt_gpu_check_main() {
   local -a progs=()
   for s in tests/test_cuda bench/bench_cuda_kernels bench/bench_allreduce bench/gpu/check_train_device \
            bench/gpu/check_dit_device bench/check_train_device bench/check_dit_device bench/bench_attention \
-           bench/check_inception_device bench/bench_train_step bench/bench_dit_step bench/bench_backbone \
+           bench/check_inception_device bench/bench_train_step bench/bench_dit_step bench/bench_backbone bench/bench_mlp_epilogue \
            bench/gpu/check_graph_step bench/check_graph_step; do
     [ -x "$BUILD/$s" ] && progs+=("$BUILD/$s")
   done
@@ -327,6 +329,8 @@ vt_gpu_check_main() {
         vt_stage_prog graph 60 "CUDA Graph vs eager step, deit_tiny 64 px batch 32" "$BUILD/bench/gpu/check_graph_step $BUILD/bench/check_graph_step" 50 32 fp32 ;;
       kernels)
         vt_stage_prog kernels 45 "GB/s vs D2D copy" "$BUILD/bench/bench_cuda_kernels" 20 ;;
+      epilogue)
+        vt_stage_prog epilogue 30 "MLP fwd+bwd, cuBLASLt epilogues vs separate passes" "$BUILD/bench/bench_mlp_epilogue" 20 ;;
       attention)
         vt_stage_prog attention 60 "probs vs flash vs cuDNN SDPA, fwd+bwd" "$BUILD/bench/bench_attention" 10 ;;
       nccl)

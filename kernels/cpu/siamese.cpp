@@ -113,6 +113,74 @@ __attribute__((always_inline)) inline void norm_row_backward(const float* g, con
 
 }  // namespace
 
+namespace {
+
+// The input map of row r (see siamese_input_forward); ur is u's row or a
+// scratch row of d floats.
+void input_forward_row(const SiameseInputRows& a, int64_t r, float* ur, float* z, float* mean, float* rstd,
+                       bool use_saved_stats) {
+  const int64_t rows = a.rows, d = a.d;
+  float* zr = z + r * d;
+  if (a.x) {
+    const float* xr = a.x + r * d;
+    if (a.post.enabled) {
+      if (!use_saved_stats) row_stats(xr, d, a.eps, mean[r], rstd[r]);
+      norm_row(xr, mean[r], rstd[r], a.post, d, ur);
+    } else if (ur != xr) {
+      std::copy(xr, xr + d, ur);
+    }
+  } else {
+    std::fill(ur, ur + d, 0.0f);
+  }
+  // s is built in z's row, then normalised/modulated in place.
+  if (a.y) {
+    const float* yr = a.y + r * d;
+    if (a.pre.enabled) {
+      if (!use_saved_stats) row_stats(yr, d, a.eps, mean[rows + r], rstd[rows + r]);
+      norm_row(yr, mean[rows + r], rstd[rows + r], a.pre, d, zr);
+#pragma omp simd
+      for (int64_t j = 0; j < d; ++j) zr[j] += ur[j];
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < d; ++j) zr[j] = ur[j] + yr[j];
+    }
+  } else {
+    std::copy(ur, ur + d, zr);
+  }
+  if (a.input.enabled) {
+    if (!use_saved_stats) row_stats(zr, d, a.eps, mean[2 * rows + r], rstd[2 * rows + r]);
+    norm_row(zr, mean[2 * rows + r], rstd[2 * rows + r], a.input, d, zr);
+  }
+  if (a.shift) {
+    const int64_t b = r / a.rows_per_sample;
+    const float* sh = a.shift + b * a.mod_ld;
+    const float* sc = a.scale + b * a.mod_ld;
+#pragma omp simd
+    for (int64_t j = 0; j < d; ++j) zr[j] = zr[j] * (1.0f + sc[j]) + sh[j];
+  }
+}
+
+// The residual update of row r (see siamese_residual_forward).
+void residual_forward_row(const SiameseResidualRows& a, int64_t r, float* x_out, float* y_out) {
+  const int64_t d = a.d;
+  const int64_t b = r / a.rows_per_sample;
+  const float ds = a.drop_scale ? a.drop_scale[b] : 1.0f;
+  const float* gr = a.gate ? a.gate + b * a.gate_ld : nullptr;
+  const float* fr = a.f + r * d;
+  const float* ur = a.u ? a.u + r * d : nullptr;
+  const float* yr = a.y ? a.y + r * d : nullptr;
+  float* xo = x_out ? x_out + r * d : nullptr;
+  float* yo = y_out ? y_out + r * d : nullptr;
+#pragma omp simd
+  for (int64_t j = 0; j < d; ++j) {
+    const float o = ds * (gr ? gr[j] : 1.0f) * fr[j];
+    if (ur) xo[j] = ur[j] + o * a.inv_c;
+    if (yr) yo[j] = yr[j] + o;
+  }
+}
+
+}  // namespace
+
 void siamese_input_forward(const SiameseInputRows& a, float* u, float* z, float* mean, float* rstd,
                            bool use_saved_stats) {
   const int64_t rows = a.rows, d = a.d;
@@ -121,46 +189,25 @@ void siamese_input_forward(const SiameseInputRows& a, float* u, float* z, float*
   {
     std::vector<float> ubuf(u ? 0 : d);
 #pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      input_forward_row(a, r, u ? u + r * d : ubuf.data(), z, mean, rstd, use_saved_stats);
+  }
+}
+
+void siamese_residual_input_forward(const SiameseResidualRows& res, float* x_out, float* y_out,
+                                    const SiameseInputRows& next, float* u, float* z, float* mean, float* rstd) {
+  const int64_t rows = next.rows, d = next.d;
+  if (rows == 0 || d == 0) return;
+  // Row by row, the residual and then the input map: the same per-row
+  // arithmetic as the two calls in sequence (bitwise), while the new stream
+  // rows are still in cache.
+#pragma omp parallel
+  {
+    std::vector<float> ubuf(u ? 0 : d);
+#pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
-      float* ur = u ? u + r * d : ubuf.data();
-      float* zr = z + r * d;
-      if (a.x) {
-        const float* xr = a.x + r * d;
-        if (a.post.enabled) {
-          if (!use_saved_stats) row_stats(xr, d, a.eps, mean[r], rstd[r]);
-          norm_row(xr, mean[r], rstd[r], a.post, d, ur);
-        } else if (ur != xr) {
-          std::copy(xr, xr + d, ur);
-        }
-      } else {
-        std::fill(ur, ur + d, 0.0f);
-      }
-      // s is built in z's row, then normalised/modulated in place.
-      if (a.y) {
-        const float* yr = a.y + r * d;
-        if (a.pre.enabled) {
-          if (!use_saved_stats) row_stats(yr, d, a.eps, mean[rows + r], rstd[rows + r]);
-          norm_row(yr, mean[rows + r], rstd[rows + r], a.pre, d, zr);
-#pragma omp simd
-          for (int64_t j = 0; j < d; ++j) zr[j] += ur[j];
-        } else {
-#pragma omp simd
-          for (int64_t j = 0; j < d; ++j) zr[j] = ur[j] + yr[j];
-        }
-      } else {
-        std::copy(ur, ur + d, zr);
-      }
-      if (a.input.enabled) {
-        if (!use_saved_stats) row_stats(zr, d, a.eps, mean[2 * rows + r], rstd[2 * rows + r]);
-        norm_row(zr, mean[2 * rows + r], rstd[2 * rows + r], a.input, d, zr);
-      }
-      if (a.shift) {
-        const int64_t b = r / a.rows_per_sample;
-        const float* sh = a.shift + b * a.mod_ld;
-        const float* sc = a.scale + b * a.mod_ld;
-#pragma omp simd
-        for (int64_t j = 0; j < d; ++j) zr[j] = zr[j] * (1.0f + sc[j]) + sh[j];
-      }
+      residual_forward_row(res, r, x_out, y_out);
+      input_forward_row(next, r, u ? u + r * d : ubuf.data(), z, mean, rstd, false);
     }
   }
 }
@@ -347,24 +394,8 @@ void siamese_input_backward(const SiameseInputRows& a, const float* mean, const 
 }
 
 void siamese_residual_forward(const SiameseResidualRows& a, float* x_out, float* y_out) {
-  const int64_t d = a.d;
 #pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < a.rows; ++r) {
-    const int64_t b = r / a.rows_per_sample;
-    const float ds = a.drop_scale ? a.drop_scale[b] : 1.0f;
-    const float* gr = a.gate ? a.gate + b * a.gate_ld : nullptr;
-    const float* fr = a.f + r * d;
-    const float* ur = a.u ? a.u + r * d : nullptr;
-    const float* yr = a.y ? a.y + r * d : nullptr;
-    float* xo = x_out ? x_out + r * d : nullptr;
-    float* yo = y_out ? y_out + r * d : nullptr;
-#pragma omp simd
-    for (int64_t j = 0; j < d; ++j) {
-      const float o = ds * (gr ? gr[j] : 1.0f) * fr[j];
-      if (ur) xo[j] = ur[j] + o * a.inv_c;
-      if (yr) yo[j] = yr[j] + o;
-    }
-  }
+  for (int64_t r = 0; r < a.rows; ++r) residual_forward_row(a, r, x_out, y_out);
 }
 
 void siamese_residual_backward(const SiameseResidualRows& a, const float* dx_out, const float* dy_out,

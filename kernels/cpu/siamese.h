@@ -84,6 +84,13 @@ struct SiameseResidualRows {
 };
 void siamese_residual_forward(const SiameseResidualRows& a, float* x_out, float* y_out);
 
+// siamese_residual_forward(res, x_out, y_out) and then
+// siamese_input_forward(next, u, z, mean, rstd, false), row by row: next.x
+// is x_out (or null), next.y y_out (or null); same rows and d. Results equal
+// the two calls' bit for bit.
+void siamese_residual_input_forward(const SiameseResidualRows& res, float* x_out, float* y_out,
+                                    const SiameseInputRows& next, float* u, float* z, float* mean, float* rstd);
+
 // Given dx_out / dy_out (either may be null = zero):
 //   df    = drop_scale * gate * (dx_out * inv_c + dy_out)   (OVERWRITTEN)
 //   dgate = sum over the sample's rows of drop_scale * f * (dx_out * inv_c + dy_out)

@@ -13,91 +13,19 @@ namespace {
 
 using namespace detail;
 
-// Rows up to kWarpRowMaxD take the warp-per-row kernels (registers, vector
-// loads). Wider rows take the block-per-row kernels, whose rows live in
-// dynamic shared memory; 48 KiB is the launch default.
-constexpr int64_t kMaxSmemFloats = 12288 - 256;  // 48 KiB minus 1 KiB for block_sum slots
-
-void check_width(const char* op, int64_t d, int64_t copies) {
-  if (d * copies > kMaxSmemFloats)
+void check_width(const char* op, int64_t d) {
+  if (d > kRowMaxD)
     throw std::invalid_argument(std::string(op) + ": row width d=" + std::to_string(d) +
-                                " exceeds the CUDA kernel's limit of " + std::to_string(kMaxSmemFloats / copies));
+                                " exceeds the CUDA kernel's limit of " + std::to_string(kRowMaxD));
 }
 
-template <typename T>
-__global__ void ln_forward_kernel(const T* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,
-                                  float eps, int64_t d, T* y, float* mean, float* rstd) {
-  extern __shared__ float row[];
-  const int64_t r = blockIdx.x;
-  const T* xr = x + r * d;
-  T* yr = y + r * d;
-  float s[1] = {0.0f};
-  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-    const float v = ld(xr, j);
-    row[j] = v;
-    s[0] += v;
-  }
-  block_sum(s);
-  const float mu = s[0] / static_cast<float>(d);
-  float q[1] = {0.0f};
-  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-    const float c = row[j] - mu;
-    q[0] += c * c;
-  }
-  block_sum(q);
-  const float rs = 1.0f / sqrtf(q[0] / static_cast<float>(d) + eps);
-  if (threadIdx.x == 0) {
-    if (mean) mean[r] = mu;
-    if (rstd) rstd[r] = rs;
-  }
-  // Each thread only touches its own row[j]: y may alias x.
-  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-    float t = (row[j] - mu) * rs;
-    if (w) t *= w[j];
-    if (b) t += b[j];
-    st(yr, j, t);
-  }
-}
-
-template <typename T>
-__global__ void ln_backward_dx_kernel(const T* dy, const T* __restrict__ x, const float* __restrict__ w,
-                                      const float* __restrict__ mean, const float* __restrict__ rstd, int64_t d,
-                                      T* dx, bool accumulate) {
-  extern __shared__ float sm[];
-  float* gs = sm;       // g = dy * w
-  float* xh = sm + d;   // x_hat
-  const int64_t r = blockIdx.x;
-  const T* dyr = dy + r * d;
-  const T* xr = x + r * d;
-  T* dxr = dx + r * d;
-  const float mu = mean[r], rs = rstd[r];
-  float s[2] = {0.0f, 0.0f};
-  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-    const float g = w ? ld(dyr, j) * w[j] : ld(dyr, j);
-    const float h = (ld(xr, j) - mu) * rs;
-    gs[j] = g;
-    xh[j] = h;
-    s[0] += g;
-    s[1] += g * h;
-  }
-  block_sum(s);
-  const float inv_d = 1.0f / static_cast<float>(d);
-  const float a = s[0] * inv_d, bb = s[1] * inv_d;
-  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-    const float v = rs * (gs[j] - a - xh[j] * bb);
-    st(dxr, j, accumulate ? ld(dxr, j) + v : v);
-  }
-}
-
-// Warp-per-row twins of the two kernels above for d <= kWarpRowMaxD
-// (row_warp.cuh): the row stays in registers, V-wide loads.
-template <typename T, int V>
-__global__ void ln_forward_warp_kernel(const T* x, const float* __restrict__ w,
-                                       const float* __restrict__ b, float eps, int64_t rows, int64_t d, T* y,
-                                       float* mean, float* rstd) {
-  const int64_t r = warp_row();
-  if (r >= rows) return;  // a whole warp leaves: no shuffle waits on it
-  const LaneRow<V> L{d, static_cast<int>(threadIdx.x & 31)};
+// Row kernels (row_warp.cuh): the row stays in registers, V-wide loads.
+template <typename T, int V, bool M>
+__global__ void ln_forward_kernel(const T* x, const float* __restrict__ w, const float* __restrict__ b, float eps,
+                                  int64_t rows, int64_t d, T* y, float* mean, float* rstd) {
+  int64_t r;
+  const LaneRow<V, M> L = lane_row<V, M>(d, r);
+  if (r >= rows) return;
   float v[kLaneElems];
   L.load(x + r * d, v);  // the whole row is read before y (which may alias x) is written
   float mu, rs;
@@ -106,47 +34,37 @@ __global__ void ln_forward_warp_kernel(const T* x, const float* __restrict__ w,
     if (mean) mean[r] = mu;
     if (rstd) rstd[r] = rs;
   }
-#pragma unroll
-  for (int c = 0; c < LaneRow<V>::C; ++c) {
-    if (!L.has(c)) continue;
-#pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const int64_t j = L.col(c) + k;
-      float t = (v[c * V + k] - mu) * rs;
-      if (w) t *= w[j];
-      if (b) t += b[j];
-      v[c * V + k] = t;
-    }
-  }
+  L.normalize(v, mu, rs, w, b);
   L.store(y + r * d, v);
 }
 
-template <typename T, int V>
-__global__ void ln_backward_dx_warp_kernel(const T* dy, const T* __restrict__ x, const float* __restrict__ w,
-                                           const float* __restrict__ mean, const float* __restrict__ rstd,
-                                           int64_t rows, int64_t d, T* dx, bool accumulate) {
-  const int64_t r = warp_row();
+template <typename T, int V, bool M>
+__global__ void ln_backward_dx_kernel(const T* dy, const T* __restrict__ x, const float* __restrict__ w,
+                                      const float* __restrict__ mean, const float* __restrict__ rstd, int64_t rows,
+                                      int64_t d, T* dx, bool accumulate) {
+  int64_t r;
+  const LaneRow<V, M> L = lane_row<V, M>(d, r);
   if (r >= rows) return;
-  const LaneRow<V> L{d, static_cast<int>(threadIdx.x & 31)};
   float g[kLaneElems], h[kLaneElems];
   L.load(dy + r * d, g);
   L.load(x + r * d, h);
   const float mu = mean[r], rs = rstd[r];
-  float s0 = 0.0f, s1 = 0.0f;
+  float s[2] = {0.0f, 0.0f};
 #pragma unroll
-  for (int c = 0; c < LaneRow<V>::C; ++c) {
+  for (int c = 0; c < LaneRow<V, M>::C; ++c) {
     if (!L.has(c)) continue;
 #pragma unroll
     for (int k = 0; k < V; ++k) {
       const int i = c * V + k;
       if (w) g[i] *= w[L.col(c) + k];
       h[i] = (h[i] - mu) * rs;
-      s0 += g[i];
-      s1 += g[i] * h[i];
+      s[0] += g[i];
+      s[1] += g[i] * h[i];
     }
   }
+  L.sum(s);
   const float inv_d = 1.0f / static_cast<float>(d);
-  const float a = warp_sum(s0) * inv_d, bb = warp_sum(s1) * inv_d;
+  const float a = s[0] * inv_d, bb = s[1] * inv_d;
   float old[kLaneElems];
   if (accumulate) L.load(dx + r * d, old);
 #pragma unroll
@@ -155,6 +73,96 @@ __global__ void ln_backward_dx_warp_kernel(const T* dy, const T* __restrict__ x,
     g[i] = accumulate ? old[i] + v : v;
   }
   L.store(dx + r * d, g);  // dy (which dx may alias) was read in full above
+}
+
+// dx and the parameter-gradient partials in one pass (rows of d <=
+// kWarpRowMaxD): dy and x are read once instead of once more by
+// ln_param_partials_kernel. Block c owns rows [c * kFusedChunkRows, + kFusedChunkRows);
+// its warp w takes rows w, w + kWarpRows, ... of them, summing dy * x_hat and
+// dy per column in registers; the warps' sums are then added in warp order
+// in shared memory and written to partial [chunks][2][d]. The order is fixed
+// by the shapes alone: identical bits every run.
+constexpr int64_t kFusedChunkRows = 32;
+
+template <typename T, int V>
+__global__ void ln_backward_fused_kernel(const T* dy, const T* __restrict__ x, const float* __restrict__ w,
+                                         const float* __restrict__ mean, const float* __restrict__ rstd, int64_t rows,
+                                         int64_t d, T* dx, bool accumulate, float* __restrict__ partial) {
+  __shared__ float acc[2 * kWarpRowMaxD];
+  const int warp = static_cast<int>(threadIdx.x >> 5);
+  const LaneRow<V, false> L{d, static_cast<int>(threadIdx.x & 31), 32};
+  const int64_t c = blockIdx.x, r0 = c * kFusedChunkRows, r1 = min(rows, r0 + kFusedChunkRows);
+  float pw[kLaneElems], pb[kLaneElems];
+#pragma unroll
+  for (int i = 0; i < kLaneElems; ++i) pw[i] = pb[i] = 0.0f;
+  // Every warp runs every step, past the last row on zeros: the warps reach
+  // the barriers below together, and so do the emulator's block-wide shuffles.
+  for (int step = 0; step < kFusedChunkRows / kWarpRows; ++step) {
+    const int64_t r = r0 + warp + static_cast<int64_t>(step) * kWarpRows;
+    const bool live = r < r1;
+    float g[kLaneElems], h[kLaneElems];
+    if (live) {
+      L.load(dy + r * d, g);
+      L.load(x + r * d, h);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kLaneElems; ++i) g[i] = h[i] = 0.0f;
+    }
+    const float mu = live ? mean[r] : 0.0f, rs = live ? rstd[r] : 0.0f;
+    float s[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int cc = 0; cc < LaneRow<V, false>::C; ++cc) {
+      if (!L.has(cc)) continue;
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const int i = cc * V + k;
+        h[i] = (h[i] - mu) * rs;
+        pw[i] += g[i] * h[i];
+        pb[i] += g[i];
+        if (w) g[i] *= w[L.col(cc) + k];
+        s[0] += g[i];
+        s[1] += g[i] * h[i];
+      }
+    }
+    L.sum(s);
+    const float inv_d = 1.0f / static_cast<float>(d);
+    const float a = s[0] * inv_d, bb = s[1] * inv_d;
+    if (!live) continue;
+#pragma unroll
+    for (int cc = 0; cc < LaneRow<V, false>::C; ++cc) {
+      if (!L.has(cc)) continue;
+      float o[V];
+      if (accumulate) ld_vec<V>(dx + r * d, L.col(cc), o);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const int i = cc * V + k;
+        const float v = rs * (g[i] - a - h[i] * bb);
+        o[k] = accumulate ? o[k] + v : v;
+      }
+      st_vec<V>(dx + r * d, L.col(cc), o);  // dy (which dx may alias) was read in full above
+    }
+  }
+  // The warps' column sums, added in warp order.
+  for (int q = 0; q < kWarpRows; ++q) {
+    if (warp == q) {
+#pragma unroll
+      for (int cc = 0; cc < LaneRow<V, false>::C; ++cc) {
+        if (!L.has(cc)) continue;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          const int64_t j = L.col(cc) + k;
+          const int i = cc * V + k;
+          acc[j] = q == 0 ? pw[i] : acc[j] + pw[i];
+          acc[kWarpRowMaxD + j] = q == 0 ? pb[i] : acc[kWarpRowMaxD + j] + pb[i];
+        }
+      }
+    }
+    __syncthreads();
+  }
+  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
+    partial[(c * 2 + 0) * d + j] = acc[j];
+    partial[(c * 2 + 1) * d + j] = acc[kWarpRowMaxD + j];
+  }
 }
 
 // 128-bit loads need d a multiple of the vector width and aligned rows.
@@ -166,23 +174,37 @@ bool ln_vec_ok(int64_t d, std::initializer_list<const void*> rows) {
   return true;
 }
 
-// Per (column, 64-row chunk): sums of dy * x_hat and dy.
-template <typename T>
+// Per (column, 64-row chunk): sums of dy * x_hat and dy. Each thread owns V
+// consecutive columns (a warp a strip of 32 V) and reads them with V-wide
+// loads; every column is summed over the chunk's rows in row order whatever
+// V is, so the bits do not depend on the vector width.
+template <typename T, int V>
 __global__ void ln_param_partials_kernel(const T* __restrict__ dy, const T* __restrict__ x,
                                          const float* __restrict__ mean, const float* __restrict__ rstd,
                                          int64_t rows, int64_t d, float* __restrict__ partial) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t j = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V;
   if (j >= d) return;
   const int64_t c = blockIdx.y;
   const int64_t r0 = c * kRowsPerChunk, r1 = min(rows, r0 + kRowsPerChunk);
-  float gw = 0.0f, gb = 0.0f;
+  float gw[V], gb[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) gw[k] = gb[k] = 0.0f;
   for (int64_t r = r0; r < r1; ++r) {
-    const float g = ld(dy, r * d + j);
-    gw += g * ((ld(x, r * d + j) - mean[r]) * rstd[r]);
-    gb += g;
+    float g[V], xv[V];
+    ld_vec<V>(dy, r * d + j, g);
+    ld_vec<V>(x, r * d + j, xv);
+    const float mu = mean[r], rs = rstd[r];
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      gw[k] += g[k] * ((xv[k] - mu) * rs);
+      gb[k] += g[k];
+    }
   }
-  partial[(c * 2 + 0) * d + j] = gw;
-  partial[(c * 2 + 1) * d + j] = gb;
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    partial[(c * 2 + 0) * d + j + k] = gw[k];
+    partial[(c * 2 + 1) * d + j + k] = gb[k];
+  }
 }
 
 }  // namespace
@@ -191,21 +213,13 @@ void layernorm_forward(const void* x, const float* weight, const float* bias, fl
                        void* y, float* mean, float* rstd, DType io, cudaStream_t stream) {
   const char* op = "cuda::layernorm_forward";
   if (rows == 0 || d == 0) return;
-  check_width(op, d, 1);
-  if (d <= kWarpRowMaxD) {
-    VT_CUDA_DISPATCH_IO(op, io, T, VT_ROW_VEC_DISPATCH(ln_vec_ok<T>(d, {x, y}), T, V,
-                                                      auto k = ln_forward_warp_kernel<T, V>;
-                                                      k<<<warp_row_blocks(rows), 32 * kWarpRows, 0, stream>>>(
-                                                          static_cast<const T*>(x), weight, bias, eps, rows, d,
-                                                          static_cast<T*>(y), mean, rstd)));
-    check_launch(op);
-    return;
-  }
-  const int threads = row_threads(d);
-  const size_t smem = static_cast<size_t>(d) * sizeof(float);
-  VT_CUDA_DISPATCH_IO(op, io, T,
-                      ln_forward_kernel<T><<<static_cast<unsigned>(rows), threads, smem, stream>>>(
-                          static_cast<const T*>(x), weight, bias, eps, d, static_cast<T*>(y), mean, rstd));
+  check_width(op, d);
+  const RowGrid g = row_grid(rows, d);
+  VT_CUDA_DISPATCH_IO(op, io, T, VT_ROW_DISPATCH(ln_vec_ok<T>(d, {x, y}), d, T, V, M,
+                                                auto k = ln_forward_kernel<T, V, M>;
+                                                k<<<g.blocks, g.threads, 0, stream>>>(
+                                                    static_cast<const T*>(x), weight, bias, eps, rows, d,
+                                                    static_cast<T*>(y), mean, rstd)));
   check_launch(op);
 }
 
@@ -214,36 +228,41 @@ void layernorm_backward(const void* dy, const void* x, const float* weight, cons
                         DType io, cudaStream_t stream) {
   const char* op = "cuda::layernorm_backward";
   if (rows == 0 || d == 0) return;
-  check_width(op, d, 2);
+  check_width(op, d);
+  if (dx && (dweight || dbias) && row_warps(d) == 1) {  // one pass over dy and x
+    const int64_t chunks = (rows + kFusedChunkRows - 1) / kFusedChunkRows;
+    Workspace ws(static_cast<size_t>(chunks * 2 * d) * sizeof(float), stream);
+    VT_CUDA_DISPATCH_IO(op, io, T, VT_ROW_VEC_DISPATCH(ln_vec_ok<T>(d, {dy, x, dx}), T, V,
+                                                      auto k = ln_backward_fused_kernel<T, V>;
+                                                      k<<<static_cast<unsigned>(chunks), 32 * kWarpRows, 0, stream>>>(
+                                                          static_cast<const T*>(dy), static_cast<const T*>(x), weight,
+                                                          mean, rstd, rows, d, static_cast<T*>(dx), accumulate_dx,
+                                                          ws.f32())));
+    check_launch(op);
+    finalize_chunks<2>(ws.f32(), chunks, d, ChunkOutputs<2>{{dweight, dbias}}, stream, op);
+    return;
+  }
   // Parameter gradients first: dx may alias dy and would overwrite it.
   if (dweight || dbias) {
     const int64_t chunks = row_chunks(rows);
     if (chunks > 65535) throw std::invalid_argument(std::string(op) + ": too many rows " + std::to_string(rows));
     Workspace ws(static_cast<size_t>(chunks * 2 * d) * sizeof(float), stream);
-    const dim3 grid(static_cast<unsigned>((d + kColThreads - 1) / kColThreads), static_cast<unsigned>(chunks));
     VT_CUDA_DISPATCH_IO(op, io, T,
-                        ln_param_partials_kernel<T><<<grid, kColThreads, 0, stream>>>(
-                            static_cast<const T*>(dy), static_cast<const T*>(x), mean, rstd, rows, d, ws.f32()));
+                        VT_ROW_VEC_DISPATCH(ln_vec_ok<T>(d, {dy, x}), T, V, auto k = ln_param_partials_kernel<T, V>;
+                                            const dim3 grid(col_strip_blocks(d, V), static_cast<unsigned>(chunks));
+                                            k<<<grid, kColThreads, 0, stream>>>(
+                                                static_cast<const T*>(dy), static_cast<const T*>(x), mean, rstd,
+                                                rows, d, ws.f32())));
     check_launch(op);
     finalize_chunks<2>(ws.f32(), chunks, d, ChunkOutputs<2>{{dweight, dbias}}, stream, op);
   }
   if (!dx) return;
-  if (d <= kWarpRowMaxD) {
-    VT_CUDA_DISPATCH_IO(op, io, T, VT_ROW_VEC_DISPATCH(ln_vec_ok<T>(d, {dy, x, dx}), T, V,
-                                                      auto k = ln_backward_dx_warp_kernel<T, V>;
-                                                      k<<<warp_row_blocks(rows), 32 * kWarpRows, 0, stream>>>(
-                                                          static_cast<const T*>(dy), static_cast<const T*>(x),
-                                                          weight, mean, rstd, rows, d, static_cast<T*>(dx),
-                                                          accumulate_dx)));
-    check_launch(op);
-    return;
-  }
-  const int threads = row_threads(d);
-  const size_t smem = static_cast<size_t>(2 * d) * sizeof(float);
-  VT_CUDA_DISPATCH_IO(op, io, T,
-                      ln_backward_dx_kernel<T><<<static_cast<unsigned>(rows), threads, smem, stream>>>(
-                          static_cast<const T*>(dy), static_cast<const T*>(x), weight, mean, rstd, d,
-                          static_cast<T*>(dx), accumulate_dx));
+  const RowGrid g = row_grid(rows, d);
+  VT_CUDA_DISPATCH_IO(op, io, T, VT_ROW_DISPATCH(ln_vec_ok<T>(d, {dy, x, dx}), d, T, V, M,
+                                                auto k = ln_backward_dx_kernel<T, V, M>;
+                                                k<<<g.blocks, g.threads, 0, stream>>>(
+                                                    static_cast<const T*>(dy), static_cast<const T*>(x), weight, mean,
+                                                    rstd, rows, d, static_cast<T*>(dx), accumulate_dx)));
   check_launch(op);
 }
 

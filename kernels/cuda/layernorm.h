@@ -5,14 +5,16 @@
 // mean, rstd, dweight, dbias: fp32 (statistics and parameter gradients stay
 // fp32 in bf16 training). Any of weight/bias/mean/rstd/dweight/dbias may be
 // nullptr when absent. Arithmetic is fp32: statistics by a two-pass
-// (mean, then centred variance) reduction. Rows of d <= 1024 (forward and
-// dx): one warp per row, 4 rows per block, the row held in registers and read
-// with 128-bit loads when d is a multiple of 4 (fp32) / 8 (bf16) and the
-// pointers are 16-byte aligned, scalar loads otherwise (row_warp.cuh). Wider
-// rows: one thread block per row with the row cached in shared memory
-// (d <= 6016 for backward, 12032 forward).
+// (mean, then centred variance) reduction. Each row is held in registers
+// (kernels/cuda/row_warp.cuh): one warp per row for d <= 1024 (4 rows per
+// block), a block of ceil(d / 1024) warps per row for wider rows
+// (d <= 32768); 128-bit loads when d is a multiple of 4 (fp32) / 8 (bf16) and
+// the pointers are 16-byte aligned, scalar loads otherwise.
 // dweight/dbias accumulate through a deterministic two-stage column sum
-// (fixed 64-row chunks, then the chunks in order): identical bits every run.
+// (per-chunk partials, then the chunks in order): identical bits every run.
+// For d <= 1024 with dx requested the partials come from the dx kernel itself
+// (32-row chunks), so dy and x are read once; otherwise a column-strip kernel
+// (64-row chunks, vector loads) reads them again.
 // dx may alias dy (not when accumulating); y may alias x.
 // Errors: std::invalid_argument (bad dtype or d too large),
 // std::runtime_error (CUDA errors). All work is queued on `stream`.

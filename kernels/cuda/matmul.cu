@@ -81,6 +81,7 @@ namespace {
 bool g_tf32 = false;
 }
 void set_tf32(bool on) { g_tf32 = on; }
+bool tf32() { return g_tf32; }
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const void* a, int64_t lda,
           const void* b, int64_t ldb, float beta, void* c, int64_t ldc, DType ab, DType c_type,
@@ -144,6 +145,11 @@ void bias_backward(const void* dy, int64_t rows, int64_t n, int64_t ldy, float* 
                                                                                  ldy, ws.f32()));
   check_launch(op);
   finalize_chunks<1>(ws.f32(), chunks, n, ChunkOutputs<1>{{dbias}}, stream, op);
+}
+
+void add_bias_grad(float* dbias, const float* g, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  finalize_chunks<1>(g, 1, n, ChunkOutputs<1>{{dbias}}, stream, "cuda::add_bias_grad");
 }
 
 }  // namespace cuda

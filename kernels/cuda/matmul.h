@@ -26,6 +26,7 @@ namespace cuda {
 // TF32 tensor cores for F32 x F32 GEMMs (CUBLAS_COMPUTE_32F_FAST_TF32),
 // process-wide; off by default. BF16 operands are unaffected.
 void set_tf32(bool on);
+bool tf32();
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const void* a, int64_t lda,
           const void* b, int64_t ldb, float beta, void* c, int64_t ldc, DType ab, DType c_type,
@@ -44,6 +45,10 @@ void add_bias_rows(void* y, int64_t rows, int64_t n, int64_t ldy, const float* b
 // Deterministic two-stage column sum (64-row chunks added in order).
 void bias_backward(const void* dy, int64_t rows, int64_t n, int64_t ldy, float* dbias, DType io,
                    cudaStream_t stream = 0);
+
+// dbias[n] += g[n] (fp32): a bias gradient a cuBLASLt epilogue wrote into
+// scratch (kernels/cuda/matmul_lt.h overwrites; parameter gradients accumulate).
+void add_bias_grad(float* dbias, const float* g, int64_t n, cudaStream_t stream = 0);
 
 }  // namespace cuda
 }  // namespace vt

@@ -13,13 +13,10 @@ namespace {
 
 using namespace detail;
 
-// Three row caches (x or y staging, u/s, ds) of d floats in shared memory.
-constexpr int64_t kMaxSmemFloats = 12288 - 256;  // 48 KiB minus 1 KiB for block_sum slots
-
 void check_width(const char* op, int64_t d) {
-  if (3 * d > kMaxSmemFloats)
+  if (d > kRowMaxD)
     throw std::invalid_argument(std::string(op) + ": row width d=" + std::to_string(d) +
-                                " exceeds the CUDA kernel's limit of " + std::to_string(kMaxSmemFloats / 3));
+                                " exceeds the CUDA kernel's limit of " + std::to_string(kRowMaxD));
 }
 
 template <typename T>
@@ -30,119 +27,14 @@ __device__ __forceinline__ const T* row_ptr(const void* p, int64_t offset) {
 __device__ __forceinline__ float wt(const float* w, int64_t j) { return w ? w[j] : 1.0f; }
 __device__ __forceinline__ float bs(const float* b, int64_t j) { return b ? b[j] : 0.0f; }
 
-// Mean and rstd of v[0..d) (each thread reads only its own strided entries);
-// every thread of the block must call it.
-__device__ __forceinline__ void row_stats(const float* v, int64_t d, float eps, float& mu, float& rs) {
-  float s[1] = {0.0f};
-  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) s[0] += v[j];
-  block_sum(s);
-  mu = s[0] / static_cast<float>(d);
-  float q[1] = {0.0f};
-  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-    const float c = v[j] - mu;
-    q[0] += c * c;
-  }
-  block_sum(q);
-  rs = 1.0f / sqrtf(q[0] / static_cast<float>(d) + eps);
-}
-
 // ---------------------------------------------------------------- forward
-
-template <typename T, typename A>
-__global__ void input_forward_kernel(SiameseInputArgs a, T* u, A* z, float* mean, float* rstd, bool saved) {
-  extern __shared__ float sm[];
-  const int64_t d = a.d, rows = a.rows, r = blockIdx.x;
-  float* stage = sm;  // x, then y
-  float* acc = sm + d;  // u, then s, then the normalised s
-  const T* x = row_ptr<T>(a.x, r * d);
-  const T* y = row_ptr<T>(a.y, r * d);
-  T* ur = u ? u + r * d : nullptr;
-  // Every branch below depends on kernel arguments only (block-uniform), so
-  // the block reductions inside are reached by all threads.
-  if (x) {
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) stage[j] = ld(x, j);
-    float mu = 0.0f, rs = 1.0f;
-    if (a.post.enabled) {
-      if (saved) {
-        mu = mean[r], rs = rstd[r];
-      } else {
-        row_stats(stage, d, a.eps, mu, rs);
-        if (threadIdx.x == 0) mean[r] = mu, rstd[r] = rs;
-      }
-    }
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-      float t = stage[j];
-      if (a.post.enabled) t = (t - mu) * rs * wt(a.post.weight, j) + bs(a.post.bias, j);
-      acc[j] = t;
-      if (ur) st(ur, j, t);  // u may alias x: stage[j] was read by this thread
-    }
-  } else {
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-      acc[j] = 0.0f;
-      if (ur) st(ur, j, 0.0f);
-    }
-  }
-  if (y) {
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) stage[j] = ld(y, j);
-    float mu = 0.0f, rs = 1.0f;
-    if (a.pre.enabled) {
-      if (saved) {
-        mu = mean[rows + r], rs = rstd[rows + r];
-      } else {
-        row_stats(stage, d, a.eps, mu, rs);
-        if (threadIdx.x == 0) mean[rows + r] = mu, rstd[rows + r] = rs;
-      }
-    }
-    for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-      float t = stage[j];
-      if (a.pre.enabled) t = (t - mu) * rs * wt(a.pre.weight, j) + bs(a.pre.bias, j);
-      acc[j] += t;
-    }
-  }
-  float mu = 0.0f, rs = 1.0f;
-  if (a.input.enabled) {
-    if (saved) {
-      mu = mean[2 * rows + r], rs = rstd[2 * rows + r];
-    } else {
-      row_stats(acc, d, a.eps, mu, rs);
-      if (threadIdx.x == 0) mean[2 * rows + r] = mu, rstd[2 * rows + r] = rs;
-    }
-  }
-  const int64_t b = r / a.rows_per_sample;
-  const T* sh = row_ptr<T>(a.shift, b * a.mod_ld);
-  const T* sc = row_ptr<T>(a.scale, b * a.mod_ld);
-  A* zr = z + r * d;
-  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-    float t = acc[j];
-    if (a.input.enabled) t = (t - mu) * rs * wt(a.input.weight, j) + bs(a.input.bias, j);
-    if (sh) t = t * (1.0f + ld(sc, j)) + ld(sh, j);
-    st(zr, j, t);
-  }
-}
-
-// Warp-per-row twin of input_forward_kernel for d <= kWarpRowMaxD
-// (row_warp.cuh): x, y and s stay in registers, V-wide loads and stores.
-
-// v = (v - mu) * rs * weight + bias over the lane's columns, if n is enabled.
-template <int V>
-__device__ __forceinline__ void norm_lane(const LaneRow<V>& L, float (&v)[kLaneElems], const SiameseNormArgs& n,
-                                          float mu, float rs) {
-  if (!n.enabled) return;
-#pragma unroll
-  for (int c = 0; c < LaneRow<V>::C; ++c) {
-    if (!L.has(c)) continue;
-#pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const int64_t j = L.col(c) + k;
-      v[c * V + k] = (v[c * V + k] - mu) * rs * wt(n.weight, j) + bs(n.bias, j);
-    }
-  }
-}
+// Row kernels (row_warp.cuh): x, y and s stay in registers, V-wide loads and
+// stores, one warp per row up to 1024 columns, a block of warps per row beyond.
 
 // The statistics of norm slot `slot` (0 post, 1 pre, 2 input) of row r:
 // read back when saved, else computed from v and written.
-template <int V>
-__device__ __forceinline__ void slot_stats(const LaneRow<V>& L, const float (&v)[kLaneElems], float eps, bool saved,
+template <int V, bool M>
+__device__ __forceinline__ void slot_stats(const LaneRow<V, M>& L, const float (&v)[kLaneElems], float eps, bool saved,
                                            float* mean, float* rstd, int64_t i, float& mu, float& rs) {
   if (saved) {
     mu = mean[i], rs = rstd[i];
@@ -152,167 +44,140 @@ __device__ __forceinline__ void slot_stats(const LaneRow<V>& L, const float (&v)
   if (L.lane == 0) mean[i] = mu, rstd[i] = rs;
 }
 
-template <typename T, typename A, int V>
-__global__ void input_forward_warp_kernel(SiameseInputArgs a, T* u, A* z, float* mean, float* rstd, bool saved) {
-  const int64_t d = a.d, rows = a.rows, r = warp_row();
-  if (r >= rows) return;  // a whole warp leaves: no shuffle waits on it
-  const LaneRow<V> L{d, static_cast<int>(threadIdx.x & 31)};
-  const T* x = row_ptr<T>(a.x, r * d);
-  const T* y = row_ptr<T>(a.y, r * d);
-  T* ur = u ? u + r * d : nullptr;
-  float acc[kLaneElems], v[kLaneElems];
-  // Branches depend on kernel arguments only: every warp shuffles alike.
-  if (x) {
-    L.load(x, acc);  // the row is in registers before u (which may alias x) is written
-    float mu = 0.0f, rs = 1.0f;
-    if (a.post.enabled) slot_stats(L, acc, a.eps, saved, mean, rstd, r, mu, rs);
-    norm_lane(L, acc, a.post, mu, rs);
-    if (ur) L.store(ur, acc);
+// v = LN_n(v) over the thread's columns when n is enabled (statistics in
+// slot i of mean/rstd, computed unless saved).
+template <int V, bool M>
+__device__ __forceinline__ void norm_slot(const LaneRow<V, M>& L, float (&v)[kLaneElems], const SiameseNormArgs& n,
+                                          float eps, bool saved, float* mean, float* rstd, int64_t i) {
+  if (!n.enabled) return;
+  float mu, rs;
+  slot_stats(L, v, eps, saved, mean, rstd, i, mu, rs);
+  L.normalize(v, mu, rs, n.weight, n.bias);
+}
+
+// The input map of row r: xv holds x's row when a.x is set, and
+// stage_y(yv) puts y's row into yv when a.y is (called after u is written,
+// so a plain load keeps x's and y's rows from being live at once; both are
+// overwritten). Writes u (when non-null), z and the statistics of the
+// enabled norms. Every thread of the row must call it (the branches depend
+// on kernel arguments only).
+template <typename T, typename A, int V, bool M, typename StageY>
+__device__ __forceinline__ void input_row_forward(const SiameseInputArgs& a, const LaneRow<V, M>& L, int64_t r,
+                                                  float (&xv)[kLaneElems], float (&yv)[kLaneElems],
+                                                  const StageY& stage_y, T* u, A* z, float* mean, float* rstd,
+                                                  bool saved) {
+  const int64_t d = a.d, rows = a.rows;
+  if (a.x) {
+    norm_slot(L, xv, a.post, a.eps, saved, mean, rstd, r);
   } else {
 #pragma unroll
-    for (int i = 0; i < kLaneElems; ++i) acc[i] = 0.0f;
-    if (ur) L.store(ur, acc);
+    for (int i = 0; i < kLaneElems; ++i) xv[i] = 0.0f;
   }
-  if (y) {
-    L.load(y, v);
-    float mu = 0.0f, rs = 1.0f;
-    if (a.pre.enabled) slot_stats(L, v, a.eps, saved, mean, rstd, rows + r, mu, rs);
-    norm_lane(L, v, a.pre, mu, rs);
+  if (u) L.store(u + r * d, xv);
+  if (a.y) {
+    stage_y(yv);
+    norm_slot(L, yv, a.pre, a.eps, saved, mean, rstd, rows + r);
 #pragma unroll
-    for (int i = 0; i < kLaneElems; ++i) acc[i] += v[i];
+    for (int i = 0; i < kLaneElems; ++i) xv[i] += yv[i];
   }
-  float mu = 0.0f, rs = 1.0f;
-  if (a.input.enabled) slot_stats(L, acc, a.eps, saved, mean, rstd, 2 * rows + r, mu, rs);
-  norm_lane(L, acc, a.input, mu, rs);
+  norm_slot(L, xv, a.input, a.eps, saved, mean, rstd, 2 * rows + r);
   if (a.shift) {
     const int64_t m = (r / a.rows_per_sample) * a.mod_ld;
     const T* sh = static_cast<const T*>(a.shift) + m;
     const T* sc = static_cast<const T*>(a.scale) + m;
 #pragma unroll
-    for (int c = 0; c < LaneRow<V>::C; ++c) {
+    for (int c = 0; c < LaneRow<V, M>::C; ++c) {
       if (!L.has(c)) continue;
       float fs[V], fc[V];
       ld_vec<V>(sh, L.col(c), fs);
       ld_vec<V>(sc, L.col(c), fc);
 #pragma unroll
-      for (int k = 0; k < V; ++k) acc[c * V + k] = acc[c * V + k] * (1.0f + fc[k]) + fs[k];
+      for (int k = 0; k < V; ++k) xv[c * V + k] = xv[c * V + k] * (1.0f + fc[k]) + fs[k];
     }
   }
-  L.store(z + r * d, acc);
+  L.store(z + r * d, xv);
+}
+
+template <typename T, typename A, int V, bool M>
+__global__ void input_forward_kernel(SiameseInputArgs a, T* u, A* z, float* mean, float* rstd, bool saved) {
+  int64_t r;
+  const LaneRow<V, M> L = lane_row<V, M>(a.d, r);
+  if (r >= a.rows) return;
+  float xv[kLaneElems], yv[kLaneElems];
+  // x's row is in registers before u (which may alias x) is written.
+  if (a.x) L.load(static_cast<const T*>(a.x) + r * a.d, xv);
+  const T* y = row_ptr<T>(a.y, r * a.d);
+  input_row_forward<T, A, V, M>(
+      a, L, r, xv, yv, [&](float (&v)[kLaneElems]) { L.load(y, v); }, u, z, mean, rstd, saved);
+}
+
+// Sublayer k's residual, then sublayer k+1's input map of the same row from
+// the new stream values in registers: x and y are read once. The residual is
+// computed as residual_forward_kernel does and the input map sees the values
+// as stored (bf16-rounded for bf16 streams), so the result is the one of the
+// two kernels in sequence. Aliasing per thread and column: every element is
+// read before the same thread writes it.
+template <typename T, typename A, int V, bool M>
+__global__ void residual_input_forward_kernel(SiameseResidualArgs res, T* x_out, T* y_out, SiameseInputArgs a, T* u,
+                                              A* z, float* mean, float* rstd) {
+  int64_t r;
+  const LaneRow<V, M> L = lane_row<V, M>(a.d, r);
+  if (r >= a.rows) return;
+  const int64_t d = a.d, i0 = r * d, b = r / res.rows_per_sample;
+  const float ds = res.drop_scale ? res.drop_scale[b] : 1.0f;
+  const T* gate = res.gate ? static_cast<const T*>(res.gate) + b * res.gate_ld : nullptr;
+  const T* ur = row_ptr<T>(res.u, i0);
+  const T* yr = row_ptr<T>(res.y, i0);
+  const A* fr = static_cast<const A*>(res.f) + i0;
+  float xv[kLaneElems], yv[kLaneElems];
+#pragma unroll
+  for (int c = 0; c < LaneRow<V, M>::C; ++c) {
+    float* xc = xv + c * V;
+    float* yc = yv + c * V;
+#pragma unroll
+    for (int k = 0; k < V; ++k) xc[k] = yc[k] = 0.0f;
+    if (!L.has(c)) continue;
+    const int64_t j = L.col(c);
+    float o[V], g[V];
+    ld_vec<V>(fr, j, o);
+    if (gate) ld_vec<V>(gate, j, g);
+#pragma unroll
+    for (int k = 0; k < V; ++k) o[k] *= ds * (gate ? g[k] : 1.0f);
+    if (ur) {
+      ld_vec<V>(ur, j, xc);
+#pragma unroll
+      for (int k = 0; k < V; ++k) xc[k] += o[k] * res.inv_c;
+      st_vec<V>(x_out + i0, j, xc);
+#pragma unroll
+      for (int k = 0; k < V; ++k) xc[k] = as_stored<T>(xc[k]);
+    }
+    if (yr) {
+      ld_vec<V>(yr, j, yc);
+#pragma unroll
+      for (int k = 0; k < V; ++k) yc[k] += o[k];
+      st_vec<V>(y_out + i0, j, yc);
+#pragma unroll
+      for (int k = 0; k < V; ++k) yc[k] = as_stored<T>(yc[k]);
+    }
+  }
+  input_row_forward<T, A, V, M>(
+      a, L, r, xv, yv, [](float (&)[kLaneElems]) {}, u, z, mean, rstd, false);  // y's row is in yv already
 }
 
 // --------------------------------------------------------------- backward
 
-// Activation gradients of one row. red [2, rows] receives the input norm's
-// row scalars (mean of g and of g * s_hat) for the parameter pass.
-template <typename T>
+// Activation gradients of one row (row_warp.cuh layout). red [2, rows]
+// receives the input norm's row scalars (mean of g and of g * s_hat) for the
+// parameter pass. x, y and s (then ds) stay in registers; dz, scale and du are
+// re-read per pass (L1/L2 hits).
+template <typename T, int V, bool M>
 __global__ void input_backward_rows_kernel(SiameseInputArgs a, const float* __restrict__ mean,
-                                           const float* __restrict__ rstd, SiameseInputGradArgs g,
-                                           float* red) {
-  extern __shared__ float sm[];
-  const int64_t d = a.d, rows = a.rows, r = blockIdx.x;
-  float* xs = sm;          // x row
-  float* ys = sm + d;      // y row
-  float* sv = sm + 2 * d;  // s, then ds
-  const T* x = row_ptr<T>(a.x, r * d);
-  const T* y = row_ptr<T>(a.y, r * d);
-  const T* dz = row_ptr<T>(g.dz, r * d);
-  const T* du = x ? row_ptr<T>(g.du, r * d) : nullptr;
-  const T* dpass = y ? row_ptr<T>(g.dy_pass, r * d) : nullptr;
-  const int64_t b = r / a.rows_per_sample;
-  const T* sc = a.shift ? row_ptr<T>(a.scale, b * a.mod_ld) : nullptr;
-  const float inv_d = 1.0f / static_cast<float>(d);
-  float mx = 0.0f, rx = 1.0f, my = 0.0f, ry = 1.0f, ms = 0.0f, rs = 1.0f;
-  if (x && a.post.enabled) mx = mean[r], rx = rstd[r];
-  if (y && a.pre.enabled) my = mean[rows + r], ry = rstd[rows + r];
-  if (a.input.enabled) ms = mean[2 * rows + r], rs = rstd[2 * rows + r];
-
-  // Recompute s; the input norm's sums of g = dn * w_in and g * s_hat.
-  float si[2] = {0.0f, 0.0f};
-  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-    float u = 0.0f, v = 0.0f;
-    if (x) {
-      const float xv = ld(x, j);
-      xs[j] = xv;
-      u = a.post.enabled ? (xv - mx) * rx * wt(a.post.weight, j) + bs(a.post.bias, j) : xv;
-    }
-    if (y) {
-      const float yv = ld(y, j);
-      ys[j] = yv;
-      v = a.pre.enabled ? (yv - my) * ry * wt(a.pre.weight, j) + bs(a.pre.bias, j) : yv;
-    }
-    const float s = u + v;
-    sv[j] = s;
-    if (a.input.enabled) {
-      const float dn = sc ? ld(dz, j) * (1.0f + ld(sc, j)) : ld(dz, j);
-      const float gg = dn * wt(a.input.weight, j);
-      si[0] += gg;
-      si[1] += gg * ((s - ms) * rs);
-    }
-  }
-  float ai = 0.0f, bi = 0.0f;
-  if (a.input.enabled) {
-    block_sum(si);
-    ai = si[0] * inv_d, bi = si[1] * inv_d;
-    if (red && threadIdx.x == 0) red[r] = ai, red[rows + r] = bi;
-  }
-  // ds; the post/pre norms' sums (post: g = (du + ds) w_post, pre: g = ds w_pre).
-  float sp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-    const float dn = sc ? ld(dz, j) * (1.0f + ld(sc, j)) : ld(dz, j);
-    float ds = dn;
-    if (a.input.enabled) ds = rs * (dn * wt(a.input.weight, j) - ai - (sv[j] - ms) * rs * bi);
-    sv[j] = ds;
-    if (x && a.post.enabled) {
-      const float gg = ((du ? ld(du, j) : 0.0f) + ds) * wt(a.post.weight, j);
-      sp[0] += gg;
-      sp[1] += gg * ((xs[j] - mx) * rx);
-    }
-    if (y && a.pre.enabled) {
-      const float gg = ds * wt(a.pre.weight, j);
-      sp[2] += gg;
-      sp[3] += gg * ((ys[j] - my) * ry);
-    }
-  }
-  if ((x && a.post.enabled) || (y && a.pre.enabled)) block_sum(sp);
-  const float ap = sp[0] * inv_d, bp = sp[1] * inv_d, aq = sp[2] * inv_d, bq = sp[3] * inv_d;
-  T* dx = (x && g.dx) ? static_cast<T*>(g.dx) + r * d : nullptr;
-  T* dy = (y && g.dy) ? static_cast<T*>(g.dy) + r * d : nullptr;
-  for (int64_t j = threadIdx.x; j < d; j += blockDim.x) {
-    const float ds = sv[j];
-    if (dx) {
-      const float dut = (du ? ld(du, j) : 0.0f) + ds;
-      if (a.post.enabled) {
-        const float gg = dut * wt(a.post.weight, j);
-        st(dx, j, rx * (gg - ap - (xs[j] - mx) * rx * bp));
-      } else {
-        st(dx, j, dut);
-      }
-    }
-    if (dy) {
-      // dy may alias dy_pass: this thread reads element j before writing it.
-      const float pass = dpass ? ld(dpass, j) : 0.0f;
-      if (a.pre.enabled) {
-        const float gg = ds * wt(a.pre.weight, j);
-        st(dy, j, pass + ry * (gg - aq - (ys[j] - my) * ry * bq));
-      } else {
-        st(dy, j, pass + ds);
-      }
-    }
-  }
-}
-
-// Warp-per-row twin of input_backward_rows_kernel for d <= kWarpRowMaxD:
-// x, y and s (then ds) stay in registers; dz, scale and du are re-read per
-// pass (L1/L2 hits), as the block kernel re-reads them.
-template <typename T, int V>
-__global__ void input_backward_rows_warp_kernel(SiameseInputArgs a, const float* __restrict__ mean,
-                                                const float* __restrict__ rstd, SiameseInputGradArgs g,
-                                                float* red) {
-  const int64_t d = a.d, rows = a.rows, r = warp_row();
-  if (r >= rows) return;  // a whole warp leaves: no shuffle waits on it
-  const LaneRow<V> L{d, static_cast<int>(threadIdx.x & 31)};
-  constexpr int C = LaneRow<V>::C;
+                                           const float* __restrict__ rstd, SiameseInputGradArgs g, float* red) {
+  const int64_t d = a.d, rows = a.rows;
+  int64_t r;
+  const LaneRow<V, M> L = lane_row<V, M>(d, r);
+  if (r >= rows) return;
+  constexpr int C = LaneRow<V, M>::C;
   const T* x = row_ptr<T>(a.x, r * d);
   const T* y = row_ptr<T>(a.y, r * d);
   const T* dz = row_ptr<T>(g.dz, r * d);
@@ -339,7 +204,7 @@ __global__ void input_backward_rows_warp_kernel(SiameseInputArgs a, const float*
   };
 
   // Recompute s; the input norm's sums of g = dn * w_in and g * s_hat.
-  float si0 = 0.0f, si1 = 0.0f;
+  float si[2] = {0.0f, 0.0f};
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     if (!L.has(c)) continue;
@@ -355,14 +220,15 @@ __global__ void input_backward_rows_warp_kernel(SiameseInputArgs a, const float*
       sv[i] = u + v;
       if (a.input.enabled) {
         const float gg = dn[k] * wt(a.input.weight, j);
-        si0 += gg;
-        si1 += gg * ((sv[i] - ms) * rs);
+        si[0] += gg;
+        si[1] += gg * ((sv[i] - ms) * rs);
       }
     }
   }
   float ai = 0.0f, bi = 0.0f;
   if (a.input.enabled) {
-    ai = warp_sum(si0) * inv_d, bi = warp_sum(si1) * inv_d;
+    L.sum(si);
+    ai = si[0] * inv_d, bi = si[1] * inv_d;
     if (red && L.lane == 0) red[r] = ai, red[rows + r] = bi;
   }
   // ds; the post/pre norms' sums (post: g = (du + ds) w_post, pre: g = ds w_pre).
@@ -392,10 +258,7 @@ __global__ void input_backward_rows_warp_kernel(SiameseInputArgs a, const float*
       }
     }
   }
-  if ((x && a.post.enabled) || (y && a.pre.enabled)) {
-#pragma unroll
-    for (int q = 0; q < 4; ++q) sp[q] = warp_sum(sp[q]);
-  }
+  if ((x && a.post.enabled) || (y && a.pre.enabled)) L.sum(sp);
   const float ap = sp[0] * inv_d, bp = sp[1] * inv_d, aq = sp[2] * inv_d, bq = sp[3] * inv_d;
   T* dx = (x && g.dx) ? static_cast<T*>(g.dx) + r * d : nullptr;
   T* dy = (y && g.dy) ? static_cast<T*>(g.dy) + r * d : nullptr;
@@ -432,93 +295,141 @@ __global__ void input_backward_rows_warp_kernel(SiameseInputArgs a, const float*
   }
 }
 
-// The elementwise quantities of row r, column j that the parameter and
-// modulation gradients sum (recomputed from the saved statistics).
+// The elementwise quantities of row r, columns j .. j + V - 1 that the
+// parameter and modulation gradients sum (recomputed from the saved
+// statistics), read with V-wide loads.
 struct Elem {
   float xh = 0, yh = 0, sh = 0, dn = 0, ds = 0, dut = 0, nval = 0, dz = 0;
 };
 
-template <typename T>
-__device__ __forceinline__ Elem elem(const SiameseInputArgs& a, const float* mean, const float* rstd,
-                                     const SiameseInputGradArgs& g, const float* red, int64_t r, int64_t j) {
+template <typename T, int V>
+__device__ __forceinline__ void elems(const SiameseInputArgs& a, const float* mean, const float* rstd,
+                                      const SiameseInputGradArgs& g, const float* red, int64_t r, int64_t j,
+                                      Elem (&e)[V]) {
   const int64_t d = a.d, rows = a.rows, i = r * d + j;
-  Elem e;
-  float u = 0.0f, v = 0.0f;
+  float u[V], v[V], t[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) e[k] = Elem{}, u[k] = v[k] = 0.0f;
   if (a.x) {
-    const float xv = ld(static_cast<const T*>(a.x), i);
-    if (a.post.enabled) {
-      e.xh = (xv - mean[r]) * rstd[r];
-      u = e.xh * wt(a.post.weight, j) + bs(a.post.bias, j);
-    } else {
-      u = xv;
+    ld_vec<V>(static_cast<const T*>(a.x), i, t);
+    const float mu = mean[r], rs = rstd[r];
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      if (a.post.enabled) {
+        e[k].xh = (t[k] - mu) * rs;
+        u[k] = e[k].xh * wt(a.post.weight, j + k) + bs(a.post.bias, j + k);
+      } else {
+        u[k] = t[k];
+      }
     }
   }
   if (a.y) {
-    const float yv = ld(static_cast<const T*>(a.y), i);
-    if (a.pre.enabled) {
-      e.yh = (yv - mean[rows + r]) * rstd[rows + r];
-      v = e.yh * wt(a.pre.weight, j) + bs(a.pre.bias, j);
-    } else {
-      v = yv;
+    ld_vec<V>(static_cast<const T*>(a.y), i, t);
+    const float mu = mean[rows + r], rs = rstd[rows + r];
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      if (a.pre.enabled) {
+        e[k].yh = (t[k] - mu) * rs;
+        v[k] = e[k].yh * wt(a.pre.weight, j + k) + bs(a.pre.bias, j + k);
+      } else {
+        v[k] = t[k];
+      }
     }
   }
-  const float s = u + v;
-  e.dz = ld(static_cast<const T*>(g.dz), i);
-  e.dn = a.shift ? e.dz * (1.0f + ld(static_cast<const T*>(a.scale), (r / a.rows_per_sample) * a.mod_ld + j))
-                 : e.dz;
-  if (a.input.enabled) {
-    const float rs = rstd[2 * rows + r];
-    e.sh = (s - mean[2 * rows + r]) * rs;
-    e.nval = e.sh * wt(a.input.weight, j) + bs(a.input.bias, j);
-    e.ds = rs * (e.dn * wt(a.input.weight, j) - red[r] - e.sh * red[rows + r]);
-  } else {
-    e.nval = s;
-    e.ds = e.dn;
+  ld_vec<V>(static_cast<const T*>(g.dz), i, t);
+#pragma unroll
+  for (int k = 0; k < V; ++k) e[k].dz = e[k].dn = t[k];
+  if (a.shift) {
+    ld_vec<V>(static_cast<const T*>(a.scale), (r / a.rows_per_sample) * a.mod_ld + j, t);
+#pragma unroll
+    for (int k = 0; k < V; ++k) e[k].dn = e[k].dz * (1.0f + t[k]);
   }
-  e.dut = ((a.x && g.du) ? ld(static_cast<const T*>(g.du), i) : 0.0f) + e.ds;
-  return e;
+  const float ms = mean[2 * rows + r], rs = rstd[2 * rows + r];
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    const float s = u[k] + v[k];
+    if (a.input.enabled) {
+      e[k].sh = (s - ms) * rs;
+      e[k].nval = e[k].sh * wt(a.input.weight, j + k) + bs(a.input.bias, j + k);
+      e[k].ds = rs * (e[k].dn * wt(a.input.weight, j + k) - red[r] - e[k].sh * red[rows + r]);
+    } else {
+      e[k].nval = s;
+      e[k].ds = e[k].dn;
+    }
+  }
+  if (a.x && g.du) {
+    ld_vec<V>(static_cast<const T*>(g.du), i, t);
+#pragma unroll
+    for (int k = 0; k < V; ++k) e[k].dut = t[k] + e[k].ds;
+  } else {
+#pragma unroll
+    for (int k = 0; k < V; ++k) e[k].dut = 0.0f + e[k].ds;
+  }
 }
 
+// The column kernels below give each thread V consecutive columns (a warp a
+// strip of 32 V columns) read with V-wide loads; every column is still summed
+// over its rows in row order, so the bits do not depend on V.
+
 // partial [chunks][6][d]: post_dw, post_db, pre_dw, pre_db, in_dw, in_db.
-template <typename T>
+template <typename T, int V>
 __global__ void input_param_partials_kernel(SiameseInputArgs a, const float* __restrict__ mean,
                                             const float* __restrict__ rstd, SiameseInputGradArgs g,
                                             const float* __restrict__ red, float* __restrict__ partial) {
   const int64_t d = a.d;
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t j = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V;
   if (j >= d) return;
   const int64_t c = blockIdx.y;
   const int64_t r0 = c * kRowsPerChunk, r1 = min(a.rows, r0 + kRowsPerChunk);
-  float p[6] = {0, 0, 0, 0, 0, 0};
+  float p[6][V];
+#pragma unroll
+  for (int q = 0; q < 6; ++q)
+#pragma unroll
+    for (int k = 0; k < V; ++k) p[q][k] = 0.0f;
   for (int64_t r = r0; r < r1; ++r) {
-    const Elem e = elem<T>(a, mean, rstd, g, red, r, j);
-    p[0] += e.dut * e.xh;
-    p[1] += e.dut;
-    p[2] += e.ds * e.yh;
-    p[3] += e.ds;
-    p[4] += e.dn * e.sh;
-    p[5] += e.dn;
+    Elem e[V];
+    elems<T, V>(a, mean, rstd, g, red, r, j, e);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      p[0][k] += e[k].dut * e[k].xh;
+      p[1][k] += e[k].dut;
+      p[2][k] += e[k].ds * e[k].yh;
+      p[3][k] += e[k].ds;
+      p[4][k] += e[k].dn * e[k].sh;
+      p[5][k] += e[k].dn;
+    }
   }
 #pragma unroll
-  for (int q = 0; q < 6; ++q) partial[(c * 6 + q) * d + j] = p[q];
+  for (int q = 0; q < 6; ++q)
+#pragma unroll
+    for (int k = 0; k < V; ++k) partial[(c * 6 + q) * d + j + k] = p[q][k];
 }
 
 // dshift[b] = sum over the sample's rows of dz, dscale[b] = of dz * n.
-template <typename T>
+template <typename T, int V>
 __global__ void input_mod_grads_kernel(SiameseInputArgs a, const float* __restrict__ mean,
                                        const float* __restrict__ rstd, SiameseInputGradArgs g,
                                        const float* __restrict__ red) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t j = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V;
   if (j >= a.d) return;
   const int64_t b = blockIdx.y;
-  float msh = 0.0f, msc = 0.0f;
+  float msh[V], msc[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) msh[k] = msc[k] = 0.0f;
   for (int64_t r = b * a.rows_per_sample; r < (b + 1) * a.rows_per_sample; ++r) {
-    const Elem e = elem<T>(a, mean, rstd, g, red, r, j);
-    msh += e.dz;
-    msc += e.dz * e.nval;
+    Elem e[V];
+    elems<T, V>(a, mean, rstd, g, red, r, j, e);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      msh[k] += e[k].dz;
+      msc[k] += e[k].dz * e[k].nval;
+    }
   }
-  if (g.dshift) st(static_cast<T*>(g.dshift), b * a.mod_ld + j, msh);
-  if (g.dscale) st(static_cast<T*>(g.dscale), b * a.mod_ld + j, msc);
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    if (g.dshift) st(static_cast<T*>(g.dshift), b * a.mod_ld + j + k, msh[k]);
+    if (g.dscale) st(static_cast<T*>(g.dscale), b * a.mod_ld + j + k, msc[k]);
+  }
 }
 
 // --------------------------------------------------------------- residual
@@ -583,19 +494,32 @@ __global__ void residual_backward_kernel(SiameseResidualArgs a, const T* dx_out,
   }
 }
 
-template <typename T, typename A>
+// dgate[b] = drop_scale[b] * per-sample column sums of f * dout (column strips
+// as the input kernels' column sums).
+template <typename T, typename A, int V>
 __global__ void residual_dgate_kernel(SiameseResidualArgs a, const T* dx_out, const T* dy_out, T* dgate) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t j = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * V;
   if (j >= a.d) return;
   const int64_t b = blockIdx.y;
   const A* f = static_cast<const A*>(a.f);
-  float acc = 0.0f;
+  float acc[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) acc[k] = 0.0f;
   for (int64_t r = b * a.rows_per_sample; r < (b + 1) * a.rows_per_sample; ++r) {
     const int64_t i = r * a.d + j;
-    const float dout = (dx_out ? ld(dx_out, i) * a.inv_c : 0.0f) + (dy_out ? ld(dy_out, i) : 0.0f);
-    acc += ld(f, i) * dout;
+    float fv[V], dx[V], dy[V];
+    ld_vec<V>(f, i, fv);
+    if (dx_out) ld_vec<V>(dx_out, i, dx);
+    if (dy_out) ld_vec<V>(dy_out, i, dy);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const float dout = (dx_out ? dx[k] * a.inv_c : 0.0f) + (dy_out ? dy[k] : 0.0f);
+      acc[k] += fv[k] * dout;
+    }
   }
-  st(dgate, b * a.gate_ld + j, (a.drop_scale ? a.drop_scale[b] : 1.0f) * acc);
+  const float ds = a.drop_scale ? a.drop_scale[b] : 1.0f;
+#pragma unroll
+  for (int k = 0; k < V; ++k) st(dgate, b * a.gate_ld + j + k, ds * acc[k]);
 }
 
 int64_t samples_of(const char* op, int64_t rows, int64_t rows_per_sample) {
@@ -641,7 +565,12 @@ bool residual_vec_ok(const SiameseResidualArgs& a, std::initializer_list<const v
   return vec_ok<T, A>(a.d, t_ptrs, {f});
 }
 
-unsigned col_blocks(int64_t d) { return static_cast<unsigned>((d + kColThreads - 1) / kColThreads); }
+// Columns per thread of the column-sum kernels: the 128-bit width of the
+// stream dtype, at most 4 (their per-column state is large).
+template <int V>
+constexpr int col_vec() {
+  return V > 4 ? 4 : V;
+}
 
 // The kernels templated on the stream dtype T (args.io) and the activation
 // dtype A (args.act); the launch goes through a one-name alias (`k`), which
@@ -657,19 +586,42 @@ void siamese_input_forward(const SiameseInputArgs& a, void* u, void* z, float* m
   if (a.rows == 0 || a.d == 0) return;
   check_width(op, a.d);
   if (a.shift) samples_of(op, a.rows, a.rows_per_sample);
-  if (a.d <= kWarpRowMaxD) {
-    VT_SIAMESE_DISPATCH(op, a, VT_ROW_VEC_DISPATCH((input_vec_ok<T, A>(a, u, z)), T, V,
-                                                   auto k = input_forward_warp_kernel<T, A, V>;
-                                                   k<<<warp_row_blocks(a.rows), 32 * kWarpRows, 0, stream>>>(
-                                                       a, static_cast<T*>(u), static_cast<A*>(z), mean, rstd,
-                                                       use_saved_stats)));
-    check_launch(op);
-    return;
-  }
-  const size_t smem = static_cast<size_t>(2 * a.d) * sizeof(float);
-  VT_SIAMESE_DISPATCH(op, a, auto k = input_forward_kernel<T, A>;
-                      k<<<static_cast<unsigned>(a.rows), row_threads(a.d), smem, stream>>>(
-                          a, static_cast<T*>(u), static_cast<A*>(z), mean, rstd, use_saved_stats));
+  const RowGrid rg = row_grid(a.rows, a.d);
+  VT_SIAMESE_DISPATCH(op, a, VT_ROW_DISPATCH((input_vec_ok<T, A>(a, u, z)), a.d, T, V, M,
+                                             auto k = input_forward_kernel<T, A, V, M>;
+                                             k<<<rg.blocks, rg.threads, 0, stream>>>(
+                                                 a, static_cast<T*>(u), static_cast<A*>(z), mean, rstd,
+                                                 use_saved_stats)));
+  check_launch(op);
+}
+
+void siamese_residual_input_forward(const SiameseResidualArgs& res, void* x_out, void* y_out,
+                                    const SiameseInputArgs& next, void* u, void* z, float* mean, float* rstd,
+                                    cudaStream_t stream) {
+  const char* op = "cuda::siamese_residual_input_forward";
+  auto fail = [&](const std::string& what) { throw std::invalid_argument(std::string(op) + ": " + what); };
+  if (res.rows != next.rows || res.d != next.d)
+    fail("the residual's rows x d (" + std::to_string(res.rows) + " x " + std::to_string(res.d) +
+         ") differ from the input's (" + std::to_string(next.rows) + " x " + std::to_string(next.d) + ")");
+  if (res.io != next.io || res.act != next.act)
+    fail(std::string("the residual's dtypes (io ") + dtype_name(res.io) + ", act " + dtype_name(res.act) +
+         ") differ from the input's (io " + dtype_name(next.io) + ", act " + dtype_name(next.act) + ")");
+  if ((res.u != nullptr) != (x_out != nullptr) || (res.y != nullptr) != (y_out != nullptr))
+    fail("x_out / y_out must be given exactly for the streams the residual updates (u / y)");
+  if (next.x && next.x != x_out) fail("the input's stream x must be the residual's x_out");
+  if (next.y && next.y != y_out) fail("the input's stream y must be the residual's y_out");
+  if (res.rows == 0 || res.d == 0) return;
+  check_width(op, res.d);
+  if (res.gate || res.drop_scale) samples_of(op, res.rows, res.rows_per_sample);
+  if (next.shift) samples_of(op, next.rows, next.rows_per_sample);
+  const RowGrid rg = row_grid(res.rows, res.d);
+  VT_SIAMESE_DISPATCH(op, next,
+                      VT_ROW_DISPATCH((input_vec_ok<T, A>(next, u, z) &&
+                                       residual_vec_ok<T, A>(res, {x_out, y_out}, res.f)),
+                                      res.d, T, V, M, auto k = residual_input_forward_kernel<T, A, V, M>;
+                                      k<<<rg.blocks, rg.threads, 0, stream>>>(
+                                          res, static_cast<T*>(x_out), static_cast<T*>(y_out), next,
+                                          static_cast<T*>(u), static_cast<A*>(z), mean, rstd)));
   check_launch(op);
 }
 
@@ -687,18 +639,11 @@ void siamese_input_backward(const SiameseInputArgs& a, const float* mean, const 
     throw std::invalid_argument(std::string(op) + ": too many rows " + std::to_string(a.rows));
   const int64_t samples = want_mod ? samples_of(op, a.rows, a.rows_per_sample) : 0;
   Workspace red(want_red ? static_cast<size_t>(2 * a.rows) * sizeof(float) : 0);
-  if (a.d <= kWarpRowMaxD) {
-    VT_CUDA_DISPATCH_IO(op, a.io, T,
-                        VT_ROW_VEC_DISPATCH((input_bwd_vec_ok<T>(a, g)), T, V,
-                                            auto k = input_backward_rows_warp_kernel<T, V>;
-                                            k<<<warp_row_blocks(a.rows), 32 * kWarpRows, 0, stream>>>(
-                                                a, mean, rstd, g, red.f32())));
-  } else {
-    const size_t smem = static_cast<size_t>(3 * a.d) * sizeof(float);
-    VT_CUDA_DISPATCH_IO(op, a.io, T,
-                        input_backward_rows_kernel<T><<<static_cast<unsigned>(a.rows), row_threads(a.d), smem,
-                                                        stream>>>(a, mean, rstd, g, red.f32()));
-  }
+  const RowGrid rg = row_grid(a.rows, a.d);
+  VT_CUDA_DISPATCH_IO(op, a.io, T,
+                      VT_ROW_DISPATCH((input_bwd_vec_ok<T>(a, g)), a.d, T, V, M,
+                                      auto k = input_backward_rows_kernel<T, V, M>;
+                                          k<<<rg.blocks, rg.threads, 0, stream>>>(a, mean, rstd, g, red.f32())));
   check_launch(op);
   if (want_params) {
     // Only the accumulators of enabled norms with a stream are meaningful.
@@ -707,19 +652,23 @@ void siamese_input_backward(const SiameseInputArgs& a, const float* mean, const 
     if (!a.y || !a.pre.enabled) gp.pre_dw = gp.pre_db = nullptr;
     if (!a.input.enabled) gp.in_dw = gp.in_db = nullptr;
     Workspace partial(static_cast<size_t>(chunks * 6 * a.d) * sizeof(float));
-    const dim3 grid(col_blocks(a.d), static_cast<unsigned>(chunks));
     VT_CUDA_DISPATCH_IO(op, a.io, T,
-                        input_param_partials_kernel<T><<<grid, kColThreads, 0, stream>>>(a, mean, rstd, gp,
-                                                                                        red.f32(), partial.f32()));
+                        VT_ROW_VEC_DISPATCH((input_bwd_vec_ok<T>(a, g)), T, V, constexpr int CV = col_vec<V>();
+                                            auto k = input_param_partials_kernel<T, CV>;
+                                            const dim3 grid(col_strip_blocks(a.d, CV), static_cast<unsigned>(chunks));
+                                            k<<<grid, kColThreads, 0, stream>>>(a, mean, rstd, gp, red.f32(),
+                                                                                partial.f32())));
     check_launch(op);
     finalize_chunks<6>(partial.f32(), chunks, a.d,
                        ChunkOutputs<6>{{gp.post_dw, gp.post_db, gp.pre_dw, gp.pre_db, gp.in_dw, gp.in_db}}, stream,
                        op);
   }
   if (want_mod) {
-    const dim3 grid(col_blocks(a.d), static_cast<unsigned>(samples));
     VT_CUDA_DISPATCH_IO(op, a.io, T,
-                        input_mod_grads_kernel<T><<<grid, kColThreads, 0, stream>>>(a, mean, rstd, g, red.f32()));
+                        VT_ROW_VEC_DISPATCH((input_bwd_vec_ok<T>(a, g)), T, V, constexpr int CV = col_vec<V>();
+                                            auto k = input_mod_grads_kernel<T, CV>;
+                                            const dim3 grid(col_strip_blocks(a.d, CV), static_cast<unsigned>(samples));
+                                            k<<<grid, kColThreads, 0, stream>>>(a, mean, rstd, g, red.f32())));
     check_launch(op);
   }
 }
@@ -747,10 +696,14 @@ void siamese_residual_backward(const SiameseResidualArgs& a, const void* dx_out,
                                                      static_cast<const T*>(dy_out), static_cast<A*>(df))));
   check_launch(op);
   if (!dgate || !a.gate) return;
-  const dim3 grid(col_blocks(a.d), static_cast<unsigned>(samples));
-  VT_SIAMESE_DISPATCH(op, a, auto k = residual_dgate_kernel<T, A>;
-                      k<<<grid, kColThreads, 0, stream>>>(a, static_cast<const T*>(dx_out),
-                                                          static_cast<const T*>(dy_out), static_cast<T*>(dgate)));
+  VT_SIAMESE_DISPATCH(op, a, VT_ROW_VEC_DISPATCH((residual_vec_ok<T, A>(a, {dx_out, dy_out}, a.f)), T, V,
+                                                 constexpr int CV = col_vec<V>();
+                                                 auto k = residual_dgate_kernel<T, A, CV>;
+                                                 const dim3 grid(col_strip_blocks(a.d, CV),
+                                                                 static_cast<unsigned>(samples));
+                                                 k<<<grid, kColThreads, 0, stream>>>(
+                                                     a, static_cast<const T*>(dx_out), static_cast<const T*>(dy_out),
+                                                     static_cast<T*>(dgate))));
   check_launch(op);
 }
 

@@ -18,17 +18,21 @@
 // statistics are fp32. shift/scale/gate and dshift/dscale/dgate are [B, ld]
 // row-strided (column slices of the adaLN output).
 //
-// Kernels: the input kernels run one warp per row for d <= 1024 (4 rows per
-// block; x, y and s in registers; 128-bit loads when d is a multiple of 4
-// (fp32 streams) / 8 (bf16) and the pointers are aligned, else scalar;
-// warp-shuffle statistics), one thread block per row with x, y and s cached
-// in shared memory for wider rows (d <= 4010). The residual kernels are
-// elementwise with 128-bit accesses under the same conditions. Parameter gradients
-// accumulate and dshift/dscale/dgate are written through deterministic
-// column sums (fixed 64-row chunks added in order; per-sample sums in row
+// Kernels: the input kernels keep each row in registers (row_warp.cuh): one
+// warp per row for d <= 1024 (4 rows per block), a block of ceil(d / 1024)
+// warps per row for wider rows (d <= 32768; DiT-XL's 1152 takes 2 warps);
+// 128-bit loads when d is a multiple of 4 (fp32 streams) / 8 (bf16) and the
+// pointers are aligned, else scalar; shuffle statistics. The residual
+// kernels are elementwise with 128-bit accesses under the same conditions.
+// siamese_residual_input_forward runs a residual and the next sublayer's
+// input map in one row kernel, so the streams are read once per sublayer.
+// Parameter gradients accumulate and dshift/dscale/dgate are written through
+// deterministic column sums (each thread a strip of up to 4 columns read with
+// vector loads; fixed 64-row chunks added in order; per-sample sums in row
 // order), so repeated runs give identical bits. Aliasing as on the CPU: u may
 // alias x, x_out u, y_out y, dy dy_pass; dx must not alias du.
-// Errors: std::invalid_argument (bad dtype, d too large), std::runtime_error
+// Errors: std::invalid_argument (bad dtype, d too large, mismatched fused
+// arguments), std::runtime_error
 // (CUDA errors). All work is queued on `stream`.
 #pragma once
 #include <cuda_runtime_api.h>
@@ -98,6 +102,16 @@ void siamese_residual_forward(const SiameseResidualArgs& a, void* x_out, void* y
 // (OVERWRITTEN, optional) = per-sample column sums of drop_scale * f * (same).
 void siamese_residual_backward(const SiameseResidualArgs& a, const void* dx_out, const void* dy_out, void* df,
                                void* dgate, cudaStream_t stream = 0);
+
+// Sublayer k's residual (x_out, y_out from res, as siamese_residual_forward)
+// followed by sublayer k+1's input map of the new streams (u, z, statistics,
+// as siamese_input_forward without saved statistics) in one kernel. next.x
+// must be x_out or null (the input does not read x), next.y y_out or null;
+// res and next have the same rows, d, io and act. u may alias res.u, x_out
+// res.u and y_out res.y (in place).
+void siamese_residual_input_forward(const SiameseResidualArgs& res, void* x_out, void* y_out,
+                                    const SiameseInputArgs& next, void* u, void* z, float* mean, float* rstd,
+                                    cudaStream_t stream = 0);
 
 // The fp32 CUDA arguments equal to the CPU argument structs (the Tensor API
 // in kernels/siamese.cpp builds the CPU structs and hands device pointers on).

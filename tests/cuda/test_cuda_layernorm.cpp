@@ -65,6 +65,14 @@ void run_case(const LnCase& c, uint64_t seed) {
   expect_close(to_host(gdw), dw, 1e-5, "dweight (accumulated)");
   expect_close(to_host(gdb), db, 1e-5, "dbias (accumulated)");
 
+  // Parameter gradients alone (no dx): the column-strip kernel, which rows
+  // of d <= 1024 otherwise skip (their dx kernel sums the partials).
+  Tensor gdw2 = to_device(dw0, DType::F32), gdb2 = to_device(db0, DType::F32);
+  cuda::layernorm_backward(gdy.raw(), gx.raw(), gwp, smean.f32(), srstd.f32(), c.rows, c.d, nullptr, false,
+                           c.weight ? gdw2.f32() : nullptr, gdb2.f32(), c.io);
+  expect_close(to_host(gdw2), dw, 1e-5, "dweight (no dx)");
+  expect_close(to_host(gdb2), db, 1e-5, "dbias (no dx)");
+
   Tensor gdx2 = device_filled(n, c.io, dx0);
   cuda::layernorm_backward(gdy.raw(), gx.raw(), gwp, smean.f32(), srstd.f32(), c.rows, c.d, gdx2.raw(), true,
                            nullptr, nullptr, c.io);
@@ -83,13 +91,16 @@ TEST(CudaLayerNorm, MatchesCpuFp32) {
   run_case({130, 100, true, false, DType::F32}, 20);  // d not a multiple of 32; 3 row chunks
   run_case({65, 2000, false, false, DType::F32}, 30); // several elements per thread
   run_case({3, 1, true, true, DType::F32}, 40);       // d = 1: x_hat = 0
-  // Rows up to 1024 take the warp-per-row kernels: 128-bit loads when d is a
-  // multiple of 4 (fp32) or 8 (bf16), scalar loads otherwise; wider rows the
-  // block-per-row kernels (2000 above, 1030 here).
-  run_case({9, 1024, true, true, DType::F32}, 41);    // vector, the widest warp row
+  // Rows up to 1024 take one warp per row: 128-bit loads when d is a
+  // multiple of 4 (fp32) or 8 (bf16), scalar loads otherwise; wider rows a
+  // block of ceil(d / 1024) warps per row (2000 above, 1030, 1152, 2048, 3001).
+  run_case({9, 1024, true, true, DType::F32}, 41);    // vector, the widest one-warp row
   run_case({11, 96, true, true, DType::F32}, 42);     // vector, 1 chunk per lane
   run_case({7, 37, true, true, DType::F32}, 43);      // scalar
-  run_case({5, 1030, true, true, DType::F32}, 44);    // block-per-row
+  run_case({5, 1030, true, true, DType::F32}, 44);    // two warps, vector
+  run_case({70, 1152, true, true, DType::F32}, 45);   // DiT-XL: two warps, 2 row chunks for dweight
+  run_case({4, 2048, true, false, DType::F32}, 46);   // two warps, 32 columns per thread
+  run_case({3, 3001, false, true, DType::F32}, 47);   // three warps, scalar
 }
 
 TEST(CudaLayerNorm, MatchesCpuBf16) {
@@ -99,6 +110,8 @@ TEST(CudaLayerNorm, MatchesCpuBf16) {
   run_case({9, 1024, true, true, DType::BF16}, 61);
   run_case({11, 96, true, true, DType::BF16}, 62);
   run_case({7, 37, true, true, DType::BF16}, 63);
+  run_case({6, 1152, true, true, DType::BF16}, 64);  // DiT-XL: two warps, vector
+  run_case({4, 2048, true, true, DType::BF16}, 65);
 }
 
 // Rows starting one element past a 16-byte boundary cannot take 128-bit
@@ -127,6 +140,35 @@ TEST(CudaLayerNorm, MisalignedRowsMatchCpu) {
     expect_close(std::vector<float>(hy.begin() + 1, hy.end()), y, out_tol(io), "y");
     expect_close(to_host(gmean), mean, 1e-5, "mean");
     expect_close(std::vector<float>(hdx.begin() + 1, hdx.end()), dx, out_tol(io), "dx");
+  }
+}
+
+// dweight/dbias from the fused dx kernel (d <= 1024) and from the column-strip
+// kernel (wider rows) are the same bits on every run: fixed summation orders.
+TEST(CudaLayerNorm, ParameterGradientsAreDeterministic) {
+  VT_SKIP_WITHOUT_GPU();
+  for (const int64_t d : {int64_t{384}, int64_t{1152}}) {
+    SCOPED_TRACE(d);
+    const int64_t rows = 300;
+    const size_t n = static_cast<size_t>(rows * d);
+    Tensor gx = to_device(randn(n, 80), DType::F32), gdy = to_device(randn(n, 81), DType::F32);
+    Tensor gw = to_device(randn(static_cast<size_t>(d), 82), DType::F32);
+    Tensor y = device_filled(n, DType::F32, {}), mean = device_filled(rows, DType::F32, {}),
+           rstd = device_filled(rows, DType::F32, {});
+    cuda::layernorm_forward(gx.raw(), gw.f32(), nullptr, 1e-6f, rows, d, y.raw(), mean.f32(), rstd.f32(), DType::F32);
+    std::vector<float> first_w, first_b;
+    for (int rep = 0; rep < 2; ++rep) {
+      Tensor dx = device_filled(n, DType::F32, {}), dw = device_filled(d, DType::F32, {}),
+             db = device_filled(d, DType::F32, {});
+      cuda::layernorm_backward(gdy.raw(), gx.raw(), gw.f32(), mean.f32(), rstd.f32(), rows, d, dx.raw(), false,
+                               dw.f32(), db.f32(), DType::F32);
+      if (rep == 0) {
+        first_w = to_host(dw), first_b = to_host(db);
+      } else {
+        EXPECT_EQ(to_host(dw), first_w);
+        EXPECT_EQ(to_host(db), first_b);
+      }
+    }
   }
 }
 

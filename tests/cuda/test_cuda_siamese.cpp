@@ -38,6 +38,23 @@ struct NormData {
   Tensor gw, gb;
 };
 
+// The three norms (post, pre, input) of a case with random parameters, as
+// CPU and CUDA arguments.
+void make_norms(const NormCfg* const (&cfg)[3], int64_t d, uint64_t seed, NormData (&nd)[3],
+                cpu::SiameseNormPtrs (&cn)[3], cuda::SiameseNormArgs (&gn)[3]) {
+  for (int k = 0; k < 3; ++k) {
+    nd[k].w = randn(static_cast<size_t>(d), seed + 10 + k, 0.3, 1.0);
+    nd[k].b = randn(static_cast<size_t>(d), seed + 20 + k, 0.3);
+    nd[k].gw = to_device(nd[k].w, DType::F32);
+    nd[k].gb = to_device(nd[k].b, DType::F32);
+    cn[k].enabled = gn[k].enabled = cfg[k]->enabled;
+    cn[k].weight = cfg[k]->weight ? nd[k].w.data() : nullptr;
+    cn[k].bias = cfg[k]->bias ? nd[k].b.data() : nullptr;
+    gn[k].weight = cfg[k]->weight ? nd[k].gw.f32() : nullptr;
+    gn[k].bias = cfg[k]->bias ? nd[k].gb.f32() : nullptr;
+  }
+}
+
 // io: the streams' dtype; act: z's (kernels/cuda/siamese.h).
 void run_input_case(const InputCase& c, DType io, uint64_t seed, DType act) {
   SCOPED_TRACE(std::string(c.name) + " " + dtype_name(io) + " act " + dtype_name(act));
@@ -56,17 +73,7 @@ void run_input_case(const InputCase& c, DType io, uint64_t seed, DType act) {
   const NormCfg* cfg[3] = {&c.post, &c.pre, &c.input};
   cpu::SiameseNormPtrs cn[3];
   cuda::SiameseNormArgs gn[3];
-  for (int k = 0; k < 3; ++k) {
-    nd[k].w = randn(static_cast<size_t>(d), seed + 10 + k, 0.3, 1.0);
-    nd[k].b = randn(static_cast<size_t>(d), seed + 20 + k, 0.3);
-    nd[k].gw = to_device(nd[k].w, DType::F32);
-    nd[k].gb = to_device(nd[k].b, DType::F32);
-    cn[k].enabled = gn[k].enabled = cfg[k]->enabled;
-    cn[k].weight = cfg[k]->weight ? nd[k].w.data() : nullptr;
-    cn[k].bias = cfg[k]->bias ? nd[k].b.data() : nullptr;
-    gn[k].weight = cfg[k]->weight ? nd[k].gw.f32() : nullptr;
-    gn[k].bias = cfg[k]->bias ? nd[k].gb.f32() : nullptr;
-  }
+  make_norms(cfg, d, seed, nd, cn, gn);
 
   cpu::SiameseInputRows ca;
   ca.rows = rows, ca.d = d, ca.eps = 1e-6f;
@@ -161,13 +168,17 @@ const InputCase kInputCases[] = {
     {"pre_norm_y_only", 2, 5, 64, false, true, kOff, kAffine, kOff, false, false, true},
     {"pre_norm_dit", 3, 4, 64, false, true, kOff, kPlain, kOff, true, false, false},
     {"post_norm_x_only", 2, 5, 64, true, false, kOff, kOff, kOff, false, true, false},
-    // Widths: 384, 96, 1024 take the warp-per-row kernel with 128-bit loads
-    // (fp32 and bf16), 100 in fp32 only, 37 scalar loads; 1100 (> 1024) the
-    // block-per-row kernel.
+    // Widths: 384, 96, 1024 take one warp per row with 128-bit loads (fp32
+    // and bf16), 100 in fp32 only, 37 scalar loads; wider rows a block of
+    // warps per row: 1100 and DiT-XL's 1152 two warps, 2048 two warps with
+    // 32 columns per thread, 2100 three warps with scalar loads.
     {"dit_wide", 2, 3, 1024, true, true, kAffine, kAffine, kPlain, true, true, true},
     {"odd_width", 3, 5, 37, true, true, kAffine, kAffine, kAffine, true, true, true},
     {"weight_only_norms", 1, 70, 1100, true, true, {true, true, false}, {true, false, true}, {true, true, false},
      false, false, false},
+    {"dit_xl", 2, 3, 1152, true, true, kAffine, kAffine, kPlain, true, true, true},
+    {"deit_2048", 1, 3, 2048, true, true, kAffine, kAffine, kAffine, false, true, true},
+    {"pre_norm_2100", 1, 2, 2100, false, true, kOff, kAffine, kOff, false, false, true},
 };
 
 TEST(CudaSiamese, InputMatchesCpuFp32) {
@@ -187,6 +198,125 @@ TEST(CudaSiamese, InputMatchesCpuFp32StreamsBf16Z) {
   VT_SKIP_WITHOUT_GPU();
   uint64_t seed = 15100;
   for (const auto& c : kInputCases) run_input_case(c, DType::F32, seed += 100, DType::BF16);
+}
+
+// The fused residual + next input (siamese_residual_input_forward) against
+// the CPU residual, the streams rounded to io as stored, then the CPU input
+// map (the CPU twin equals that composition bit for bit, tests/kernels).
+struct FusedCase {
+  const char* name;
+  int64_t samples, rows_per_sample, d;
+  bool has_x, has_y;
+  NormCfg post, pre, input;
+  bool modulate, gate, drop;
+  float inv_c;
+};
+
+void run_fused_case(const FusedCase& c, DType io, uint64_t seed, DType act) {
+  SCOPED_TRACE(std::string(c.name) + " " + dtype_name(io) + " act " + dtype_name(act));
+  const int64_t rows = c.samples * c.rows_per_sample, d = c.d, ld = 6 * d;
+  const size_t n = static_cast<size_t>(rows * d), nmod = static_cast<size_t>(c.samples * ld);
+  const auto base = representable(randn(n, seed, 1.5, 0.5), io);  // the x residual's base u
+  const auto f = representable(randn(n, seed + 1), act);
+  const auto y = representable(randn(n, seed + 2, 3.0, -1.0), io);
+  const auto mod = representable(randn(nmod, seed + 3, 0.3), io);
+  const auto stats0 = randn(static_cast<size_t>(3 * rows), seed + 7);
+  std::vector<float> drop(static_cast<size_t>(c.samples));
+  for (size_t b = 0; b < drop.size(); ++b) drop[b] = b % 2 ? 0.0f : 1.0f / 0.9f;
+  NormData nd[3];
+  const NormCfg* cfg[3] = {&c.post, &c.pre, &c.input};
+  cpu::SiameseNormPtrs cn[3];
+  cuda::SiameseNormArgs gn[3];
+  make_norms(cfg, d, seed, nd, cn, gn);
+
+  cpu::SiameseResidualRows cr;
+  cr.rows = rows, cr.d = d, cr.u = c.has_x ? base.data() : nullptr, cr.f = f.data();
+  cr.y = c.has_y ? y.data() : nullptr;
+  cr.gate = c.gate ? mod.data() + 5 * d : nullptr, cr.gate_ld = ld;
+  cr.drop_scale = c.drop ? drop.data() : nullptr, cr.rows_per_sample = c.rows_per_sample, cr.inv_c = c.inv_c;
+  std::vector<float> xo(n), yo(n);
+  cpu::siamese_residual_forward(cr, xo.data(), yo.data());
+  xo = representable(xo, io), yo = representable(yo, io);
+  cpu::SiameseInputRows ca;
+  ca.rows = rows, ca.d = d, ca.eps = 1e-6f;
+  ca.x = c.has_x ? xo.data() : nullptr;
+  ca.y = c.has_y ? yo.data() : nullptr;
+  ca.post = cn[0], ca.pre = cn[1], ca.input = cn[2];
+  if (c.modulate) ca.shift = mod.data() + 3 * d, ca.scale = mod.data() + 4 * d;
+  ca.mod_ld = ld, ca.rows_per_sample = c.rows_per_sample;
+  std::vector<float> u(n), z(n), mean = stats0, rstd = stats0;
+  cpu::siamese_input_forward(ca, u.data(), z.data(), mean.data(), rstd.data(), false);
+
+  // CUDA, in place as Block::forward runs it: u over the residual's base, y_out over y.
+  Tensor gbase = to_device(base, io), gf = to_device(f, act), gy = to_device(y, io), gmod = to_device(mod, io),
+         gdrop = to_device(drop, DType::F32), gx = device_filled(n, io, {}), gz = device_filled(n, act, {});
+  Tensor gmean = to_device(stats0, DType::F32), grstd = to_device(stats0, DType::F32);
+  cuda::SiameseResidualArgs gr;
+  gr.rows = rows, gr.d = d, gr.io = io, gr.act = act, gr.u = c.has_x ? gbase.raw() : nullptr, gr.f = gf.raw();
+  gr.y = c.has_y ? gy.raw() : nullptr;
+  gr.gate = c.gate ? at(gmod, 5 * d) : nullptr, gr.gate_ld = ld;
+  gr.drop_scale = c.drop ? gdrop.f32() : nullptr, gr.rows_per_sample = c.rows_per_sample, gr.inv_c = c.inv_c;
+  cuda::SiameseInputArgs ga;
+  ga.rows = rows, ga.d = d, ga.eps = 1e-6f, ga.io = io, ga.act = act;
+  ga.x = c.has_x ? gx.raw() : nullptr;
+  ga.y = c.has_y ? gy.raw() : nullptr;
+  ga.post = gn[0], ga.pre = gn[1], ga.input = gn[2];
+  if (c.modulate) ga.shift = at(gmod, 3 * d), ga.scale = at(gmod, 4 * d);
+  ga.mod_ld = ld, ga.rows_per_sample = c.rows_per_sample;
+  cuda::siamese_residual_input_forward(gr, c.has_x ? gx.raw() : nullptr, c.has_y ? gy.raw() : nullptr, ga,
+                                       c.has_x ? gbase.raw() : nullptr, gz.raw(), gmean.f32(), grstd.f32());
+  if (c.has_x) {
+    expect_close(to_host(gx), xo, out_tol(io), "x_out");
+    expect_close(to_host(gbase), u, out_tol(io), "u");
+  }
+  if (c.has_y) expect_close(to_host(gy), yo, out_tol(io), "y_out");
+  expect_close(to_host(gz), z, out_tol(act), "z");
+  expect_close(to_host(gmean), mean, 1e-5, "mean");
+  expect_close(to_host(grstd), rstd, 1e-5, "rstd");
+}
+
+const FusedCase kFusedCases[] = {
+    // name, samples, rows/sample, d, x, y, post, pre, input, modulate, gate, drop, inv_c
+    {"deit_siamese", 3, 7, 384, true, true, kAffine, kAffine, kAffine, false, false, true, 0.70710678f},
+    {"dit_siamese", 4, 9, 96, true, true, kAffine, kAffine, kPlain, true, true, true, 0.5f},
+    {"dit_xl_siamese", 2, 3, 1152, true, true, kAffine, kAffine, kPlain, true, true, true, 0.5f},
+    {"deit_pre_norm", 2, 5, 64, false, true, kOff, kOff, kAffine, false, false, true, 1.0f},
+    {"hybrid_x_only", 2, 5, 100, true, false, kAffine, kOff, kOff, false, false, false, 1.0f},
+    {"odd_width", 3, 5, 37, true, true, kAffine, kAffine, kAffine, true, true, true, 0.5f},
+};
+
+TEST(CudaSiamese, ResidualInputMatchesCpuFp32) {
+  VT_SKIP_WITHOUT_GPU();
+  uint64_t seed = 21100;
+  for (const auto& c : kFusedCases) run_fused_case(c, DType::F32, seed += 100, DType::F32);
+}
+
+TEST(CudaSiamese, ResidualInputMatchesCpuBf16) {
+  VT_SKIP_WITHOUT_GPU();
+  uint64_t seed = 22100;
+  for (const auto& c : kFusedCases) run_fused_case(c, DType::BF16, seed += 100, DType::BF16);
+}
+
+TEST(CudaSiamese, ResidualInputMatchesCpuFp32StreamsBf16Activations) {
+  VT_SKIP_WITHOUT_GPU();
+  uint64_t seed = 23100;
+  for (const auto& c : kFusedCases) run_fused_case(c, DType::F32, seed += 100, DType::BF16);
+}
+
+TEST(CudaSiamese, ResidualInputRejectsMismatchedArguments) {
+  VT_SKIP_WITHOUT_GPU();
+  Tensor buf = to_device(std::vector<float>(64, 0.0f), DType::F32);
+  cuda::SiameseResidualArgs r;
+  r.rows = 4, r.d = 8, r.u = buf.raw(), r.f = buf.raw();
+  cuda::SiameseInputArgs a;
+  a.rows = 4, a.d = 8, a.x = buf.raw();
+  Tensor other = buf.clone();
+  EXPECT_THROW(cuda::siamese_residual_input_forward(r, other.raw(), nullptr, a, nullptr, buf.raw(), nullptr, nullptr),
+               std::invalid_argument);  // the input's x is not x_out
+  a.x = other.raw();
+  a.d = 4;
+  EXPECT_THROW(cuda::siamese_residual_input_forward(r, other.raw(), nullptr, a, nullptr, buf.raw(), nullptr, nullptr),
+               std::invalid_argument);  // rows x d differ
 }
 
 struct ResidualCase {

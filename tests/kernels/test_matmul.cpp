@@ -1,8 +1,11 @@
 // matmul / strided batched GEMM / Linear / bias gradient against naive
 // double-precision loops, and Linear's backward against central finite
-// differences of a double-precision forward.
+// differences of a double-precision forward; the MLP pair linear_act_forward
+// / act_linear_backward likewise (GELU erf and tanh).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -225,6 +228,90 @@ TEST(BiasBackward, SumsRowsAndAccumulates) {
   bias_backward(dy, db);
   expect_close(want, db, 1e-5, 1e-5, "db");
   EXPECT_THROW(bias_backward(dy, Tensor::zeros({129})), std::invalid_argument);
+}
+
+double gelu_ref(Activation act, double v) {
+  if (act == Activation::GeluErf) return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+  const double u = std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v);
+  return 0.5 * v * (1.0 + std::tanh(u));
+}
+
+// timm's Mlp in double: f = gelu(x W1^T + b1) W2^T + b2, loss = sum r * f.
+struct MlpRef {
+  int64_t rows, d, hidden;
+  std::vector<double> x, w1, b1, w2, b2, r;
+  std::vector<double> pre(const std::vector<double>& w1v, const std::vector<double>& b1v) const {
+    std::vector<double> p(static_cast<size_t>(rows * hidden));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < hidden; ++j) {
+        double s = b1v[j];
+        for (int64_t q = 0; q < d; ++q) s += x[i * d + q] * w1v[j * d + q];
+        p[i * hidden + j] = s;
+      }
+    return p;
+  }
+  double loss(Activation act, const std::vector<double>& prev, const std::vector<double>& w2v,
+              const std::vector<double>& b2v) const {
+    double l = 0;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < d; ++j) {
+        double s = b2v[j];
+        for (int64_t q = 0; q < hidden; ++q) s += gelu_ref(act, prev[i * hidden + q]) * w2v[j * hidden + q];
+        l += r[i * d + j] * s;
+      }
+    return l;
+  }
+};
+
+TEST(LinearAct, MlpPairMatchesFiniteDifferences) {
+  const int64_t rows = 6, d = 5, hidden = 7;
+  for (Activation act : {Activation::GeluErf, Activation::GeluTanh}) {
+    SCOPED_TRACE(activation_name(act));
+    Tensor x = randn({2, 3, d}, 60), w1 = randn({hidden, d}, 61), b1 = randn({hidden}, 62);
+    Tensor w2 = randn({d, hidden}, 63), b2 = randn({d}, 64), r = randn({2, 3, d}, 65);
+    const MlpRef ref{rows, d, hidden, to_double(x), to_double(w1), to_double(b1), to_double(w2), to_double(b2), to_double(r)};
+    Tensor pre = Tensor::empty({2, 3, hidden}), h = Tensor::empty({2, 3, hidden});
+    linear_act_forward(act, x, w1, b1, pre, h);
+    const std::vector<double> pre_ref = ref.pre(ref.w1, ref.b1);
+    std::vector<double> h_ref(pre_ref.size());
+    for (size_t i = 0; i < h_ref.size(); ++i) h_ref[i] = gelu_ref(act, pre_ref[i]);
+    expect_close(pre_ref, pre, 1e-5, 1e-5, "pre");
+    expect_close(h_ref, h, 1e-5, 1e-5, "gelu(pre)");
+
+    Tensor dw2 = randn({d, hidden}, 66), db2 = randn({d}, 67);  // accumulate onto these
+    const std::vector<double> dw20 = to_double(dw2), db20 = to_double(db2);
+    Tensor dpre = Tensor::full({2, 3, hidden}, 99.0f);  // overwritten
+    act_linear_backward(act, r, h, w2, pre, dpre, dw2, db2);
+    auto gp = central_differences(pre_ref, [&](const std::vector<double>& p) { return ref.loss(act, p, ref.w2, ref.b2); });
+    auto gw = central_differences(ref.w2, [&](const std::vector<double>& p) { return ref.loss(act, pre_ref, p, ref.b2); });
+    auto gb = central_differences(ref.b2, [&](const std::vector<double>& p) { return ref.loss(act, pre_ref, ref.w2, p); });
+    for (size_t i = 0; i < gw.size(); ++i) gw[i] += dw20[i];
+    for (size_t i = 0; i < gb.size(); ++i) gb[i] += db20[i];
+    // The CPU's GELU and its derivative are approximations within ~2e-7.
+    expect_close(gp, dpre, 1e-5, 1e-5, "dpre");
+    expect_close(gw, dw2, 1e-5, 1e-5, "dw2");
+    expect_close(gb, db2, 1e-5, 1e-5, "db2");
+  }
+}
+
+TEST(LinearAct, BadShapesThrowNamingTheOp) {
+  Tensor x = randn({4, 5}, 70), w = randn({6, 5}, 71), b = randn({6}, 72);
+  auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string m1 = message([&] { linear_act_forward(Activation::GeluErf, x, w, b, Tensor::empty({4, 6}), Tensor::empty({4, 7})); });
+  EXPECT_NE(m1.find("linear_act_forward"), std::string::npos) << m1;
+  EXPECT_NE(m1.find("[4, 7]"), std::string::npos) << m1;
+  const std::string m2 = message([&] {
+    act_linear_backward(Activation::GeluTanh, randn({4, 6}, 73), Tensor::empty({4, 5}), w, Tensor::empty({4, 4}),
+                        Tensor::empty({4, 4}), Tensor::zeros({6, 5}), Tensor::zeros({6}));
+  });
+  EXPECT_NE(m2.find("act_linear_backward"), std::string::npos) << m2;
 }
 
 }  // namespace

@@ -239,6 +239,73 @@ TEST(SiameseResidual, ForwardBackwardClosedForm) {
   EXPECT_EQ(y2.to_vector(), yo.to_vector());
 }
 
+// The fused residual + next input against the two ops in sequence, bit for
+// bit, for every kCases entry as the next input (DiT cases with a gate,
+// all with drop-path scales), with u updated in place as Block::forward does.
+TEST_P(SiameseKernels, FusedResidualInputEqualsResidualThenInput) {
+  const Case c = GetParam();
+  KernelSetup st = make_setup(c);
+  const Shape sh{kB, kT, kD};
+  const int64_t R = kB * kT;
+  Tensor f = randn(sh, 80), base = randn(sh, 81), y0 = randn(sh, 82, 0.2f, 2.0f);
+  Tensor gates = randn({kB, 6 * kD}, 83), drop = Tensor::from_vector({1.25f, 0.0f, 1.25f}, {kB});
+  // Runs the residual (u = base, y = y0) and the input of its new streams,
+  // fused or as two calls, on fresh copies; returns x, y, u, z, mean, rstd.
+  auto run = [&](bool fused) {
+    Tensor u = base.clone(), y = c.y ? y0.clone() : Tensor(), x = c.x ? Tensor::zeros(sh) : Tensor();
+    SiameseResidualSpec rs;
+    if (c.x) rs.u = u;
+    rs.f = f;
+    if (c.y) rs.y = y;
+    if (c.modulate) rs.gate = gates.slice(1, 2 * kD, 3 * kD);
+    rs.drop_scale = drop;
+    rs.inv_c = 0.5f;
+    SiameseInputSpec next = st.s;
+    next.x = x;
+    next.y = y;
+    Tensor uo = c.x ? u : Tensor();  // in place over the residual's base
+    Tensor z = Tensor::zeros(sh), m = Tensor::zeros({3, R}), r = Tensor::zeros({3, R});
+    if (fused) {
+      siamese_residual_input_forward(rs, x, y, next, uo, z, m, r);
+    } else {
+      siamese_residual_forward(rs, x, y);
+      siamese_input_forward(next, uo, z, m, r);
+    }
+    return std::vector<Tensor>{x, y, uo, z, m, r};
+  };
+  const auto a = run(true), b = run(false);
+  const char* names[] = {"x", "y", "u", "z", "mean", "rstd"};
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].defined(), b[i].defined()) << names[i];
+    if (a[i].defined()) {
+      EXPECT_EQ(a[i].to_vector(), b[i].to_vector()) << c.name << " " << names[i];
+    }
+  }
+}
+
+TEST(SiameseResidualInput, StreamsMustBeTheResidualOutputs) {
+  const Shape sh{2, 3, 4};
+  Tensor u = Tensor::zeros(sh), f = Tensor::zeros(sh), y = Tensor::zeros(sh), x = Tensor::zeros(sh);
+  SiameseResidualSpec rs;
+  rs.u = u, rs.f = f, rs.y = y;
+  SiameseInputSpec next;
+  next.x = x.clone();  // not x_out
+  next.y = y;
+  Tensor z = Tensor::zeros(sh), m = Tensor::zeros({3, 6}), r = Tensor::zeros({3, 6});
+  try {
+    siamese_residual_input_forward(rs, x, y, next, Tensor(), z, m, r);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("siamese_residual_input_forward"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("x_out"), std::string::npos) << e.what();
+  }
+  next.x = x;
+  SiameseResidualSpec no_y = rs;
+  no_y.y = Tensor();  // the input reads y, which the residual does not write
+  EXPECT_THROW(siamese_residual_input_forward(no_y, x, Tensor(), next, Tensor(), z, m, r), std::invalid_argument);
+  EXPECT_NO_THROW(siamese_residual_input_forward(rs, x, y, next, Tensor(), z, m, r));
+}
+
 TEST(SiameseInput, BadShapesThrowWithNames) {
   SiameseInputSpec s;
   s.x = Tensor::zeros({2, 3, 4});

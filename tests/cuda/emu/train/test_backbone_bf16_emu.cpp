@@ -10,6 +10,9 @@
 //  - every attention call of the bf16 step gets BF16 q/k/v and none F32
 //    (kernels/attention.h's attention_calls), so a GPU build reaches cuDNN's
 //    bf16 SDPA;
+//  - on CUDA the Linears' bias, the MLP's GELU-tanh (DiT) and the bias
+//    gradients ran as cuBLASLt epilogues (kernels/cuda/matmul_lt.h), none
+//    fell back (every width here is a multiple of 8);
 //  - the saved activations shrink by exactly what halving F's activations
 //    gives, a closed form of the block layout (backbone/modules.h): per
 //    block, z of both sublayers, qkv, the attention output and the MLP's two
@@ -25,6 +28,7 @@
 #include "backbone/backbone.h"
 #include "core/philox.h"
 #include "kernels/attention.h"
+#include "kernels/cuda/matmul_lt.h"
 
 namespace vt {
 namespace {
@@ -52,6 +56,7 @@ struct Step {
   std::vector<float> out, dh, dc, grads;
   int64_t saved = 0;
   AttentionCalls calls;  // during this step
+  cuda::LtCounts lt;     // cuBLASLt epilogues during this step
 };
 
 enum class Mode { Cpu, CudaFp32, CudaBf16 };
@@ -77,10 +82,13 @@ Step run(const BackboneConfig& cfg, int64_t B, int64_t T, Mode mode) {
   Tensor out = Tensor::empty({B, T, D}, DType::F32, dev), dh = Tensor::empty({B, T, D}, DType::F32, dev);
   Tensor dc = cfg.conditioned() ? Tensor::empty({B, D}, DType::F32, dev) : Tensor();
   const AttentionCalls before = attention_calls();
+  const cuda::LtCounts lt0 = cuda::lt_counts();
   bb.forward(h, c, out, /*training=*/true, /*seed=*/3, /*step=*/1);
   bb.backward(dout, dh, dc);
   const AttentionCalls after = attention_calls();
+  const cuda::LtCounts lt1 = cuda::lt_counts();
   Step s;
+  s.lt = {lt1.fused - lt0.fused, lt1.fallback - lt0.fallback};
   s.calls.forward_f32 = after.forward_f32 - before.forward_f32;
   s.calls.forward_bf16 = after.forward_bf16 - before.forward_bf16;
   s.calls.backward_f32 = after.backward_f32 - before.backward_f32;
@@ -118,6 +126,14 @@ void check(const BackboneConfig& cfg, const std::string& what) {
   EXPECT_EQ(b16.calls.backward_f32, 0);
   EXPECT_EQ(f32.calls.forward_f32, L);
   EXPECT_EQ(f32.calls.forward_bf16, 0);
+
+  // Epilogues: per block and step at least the forward bias of qkv, proj,
+  // fc1 and fc2 and the backward bias gradients of the same four.
+  for (const Step* st : {&f32, &b16}) {
+    EXPECT_GE(st->lt.fused, 8 * L);
+    EXPECT_EQ(st->lt.fallback, 0);
+  }
+  EXPECT_EQ(cpu.lt.fused, 0);
 
   // Saved activations: the elements F keeps per block, at 2 bytes instead of 4.
   const bool hybrid = cfg.scheme == NormScheme::Hybrid;
