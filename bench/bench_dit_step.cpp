@@ -73,15 +73,23 @@ vt_bench::StepFigures run_scheme(const vt_bench::StepArgs& a, const std::string&
   u.ema_decay = 0.9999f;
   DitStepKeys k;
   k.seed = kSeed, k.global_batch = B;
-  const vt_bench::StepRun r = vt_bench::run_steps(
-      model.params(), opt, u, 1e-4,
-      [&](int64_t s) {
-        std::copy(labels.begin(), labels.end(), buf.host_y.i32());  // label dropout rewrites them
-        k.step = s;
-        dit_forward_backward(model, buf, k);
-        return buf.scalars;
-      },
-      a);
+  vt_bench::StepFns fns;
+  fns.whole = [&](int64_t s) {
+    std::copy(labels.begin(), labels.end(), buf.host_y.i32());  // label dropout rewrites them
+    k.step = s;
+    dit_forward_backward(model, buf, k);
+    return buf.scalars;
+  };
+  // As dittrain's CUDA Graph steps: the host's draws and their upload, then
+  // the fixed device part (x0 stays at one address here).
+  fns.prepare = [&](int64_t s) {
+    std::copy(labels.begin(), labels.end(), buf.host_y.i32());
+    k.step = s;
+    dit_step_draws(model, buf, k);
+    return buf.scalars;
+  };
+  fns.body = [&] { dit_step_device(model, buf, k); };
+  const vt_bench::StepRun r = vt_bench::run_steps(model.params(), opt, u, 1e-4, fns, a);
   return vt_bench::figures(r, a, scheme, vt_bench::dit_forward_macs(c), model.backbone().saved_activation_bytes(),
                            model.num_params());
 }
@@ -89,7 +97,7 @@ vt_bench::StepFigures run_scheme(const vt_bench::StepArgs& a, const std::string&
 int gpu_main(int argc, char** argv) {
   static const char* usage =
       "bench_dit_step --device cuda[:N] [--precision bf16|fp32|tf32] [--batch 256] [--iters 10] [--warmup 3] "
-      "[--scheme pre,siamese] [--peak-tflops T] [--tiny]   |   bench_dit_step --flops";
+      "[--scheme pre,siamese] [--peak-tflops T] [--cuda-graph auto|off] [--tiny]   |   bench_dit_step --flops";
   if (argc == 2 && std::string(argv[1]) == "--flops") {
     std::printf("{\"bench\": \"dit_flops\", \"model\": \"DiT-L/4\", \"latent\": 32, \"fwd_gmac_per_img\": %.6f}\n",
                 vt_bench::dit_forward_macs(bench_config(false, NormScheme::Siamese)) / 1e9);

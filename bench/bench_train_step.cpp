@@ -81,14 +81,28 @@ vt_bench::StepFigures run_scheme(const vt_bench::StepArgs& a, const std::string&
   UpdateOptions u;  // DeiT's recipe: AdamW wd 0.05, no clipping, EMA 0.99996
   u.adamw.weight_decay = 0.05;
   u.ema_decay = 0.99996f;
-  const vt_bench::StepRun r = vt_bench::run_steps(
-      model.params(), opt, u, 5e-4,
-      [&](int64_t s) {
-        in.step = static_cast<uint64_t>(s);
-        vit_device_forward_backward(model, in, buf);
-        return buf.stats;
-      },
-      a);
+  // As vtrain's CUDA Graph steps (vision/trainer.cpp prepare_split): the
+  // images stay at one address and the drop-path kernels read the step
+  // from the device, so the captured body is the same every step.
+  Tensor step_number = Tensor::zeros({1}, DType::I64, dev), host_step = Tensor::empty({1}, DType::I64);
+  model.backbone().set_step_source(step_number);
+  auto set_step = [&](int64_t s) {
+    static_cast<int64_t*>(host_step.raw())[0] = s;
+    step_number.copy_from(host_step);
+    in.step = static_cast<uint64_t>(s);
+  };
+  vt_bench::StepFns fns;
+  fns.whole = [&](int64_t s) {
+    set_step(s);
+    vit_device_forward_backward(model, in, buf);
+    return buf.stats;
+  };
+  fns.prepare = [&](int64_t s) {
+    set_step(s);
+    return buf.stats;
+  };
+  fns.body = [&] { vit_device_body(model, in, buf); };
+  const vt_bench::StepRun r = vt_bench::run_steps(model.params(), opt, u, 5e-4, fns, a);
   return vt_bench::figures(r, a, scheme, vt_bench::vit_forward_macs(cfg), model.backbone().saved_activation_bytes(),
                            model.params().numel());
 }
@@ -96,7 +110,7 @@ vt_bench::StepFigures run_scheme(const vt_bench::StepArgs& a, const std::string&
 int gpu_main(int argc, char** argv) {
   static const char* usage =
       "bench_train_step --device cuda[:N] [--precision bf16|fp32|tf32] [--batch 256] [--iters 10] [--warmup 3] "
-      "[--scheme pre,siamese] [--peak-tflops T] [--tiny]   |   bench_train_step --flops";
+      "[--scheme pre,siamese] [--peak-tflops T] [--cuda-graph auto|off] [--tiny]   |   bench_train_step --flops";
   if (argc == 2 && std::string(argv[1]) == "--flops") {
     const VitConfig c = bench_config(false, NormScheme::Siamese);
     std::printf("{\"bench\": \"vtrain_flops\", \"preset\": \"deit_small\", \"img\": %lld, \"fwd_gmac_per_img\": %.6f}\n",

@@ -24,6 +24,12 @@ class FunctionStepTask : public vt::StepTask {
  public:
   using Step = std::function<Output(int64_t)>;
   explicit FunctionStepTask(Step step) : step_(std::move(step)) {}
+  // The same step in the trainers' two parts, for CUDA Graph steps
+  // (train/loop.h StepTask::prepare_step/device_step): `prepare(s)` the host
+  // part returning what step(s) returns, `device()` the fixed device part.
+  // Unset: the loop runs step(s) eagerly.
+  std::function<Output(int64_t)> prepare;
+  std::function<void()> device;
   std::function<void(int64_t)> on_start;  // called before step s (timing marks)
   std::function<void(int64_t)> on_end;    // called after step s's update was launched
   std::vector<double> losses;             // per step in order, as the loop read them
@@ -38,25 +44,34 @@ class FunctionStepTask : public vt::StepTask {
     if (on_end) on_end(s);
   }
   void save(const std::string&) override {}
+  bool splits_step() const override { return prepare && device; }
+  Output prepare_step(int64_t s, std::string*) override {
+    if (on_start) on_start(s);
+    return prepare(s);
+  }
+  void device_step() override { device(); }
 
  private:
   Step step_;
 };
 
 // The loop with the update options `u`; the learning rate is each step's
-// Output::lr.
+// Output::lr. cuda_graph: train.cuda_graph (auto = true), used when the task
+// splits its step.
 class LoopHarness {
  public:
-  LoopHarness(vt::ParamStore& ps, vt::OptimizerState& opt, const vt::UpdateOptions& u)
+  LoopHarness(vt::ParamStore& ps, vt::OptimizerState& opt, const vt::UpdateOptions& u, bool cuda_graph = false)
       : run_(std::filesystem::temp_directory_path().string(), "vt_bench_loop_unused", "never"),
-        loop_(ps, opt, guard_, run_, options(u)) {}
+        loop_(ps, opt, guard_, run_, options(u, cuda_graph)) {}
   // Steps first + 1 .. end; every step's loss is read when it returns.
   void run(FunctionStepTask& task, int64_t first, int64_t end) { loop_.run(task, first, end); }
+  const vt::TrainLoop& loop() const { return loop_; }
 
  private:
-  static vt::LoopOptions options(const vt::UpdateOptions& u) {
+  static vt::LoopOptions options(const vt::UpdateOptions& u, bool cuda_graph) {
     vt::LoopOptions lo;
     lo.update = u;
+    lo.cuda_graph = cuda_graph;
     return lo;
   }
   vt::NonFiniteGuard guard_{0};

@@ -44,6 +44,7 @@ struct StepArgs {
   std::vector<std::string> schemes;  // --scheme pre,siamese (comma-separated); empty: the program's default
   bool tiny = false;                 // --tiny: the program's tiny model (emulator tests)
   double peak_tflops = 0;            // --peak-tflops: dense bf16 peak for the MFU (0: by GPU name)
+  bool cuda_graph = true;            // --cuda-graph auto|off: train.cuda_graph, the trainers' default auto
 };
 
 // Whether argv asks for the GPU mode (an argument starting with "--").
@@ -80,6 +81,10 @@ inline bool parse_step_args(int argc, char** argv, const char* usage, StepArgs& 
     else if (f == "--iters") { if (!number(f, v, 1, x)) return false; a.iters = static_cast<int>(x); }
     else if (f == "--warmup") { if (!number(f, v, 1, x)) return false; a.warmup = static_cast<int>(x); }
     else if (f == "--peak-tflops") { if (!number(f, v, 0, x)) return false; a.peak_tflops = x; }
+    else if (f == "--cuda-graph") {
+      if (v != "auto" && v != "off") return fail("--cuda-graph " + v + ": expected auto or off");
+      a.cuda_graph = v == "auto";
+    }
     else if (f == "--scheme") {
       a.schemes.clear();
       std::stringstream ss(v);
@@ -107,6 +112,7 @@ inline double dense_bf16_peak_tflops(const std::string& name) {
 
 struct StepRun {
   std::vector<double> step_ms;  // the timed steps, in order
+  int64_t graph_replays = 0;    // timed steps that were launches of the captured CUDA Graph
   double first_loss = 0, last_loss = 0;
   double median_ms() const {
     std::vector<double> s = step_ms;
@@ -116,32 +122,53 @@ struct StepRun {
   double best_ms() const { return *std::min_element(step_ms.begin(), step_ms.end()); }
 };
 
+// A model's step as the trainers run it: `whole(s)` is forward/backward of
+// step s returning its device scalars (loss first); `prepare(s)` and
+// `body()` the same in the two parts of a CUDA Graph step (host part, then
+// the fixed device part; train/step_graph.h), or unset.
+struct StepFns {
+  std::function<vt::Tensor(int64_t)> whole;
+  std::function<vt::Tensor(int64_t)> prepare;
+  std::function<void()> body;
+};
+
 // Runs warmup + iters steps under the trainers' loop (bench/loop_task.h)
-// with update `u` and learning rate `lr`: `step(s)` is the model's
-// forward/backward of step s returning its device scalars (loss first), as
-// the trainers' StepTask does. Times the steps after the warm-up.
+// with update `u` and learning rate `lr`, as CUDA Graph steps when
+// a.cuda_graph and the step has its two parts (the first step of each
+// loop run is eager, the second captures: the warm-up holds both). Times
+// the steps after the warm-up.
 inline StepRun run_steps(vt::ParamStore& ps, vt::OptimizerState& opt, const vt::UpdateOptions& u, double lr,
-                         const std::function<vt::Tensor(int64_t)>& step, const StepArgs& a) {
-  FunctionStepTask task([&](int64_t s) {
+                         const StepFns& fns, const StepArgs& a) {
+  auto output = [&](int64_t s, vt::Tensor scalars) {
     vt::StepTask::Output o;
-    o.scalars = step(s);
+    o.scalars = std::move(scalars);
     o.lr = lr;
     o.where = "benchmark step " + std::to_string(s);
     return o;
-  });
+  };
+  FunctionStepTask task([&](int64_t s) { return output(s, fns.whole(s)); });
+  if (a.cuda_graph && fns.prepare && fns.body) {
+    task.prepare = [&](int64_t s) { return output(s, fns.prepare(s)); };
+    task.device = fns.body;
+  }
   std::vector<vt::CudaEvent> marks;
   auto mark = [&](int64_t) {
     marks.push_back(vt::CudaEvent::create_timing(a.compute.device.index));
     marks.back().record(nullptr);  // on the compute stream
   };
-  LoopHarness loop(ps, opt, u);
-  loop.run(task, 0, a.warmup);
+  LoopHarness loop(ps, opt, u, a.cuda_graph);
   const int64_t end = a.warmup + a.iters;
-  task.on_start = mark;                                   // the start of every timed step
+  // One loop run for warm-up and timed steps: a new run would capture again.
+  int64_t replays_before_timing = 0;
+  task.on_start = [&](int64_t s) {  // the start of every timed step
+    if (s == a.warmup + 1) replays_before_timing = loop.loop().graph_replays();
+    if (s > a.warmup) mark(s);
+  };
   task.on_end = [&](int64_t s) { if (s == end) mark(s); };  // and after the last one's update
-  loop.run(task, a.warmup, end);
+  loop.run(task, 0, end);
   StepRun r;
   for (size_t i = 0; i + 1 < marks.size(); ++i) r.step_ms.push_back(vt::elapsed_ms(marks[i], marks[i + 1]));
+  r.graph_replays = std::max<int64_t>(0, loop.loop().graph_replays() - replays_before_timing);
   r.first_loss = task.losses.front();
   r.last_loss = task.losses.back();
   return r;
@@ -156,6 +183,7 @@ struct StepFigures {
   int64_t peak_bytes = 0;  // allocator high-water mark
   int64_t saved_activation_bytes = 0, params = 0;
   double first_loss = 0, last_loss = 0;
+  int64_t graph_replays = 0;  // timed steps run as CUDA Graph launches
 };
 
 inline StepFigures figures(const StepRun& r, const StepArgs& a, const std::string& scheme, double fwd_macs,
@@ -170,6 +198,7 @@ inline StepFigures figures(const StepRun& r, const StepArgs& a, const std::strin
   f.peak_bytes = static_cast<int64_t>(vt::cuda_peak_bytes_in_use());
   f.saved_activation_bytes = saved_activation_bytes, f.params = params;
   f.first_loss = r.first_loss, f.last_loss = r.last_loss;
+  f.graph_replays = r.graph_replays;
   return f;
 }
 
@@ -196,6 +225,8 @@ inline void print_figures(nlohmann::json head, const StepArgs& a, const StepFigu
   head["params"] = f.params;
   head["loss_first"] = f.first_loss;
   head["loss_last"] = f.last_loss;
+  head["cuda_graph"] = a.cuda_graph ? "auto" : "off";
+  head["graph_replays"] = f.graph_replays;  // of the `iters` timed steps
   std::printf("%s\n", head.dump().c_str());
   std::fflush(stdout);
 }

@@ -61,7 +61,8 @@ def dit_macs(j):
 
 FIELDS = ["bench", "device", "gpu", "precision", "scheme", "batch", "warmup", "iters", "step_ms", "step_ms_best",
           "img_per_s", "fwd_gmac_per_img", "fwd_gflop_per_img", "peak_gib", "saved_activation_gib",
-          "saved_activation_bytes", "params", "loss_first", "loss_last", "dim", "depth", "heads", "tokens"]
+          "saved_activation_bytes", "params", "loss_first", "loss_last", "dim", "depth", "heads", "tokens",
+          "cuda_graph", "graph_replays"]
 
 
 def check_figures(j):
@@ -83,6 +84,11 @@ def check_figures(j):
     expect(j["params"] > 0, f"{tag}: params {j['params']}")
     for k in ("loss_first", "loss_last"):
         expect(math.isfinite(j[k]) and j[k] > 0, f"{tag}: {k} {j[k]}")
+    # train.cuda_graph auto: the first step is eager and the second captures, so with a warm-up
+    # (--warmup >= 1) every timed step is a launch of the graph; off: none is.
+    want = j["iters"] if j["cuda_graph"] == "auto" else 0
+    expect(j["graph_replays"] == want, f"{tag}: {j['graph_replays']} timed CUDA Graph launches, expected {want} "
+           f"(cuda_graph {j['cuda_graph']})")
     if j["bench"] == "vtrain_train_step":  # near-uniform logits at initialisation: cross-entropy ~ ln K
         expect(abs(j["loss_first"] - math.log(j["classes"])) < 1.0, f"{tag}: first loss {j['loss_first']} far from ln K")
 
