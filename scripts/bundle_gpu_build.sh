@@ -120,7 +120,8 @@ glibc=$(for f in "${progs[@]}" "$B"/build-gpu/lib/*.so*; do objdump -T "$f" 2>/d
   echo "vtrain GPU bundle, made $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
   echo "cuda: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo unknown)"
-  echo "cuda architectures: $(grep -s '^CMAKE_CUDA_ARCHITECTURES:' "$BUILD/CMakeCache.txt" | cut -d= -f2)"
+  archs=$(grep -s '^CMAKE_CUDA_ARCHITECTURES:' "$BUILD/CMakeCache.txt" | cut -d= -f2 || true)
+  echo "cuda architectures: ${archs:-80 90 (the top-level CMakeLists.txt default)}"
   echo "cuda libraries needed: $({ ldd "${progs[@]}" || true; } | awk '{print $1}' | grep -E 'lib(cudart|cublas|cublasLt|nccl|cudnn|nvrtc)' | sort -u | tr '\n' ' ' || true)"
   echo "glibc: ${glibc#GLIBC_}"
   echo "files:"
