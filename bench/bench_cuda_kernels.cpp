@@ -41,6 +41,7 @@ int main() {
 #include <string>
 #include <vector>
 
+#include "bench/cuda_timing.h"
 #include "core/allocator.h"
 #include "core/tensor.h"
 #include "kernels/cuda/layernorm.h"
@@ -50,12 +51,7 @@ using namespace vt;
 
 namespace {
 
-void ck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+const auto ck = vt_bench::cuda_check;
 
 // Overwritten before each timed run to evict the previous run's data from L2.
 void* g_flush = nullptr;
@@ -65,27 +61,9 @@ void flush_l2() {
   if (g_flush) ck(cudaMemsetAsync(g_flush, 0, g_flush_bytes), "flush");
 }
 
-// Median milliseconds of f over iters runs.
+// Median milliseconds of f over iters runs, each from a cold L2.
 double time_ms(int iters, const std::function<void()>& f) {
-  cudaEvent_t a, b;
-  ck(cudaEventCreate(&a), "event");
-  ck(cudaEventCreate(&b), "event");
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> ms;
-  for (int i = 0; i < iters; ++i) {
-    flush_l2();
-    ck(cudaEventRecord(a), "record");
-    f();
-    ck(cudaEventRecord(b), "record");
-    ck(cudaEventSynchronize(b), "sync");
-    float t = 0.0f;
-    ck(cudaEventElapsedTime(&t, a, b), "elapsed");
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return vt_bench::median_event_ms(iters, f, flush_l2);
 }
 
 // Values in [-1, 1) from a multiplicative hash (speed does not depend on

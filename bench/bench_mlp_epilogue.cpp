@@ -35,6 +35,7 @@ int main() {
 #include <functional>
 #include <vector>
 
+#include "bench/cuda_timing.h"
 #include "core/allocator.h"
 #include "core/tensor.h"
 #include "kernels/activation.h"
@@ -45,33 +46,9 @@ using namespace vt;
 
 namespace {
 
-void ck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+const auto ck = vt_bench::cuda_check;
 
-double time_ms(int iters, const std::function<void()>& f) {
-  cudaEvent_t a, b;
-  ck(cudaEventCreate(&a), "event");
-  ck(cudaEventCreate(&b), "event");
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> ms;
-  for (int i = 0; i < iters; ++i) {
-    ck(cudaEventRecord(a), "record");
-    f();
-    ck(cudaEventRecord(b), "record");
-    ck(cudaEventSynchronize(b), "sync");
-    float t = 0.0f;
-    ck(cudaEventElapsedTime(&t, a, b), "elapsed");
-    ms.push_back(t);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
+double time_ms(int iters, const std::function<void()>& f) { return vt_bench::median_event_ms(iters, f); }
 
 // Values in [-scale, scale) from a multiplicative hash (a Philox normal per
 // element would dominate the set-up at these sizes).
