@@ -7,7 +7,7 @@ const std::vector<std::string>& run_control_keys() {
       "resume",          "train.max_steps",  "log",           "ckpt.every_steps", "ckpt.every_epochs",
       "ckpt.keep_last",  "ckpt.keep_best",   "eval",             "sample",  "threads",
       "device",          "precision",        "data.workers",  "data.prefetch",   "train.allreduce_bucket_mb",
-      "train.activation_checkpointing",
+      "train.activation_checkpointing", "train.cuda_graph",
   };
   return keys;
 }

@@ -8,6 +8,7 @@
 #include "core/config_paths.h"
 #include "core/run_control.h"
 #include "train/activation_checkpointing.h"
+#include "train/cuda_graph_key.h"
 #include "train/device_choice.h"
 
 namespace vt {
@@ -58,7 +59,6 @@ const ConfigSchema& dittrain_schema() {
         .optional("train.clip_grad", T::Float, "~", "max global grad norm (unset: no clipping, as DiT)")
         .optional("train.ema_decay", T::Float, "0.9999", "EMA decay per step")
         .optional("train.max_nonfinite", T::Int, "0", "non-finite loss/grad norm: 0 stops at once; N skips up to N in a row, then stops")
-        .optional("train.cuda_graph", T::String, "auto", "CUDA Graph replay of the training step on a GPU with one process: auto | off (CPU: ignored)")
         .optional("train.allreduce_bucket_mb", T::Float, "25", "data-parallel gradient all-reduce buckets, MiB, as torch DDP bucket_cap_mb (GPU: each issued during the backward pass; 0: one all-reduce after it)")
         .optional("log.every_steps", T::Int, "100", "metrics.jsonl line (means since the last one) every N steps (0: off)")
         .optional("log.every_s", T::Float, "30", "plain progress line every N seconds (non-terminal)")
@@ -85,6 +85,7 @@ const ConfigSchema& dittrain_schema() {
         .renamed("log.every", "log.every_steps")
         .renamed("ckpt.every", "ckpt.every_steps");
     declare_activation_checkpointing(c);
+    declare_cuda_graph(c);
     return c;
   }();
   return s;
@@ -172,9 +173,7 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   t.ema_decay = real_in(c, "train.ema_decay", 0, 1);
   t.max_nonfinite = static_cast<int>(int_in(c, "train.max_nonfinite", 0));
   t.allreduce_bucket_mb = real_in(c, "train.allreduce_bucket_mb", 0, 1e9);
-  t.cuda_graph = c.get<std::string>("train.cuda_graph");
-  check(c, t.cuda_graph == "auto" || t.cuda_graph == "off", "train.cuda_graph",
-        "expected auto | off, got '" + t.cuda_graph + "'");
+  t.cuda_graph = cuda_graph_enabled(c);
   t.activation_checkpointing = activation_checkpointing(c);
   t.log_every_steps = int_in(c, "log.every_steps", 0, INT64_MAX);
   t.log_every_s = real_in(c, "log.every_s", 0, std::numeric_limits<double>::infinity());

@@ -48,7 +48,7 @@ struct DitTrainConfig {
   double ema_decay = 0.9999;
   int max_nonfinite = 0;  // train/nonfinite.h
   double allreduce_bucket_mb = 25;  // train/loop.h LoopOptions
-  std::string cuda_graph = "auto";  // auto | off (train/step_graph.h)
+  bool cuda_graph = true;  // train.cuda_graph: auto (true) | off (train/cuda_graph_key.h)
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::None;  // train/activation_checkpointing.h
   // logging / checkpoints / periodic samples
   int64_t log_every_steps = 100, ckpt_every_steps = 50000, sample_every = 10000;

@@ -374,7 +374,7 @@ void DitTrainer::train_until(int64_t stop_at) {
   lo.ckpt_every_steps = cfg_.ckpt_every_steps;
   lo.log_at_end = lo.ckpt_at_end = true;
   lo.allreduce_bucket_mb = cfg_.allreduce_bucket_mb;
-  lo.cuda_graph = cfg_.cuda_graph == "auto";
+  lo.cuda_graph = cfg_.cuda_graph;
   lo.update.clip_grad = cfg_.clip_grad;
   lo.update.adamw.beta1 = cfg_.beta1, lo.update.adamw.beta2 = cfg_.beta2, lo.update.adamw.eps = cfg_.adam_eps;
   lo.update.adamw.weight_decay = cfg_.weight_decay;

@@ -6,6 +6,7 @@
 #include "core/config_checks.h"
 #include "core/config_paths.h"
 #include "train/activation_checkpointing.h"
+#include "train/cuda_graph_key.h"
 #include "train/device_choice.h"
 
 namespace vt {
@@ -75,7 +76,6 @@ const ConfigSchema& vtrain_schema() {
         .optional("train.ema_decay", T::Float, "0.99996", "EMA decay per step")
         .optional("train.max_steps", T::Int, "~", "stop after this many optimizer steps, >= 1 (unset: no limit; the schedule is unchanged)")
         .optional("train.max_nonfinite", T::Int, "0", "non-finite loss/grad norm: 0 stops at once; N skips up to N in a row, then stops")
-        .optional("train.cuda_graph", T::String, "auto", "CUDA Graph replay of the training step on a GPU with one process: auto | off (CPU: ignored)")
         .optional("train.allreduce_bucket_mb", T::Float, "25", "data-parallel gradient all-reduce buckets, MiB, as torch DDP bucket_cap_mb (GPU: each issued during the backward pass; 0: one all-reduce after it)")
         .optional("eval.every_epochs", T::Int, "1", "evaluate every N epochs (0: only at the end)")
         .optional("eval.batch_size", T::Int, "256", "evaluation batch size")
@@ -92,6 +92,7 @@ const ConfigSchema& vtrain_schema() {
         .optional("log.stream_rms", T::Bool, "false", "per-block RMS of the x/y streams (stream_rms/x/<l>, stream_rms/y/<l>) on each metrics line")
         .optional("log.norm_scales", T::Bool, "false", "mean |weight| of each affine LayerNorm (norm_scale/<name>) at each evaluation");
     declare_activation_checkpointing(s);
+    declare_cuda_graph(s);
     return s;
   }();
   return schema;
@@ -232,8 +233,7 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   if (c.has("train.max_steps")) o.max_steps = int_in(c, "train.max_steps", 1, std::numeric_limits<int64_t>::max());
   o.max_nonfinite = static_cast<int>(int_in(c, "train.max_nonfinite", 0, kIntMax));
   o.allreduce_bucket_mb = real_in(c, "train.allreduce_bucket_mb", 0, 1e9);
-  o.cuda_graph = c.get<std::string>("train.cuda_graph");
-  if (o.cuda_graph != "auto" && o.cuda_graph != "off") bad_value(c, "train.cuda_graph", "expected auto | off, got '" + o.cuda_graph + "'");
+  o.cuda_graph = cuda_graph_enabled(c);
   o.activation_checkpointing = activation_checkpointing(c);
 
   o.eval_every_epochs = int_in(c, "eval.every_epochs", 0, kIntMax);

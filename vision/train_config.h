@@ -55,7 +55,7 @@ struct TrainOptions {
   std::optional<int64_t> max_steps;
   int max_nonfinite = 0;  // train/nonfinite.h
   double allreduce_bucket_mb = 25;  // train/loop.h LoopOptions
-  std::string cuda_graph = "auto";  // auto | off (train/step_graph.h)
+  bool cuda_graph = true;  // train.cuda_graph: auto (true) | off (train/cuda_graph_key.h)
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::None;  // train/activation_checkpointing.h
   // eval
   int64_t eval_every_epochs = 1, eval_batch_size = 256;

@@ -590,7 +590,7 @@ TrainSummary Trainer::Impl::loop() {
   // train.max_steps), so every run's metrics end with its last loss.
   lo.log_at_end = true;
   lo.allreduce_bucket_mb = o.allreduce_bucket_mb;
-  lo.cuda_graph = o.cuda_graph == "auto";
+  lo.cuda_graph = o.cuda_graph;
   AdamWParams& hp = lo.update.adamw;
   hp.beta1 = o.beta1, hp.beta2 = o.beta2, hp.eps = o.adam_eps, hp.weight_decay = o.weight_decay;
   lo.update.clip_grad = o.clip_grad;
