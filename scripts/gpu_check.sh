@@ -1,53 +1,64 @@
 #!/usr/bin/env bash
-# One prepared command for a machine with one NVIDIA GPU (written for an
-# H200 with the CUDA toolkit, PyTorch and timm installed, none of the Debian
-# libraries this project links, and no network). It runs from a build made
-# elsewhere and carried in (scripts/bundle_gpu_build.sh packs it; the
-# bundle's lib/ holds the non-CUDA libraries) and ends in under 10 minutes:
+# The prepared check for a machine with one NVIDIA GPU (written for an H200
+# with the CUDA toolkit or PyTorch's nvidia-* wheels, PyTorch and timm, none
+# of the Debian libraries this project links, and no network). It runs from
+# a build made elsewhere and carried in (scripts/bundle_gpu_build.sh packs
+# it; the bundle's lib/ holds the non-CUDA libraries). GPU time is short, so
+# the work comes in passes, each one command that ends well inside ten
+# minutes; run them in this order and read the log between them:
 #
-#   env       GPU, driver, where each CUDA library was found
-#   cuda      the CUDA tests: every CUDA kernel against its CPU twin
-#   memcheck  compute-sanitizer memcheck on the kernel tests (a subset)
-#   racecheck compute-sanitizer racecheck on the shared-memory kernels
-#   agree_*   CPU-vs-GPU training agreement at real size: DeiT-S batch 8,
-#             5 steps, fp32 and bf16; DiT-L/4 batch 4, 5 steps, fp32 and bf16;
-#             bf16 fails unless every attention call got bf16 q/k/v (the bf16
-#             activation path); prints saved-activation and peak GiB per run
-#   graph     the training step replayed as a CUDA Graph (train.cuda_graph:
-#             auto) vs eager steps: agreement (1e-6) and steps/s of both, a
-#             small launch-bound DeiT (deit_tiny at 64 px, batch 32, 50 steps)
-#   kernels   GB/s of LayerNorm and the SiameseNorm kernels vs a D2D copy
-#   epilogue  MLP forward+backward at DeiT-S shapes with the cuBLASLt epilogues
-#             vs the separate passes (bench_mlp_epilogue), as a speedup
-#   attention forward+backward time of the [B,H,T,T] path, the own flash kernel and cuDNN's
-#             fused SDPA at DeiT-S and DiT-L/4 shapes (bench_attention), as ratios
-#   nccl      NCCL all-reduce bandwidth, a world of 1; a step with the all-reduce after the
-#             backward pass vs in buckets during it (time, and the same gradients)
-#   fid       the FID Inception (random full-size weights) on the GPU vs the
-#             CPU: feature agreement (< 1e-4 relative) and images/s of both
-#   step_*    training step vs timm / DiT with torch.compile, bf16, same GPU:
-#             vtrain's step (bench_train_step / bench_dit_step GPU mode, Pre-Norm
-#             and SiameseNorm) then PyTorch's, img/s, MFU, peak memory, ratios
-#             against the targets (tools/bench_timm_step.py, bench_dit_step.py)
-#   ckpt_*    activation checkpointing, none vs blocks: DeiT-S and DiT-L/4
-#             backbones at batch 256, bf16 (bench_backbone ... ckpt): step time,
-#             saved-activation and peak bytes, their ratios, gradient agreement
+#   quick     (budget 330 s, ~3-4 min)  does the GPU compute what the CPU computes?
+#     env         GPU, driver, where each CUDA library was found
+#     cuda        the CUDA tests: every CUDA kernel against its CPU twin
+#     agree_deit  CPU-vs-GPU training agreement, DeiT-S batch 8, 5 steps, fp32
+#                 and bf16 against one fp32 CPU reference; bf16 fails unless
+#                 every attention call got bf16 q/k/v (the bf16 activation
+#                 path); prints saved-activation and peak GiB per run
+#     agree_dit   the same for DiT-L/4 batch 4
+#     graph       the training step replayed as a CUDA Graph vs eager steps:
+#                 agreement (1e-6) and steps/s of both (deit_tiny, 64 px, batch 32)
+#   perf      (budget 510 s, ~6-8 min)  the figures of the performance table
+#     step_deit   DeiT-S training step (Pre-Norm and SiameseNorm) vs timm with
+#                 torch.compile, bf16, batch 256: img/s, MFU, peak memory, ratios
+#     step_dit    the same for DiT-L/4 vs DiT's model with torch.compile
+#     epilogue    MLP fwd+bwd at DeiT-S shapes, cuBLASLt epilogues vs separate passes
+#     attention   fwd+bwd of the [B,H,T,T] path, the own flash kernel and cuDNN's
+#                 fused SDPA at DeiT-S and DiT-L/4 shapes
+#     kernels     GB/s of LayerNorm, the SiameseNorm kernels and the column-sum
+#                 second stage vs a D2D copy
+#     fid         the FID Inception on the GPU vs the CPU: agreement, images/s
+#     nccl        NCCL all-reduce, a world of 1; a step with the all-reduce after
+#                 the backward pass vs in buckets during it
+#     ckpt_deit, ckpt_dit  activation checkpointing none vs blocks at batch 256,
+#                 bf16: step time, saved-activation and peak bytes, agreement
+#   sanitize  (budget 320 s)  compute-sanitizer on the kernel tests
+#     memcheck    memcheck on the kernel tests (a subset)
+#     racecheck   racecheck on the shared-memory kernels
 #
-# A stage whose program is not in the build says "not built" (it is not a
-# failure); a stage that fails, crashes or runs past its time limit is.
-# Every stage has a time limit and the whole run a budget; a stage that
-# would start with too little budget left is skipped and says so.
+# A single stage runs alone by name (`gpu_check.sh fid`; also the single
+# precisions agree_deit_fp32 ... agree_dit_bf16, and ckpt for both ckpt
+# stages). Every stage has a time limit (vt_stage_limit) and starts only if
+# its whole limit fits in what is left of the budget; otherwise it is SKIP
+# "budget", never cut short. A stage the environment refuses (a sandbox
+# where compute-sanitizer cannot attach: "Device not supported") is SKIP
+# "environment"; a program that is not in the build is "not built". Neither
+# is a failure. A stage fails when it exits non-zero, crashes, runs past its
+# limit (TIMEOUT), or when a test binary skipped its tests (CUDA saw no GPU).
 # Everything, every figure included, goes to one log: $OUT/gpu_check.log
-# when OUT is set, else runs/gpu_check.log; a summary table ends it.
+# when OUT is set, else runs/gpu_check.log. It ends in a table of the
+# stages and one line saying what ran, what passed and what is unmeasured.
 #
-#   usage: scripts/gpu_check.sh [STAGE ...]      (default: all, in the order above)
+#   usage: scripts/gpu_check.sh [quick|perf|sanitize|STAGE ...]   (default: quick)
 #   VT_GPU_BUILD     the build folder (default: build-gpu next to scripts/)
-#   VT_GPU_BUDGET_S  the whole run's budget in seconds (default 570)
+#   VT_GPU_BUDGET_S  the run's budget in seconds (default: the sum of the
+#                    named passes' budgets, or of the named stages' limits;
+#                    at most 570 unless set here)
 #   CUDA_HOME        searched first for the CUDA libraries (then CUDA_PATH,
 #                    /usr/local/cuda*, the pip nvidia-* wheels and torch/lib
 #                    of python3's site-packages, the system folders)
-# Exit: 0 every stage passed or was not built, 1 a stage failed,
-#       2 no GPU visible or the build cannot run here (nothing was run).
+# Exit: 0 no stage failed (passed, skipped or not built), 1 a stage failed
+#       or timed out, 2 no GPU visible, the build cannot run here, or an
+#       unknown pass or stage (nothing was run).
 #
 # The functions are usable on their own (`source scripts/gpu_check.sh`
 # defines them and runs nothing), which the tests do
@@ -162,7 +173,92 @@ vt_find_sanitizer() {
 }
 
 # ---------------------------------------------------------------------------
-# Stages: time limits, the log, the summary.
+# Passes and stages: which stages, their time limits, the budget.
+
+# The stages of a pass, in order (nothing for a name that is not a pass).
+vt_pass_stages() {
+  case $1 in
+    quick) echo "env cuda agree_deit agree_dit graph" ;;
+    perf) echo "step_deit step_dit epilogue attention kernels fid nccl ckpt_deit ckpt_dit" ;;
+    sanitize) echo "memcheck racecheck" ;;
+    *) return 1 ;;
+  esac
+}
+
+# A pass's budget in seconds: its stages' limits plus a little slack, so
+# that a pass whose stages all run to their limits still ends in budget.
+vt_pass_budget() {
+  case $1 in
+    quick) echo 330 ;;
+    perf) echo 510 ;;
+    sanitize) echo 320 ;;
+    *) return 1 ;;
+  esac
+}
+
+# A stage's time limit in seconds (nothing, status 1, for an unknown stage).
+# The limits are ceilings well above the expected times; a stage is never
+# started with less than its limit left. VT_GPU_STAGE_LIMIT_S (tests only)
+# gives every stage that limit instead.
+vt_stage_limit() {
+  if [ -n "${VT_GPU_STAGE_LIMIT_S:-}" ] && vt_stage_limit_table "$1" >/dev/null; then
+    echo "$VT_GPU_STAGE_LIMIT_S"; return 0
+  fi
+  vt_stage_limit_table "$1"
+}
+vt_stage_limit_table() {
+  case $1 in
+    env) echo 20 ;;
+    cuda) echo 120 ;;
+    agree_deit) echo 60 ;;
+    agree_dit) echo 90 ;;
+    agree_deit_fp32 | agree_deit_bf16) echo 45 ;;
+    agree_dit_fp32 | agree_dit_bf16) echo 70 ;;
+    graph) echo 40 ;;
+    step_deit | step_dit) echo 120 ;;
+    epilogue | kernels | nccl) echo 25 ;;
+    attention | ckpt_deit) echo 40 ;;
+    fid | ckpt_dit) echo 45 ;;
+    memcheck | racecheck) echo 150 ;;
+    *) return 1 ;;
+  esac
+}
+
+# Expands pass names (and `ckpt`) into stages; prints the stage list, or
+# returns 1 naming the first unknown word.
+vt_expand_stages() {
+  local w out=""
+  for w in "$@"; do
+    if vt_pass_stages "$w" >/dev/null; then out+=" $(vt_pass_stages "$w")"
+    elif [ "$w" = ckpt ]; then out+=" ckpt_deit ckpt_dit"
+    elif vt_stage_limit "$w" >/dev/null; then out+=" $w"
+    else echo "$w"; return 1; fi
+  done
+  echo "${out# }"
+}
+
+# The default budget of a command line: the named passes' budgets plus the
+# limits of stages named alone (+10 s), at most 570 s (one 10-minute command
+# with margin).
+vt_default_budget() {
+  local w b=0 alone=0
+  for w in "$@"; do
+    if vt_pass_budget "$w" >/dev/null; then b=$((b + $(vt_pass_budget "$w")))
+    elif [ "$w" = ckpt ]; then b=$((b + $(vt_stage_limit ckpt_deit) + $(vt_stage_limit ckpt_dit))); alone=1
+    else b=$((b + $(vt_stage_limit "$w"))); alone=1; fi
+  done
+  [ "$alone" = 1 ] && b=$((b + 10))
+  [ "$b" -gt 570 ] && b=570
+  echo "$b"
+}
+
+# Lines by which a tool says the environment refuses it (not the code's
+# failure): compute-sanitizer in a sandbox or container without the
+# debugger interface.
+VT_ENV_REFUSAL_RE='Device not supported|device is not supported|Unable to find injection library|not supported on this platform|debugger interface is not available|Could not attach to the target'
+
+# ---------------------------------------------------------------------------
+# Running stages, the log, the summary.
 
 VT_RESULTS=()
 
@@ -171,26 +267,32 @@ vt_log() { printf '%s\n' "$*" | tee -a "$VT_LOG"; }
 # Records one summary row: stage, result, seconds, note.
 vt_record() { VT_RESULTS+=("$1|$2|$3|$4"); vt_log "gpu_check: $1: $2${4:+ ($4)} [${3}s]"; }
 
-# vt_stage NAME LIMIT_S NOTE CMD...: runs CMD with its output in the log
-# and on the terminal, under min(LIMIT_S, budget left - 10 s).
+# vt_stage NAME NOTE CMD...: runs CMD under the stage's limit, its output in
+# the log and on the terminal, if the whole limit fits in the budget left.
 vt_stage() {
-  local name=$1 cap=$2 note=$3 left t t0 rc secs
-  shift 3
-  left=$((VT_DEADLINE - $(date +%s) - 10))
-  t=$((cap < left ? cap : left))
-  if [ "$t" -lt 15 ]; then vt_record "$name" SKIP 0 "budget spent"; return 0; fi
+  local name=$1 note=$2 limit left t0 rc secs refusal
+  shift 2
+  limit=$(vt_stage_limit "$name") || limit=60
+  left=$((VT_DEADLINE - $(date +%s)))
+  if [ $((limit + 5)) -gt "$left" ]; then
+    vt_record "$name" SKIP 0 "budget: needs ${limit}s, ${left}s left; run it alone: gpu_check.sh $name"
+    return 0
+  fi
   vt_log ""
-  vt_log "=== $name (limit ${t}s): $*"
+  vt_log "=== $name (limit ${limit}s): $*"
   t0=$(date +%s.%N)
-  timeout -k 10 "$t" "$@" 2>&1 | tee "$VT_TMP/stage.out" | tee -a "$VT_LOG"
+  timeout -k 5 "$limit" "$@" 2>&1 | tee "$VT_TMP/stage.out" | tee -a "$VT_LOG"
   rc=${PIPESTATUS[0]}
   secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}')
+  refusal=$(grep -m1 -E "$VT_ENV_REFUSAL_RE" "$VT_TMP/stage.out")
   # A GoogleTest binary that skipped tests, or a benchmark that saw no
   # device, found no usable GPU: on this machine a failure, not a pass.
-  if [ "$rc" = 0 ] && grep -q -E '^\[  SKIPPED \]|no CUDA device' "$VT_TMP/stage.out"; then
+  if [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ] && [ -n "$refusal" ]; then
+    vt_record "$name" SKIP "$secs" "environment: $(echo "$refusal" | sed 's/^[= ]*//' | cut -c1-100)"
+  elif [ "$rc" = 0 ] && grep -q -E '^\[  SKIPPED \]|no CUDA device' "$VT_TMP/stage.out"; then
     vt_record "$name" FAIL "$secs" "tests skipped: CUDA found no usable GPU; $note"; VT_STATUS=1
   elif [ "$rc" = 0 ]; then vt_record "$name" PASS "$secs" "$note"
-  elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then vt_record "$name" TIMEOUT "$secs" "limit ${t}s; $note"; VT_STATUS=1
+  elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then vt_record "$name" TIMEOUT "$secs" "limit ${limit}s; $note"; VT_STATUS=1
   else vt_record "$name" FAIL "$secs" "exit $rc; $note"; VT_STATUS=1; fi
 }
 
@@ -202,23 +304,32 @@ vt_prog() {
 }
 
 # Runs a program's stage when it is built, else records "not built".
-vt_stage_prog() {  # NAME LIMIT NOTE "CANDIDATE PATHS" ARGS...
-  local name=$1 cap=$2 note=$3 cands=$4 p
-  shift 4
+vt_stage_prog() {  # NAME NOTE "CANDIDATE PATHS" ARGS...
+  local name=$1 note=$2 cands=$3 p
+  shift 3
   # shellcheck disable=SC2086  # the candidates are a word list
-  if p=$(vt_prog $cands); then vt_stage "$name" "$cap" "$note" "$p" "$@"
+  if p=$(vt_prog $cands); then vt_stage "$name" "$note" "$p" "$@"
   else vt_record "$name" "not built" 0 "no ${cands%% *}"; fi
 }
 
+# The table, then one line: the verdict, what ran and passed, what was
+# skipped or not built (so unmeasured) and why.
 vt_summary() {
-  local row
+  local row a b c d ran=0 passed=0 failed=0 skipped=0 unmeasured="" verdict=PASS
   vt_log ""
-  vt_log "=== summary ($(date -u +%Y-%m-%dT%H:%M:%SZ), $(($(date +%s) - VT_START)) s of ${VT_BUDGET} s)"
+  vt_log "=== summary: $VT_WHAT ($(date -u +%Y-%m-%dT%H:%M:%SZ), $(($(date +%s) - VT_START)) s of ${VT_BUDGET} s)"
   vt_log "$(printf '%-18s %-10s %8s  %s' stage result seconds note)"
   for row in "${VT_RESULTS[@]}"; do
     IFS='|' read -r a b c d <<<"$row"
     vt_log "$(printf '%-18s %-10s %8s  %s' "$a" "$b" "$c" "$d")"
+    case $b in
+      PASS) ran=$((ran + 1)); passed=$((passed + 1)) ;;
+      FAIL | TIMEOUT) ran=$((ran + 1)); failed=$((failed + 1)); verdict=FAIL ;;
+      SKIP) skipped=$((skipped + 1)); unmeasured+=" $a (${d%%:*})" ;;
+      *) skipped=$((skipped + 1)); unmeasured+=" $a ($b)" ;;
+    esac
   done
+  vt_log "gpu_check $VT_WHAT: $verdict: $ran ran, $passed passed, $failed failed; $skipped unmeasured${unmeasured:+:$unmeasured}"
 }
 
 # ---------------------------------------------------------------------------
@@ -228,28 +339,84 @@ vt_summary() {
 VT_MEMCHECK_FILTER='CudaMatmulLt.*:CudaLayerNorm.*:CudaSiamese.*:CudaAttention.*:CudaCrossEntropy.*:CudaDropPath.*:CudaElementwise.*:CudaActivation.*:CudaEmbedding.*:CudaPatch.*:CudaModulate.*:CudaOptim*.*:CudaMixup.*:CudaImagePrep.*:CudaStream.*'
 # racecheck: the kernels that share data through shared memory (row
 # reductions, the attention softmax, the column-sum kernels).
-VT_RACECHECK_FILTER='CudaLayerNorm.*:CudaSiamese.*:CudaAttention.*:CudaCrossEntropy.*:CudaElementwise.*'
+VT_RACECHECK_FILTER='CudaLayerNorm.*:CudaSiamese.*:CudaAttention.*:CudaCrossEntropy.*:CudaElementwise.*:CudaMatmul.*'
+
+# Runs one stage by name (the programs and arguments of each).
+vt_run_stage() {
+  local s=$1 T="$BUILD/tests/test_cuda" agree
+  case $s in
+    env)
+      # shellcheck disable=SC2016  # expanded by the inner bash
+      vt_stage env "GPU and libraries" bash -c 'nvidia-smi || exit 1; for p in "$@"; do echo "== $p"; ldd "$p" | grep -E "cuda|cublas|cudnn|nccl|dnnl|not found"; done; exit 0' _ "${VT_PROGS[@]}" ;;
+    cuda)
+      vt_stage_prog cuda "CUDA kernels vs CPU twins" "$T" --gtest_brief=1 ;;
+    memcheck | racecheck)
+      if [ -z "$VT_SANITIZER" ]; then vt_record "$s" "not found" 0 "no compute-sanitizer in PATH or the CUDA homes"
+      elif [ ! -x "$T" ]; then vt_record "$s" "not built" 0 "no $T"
+      elif [ "$s" = memcheck ]; then
+        vt_stage memcheck "kernel tests" "$VT_SANITIZER" --tool memcheck --leak-check no --error-exitcode 3 "$T" --gtest_brief=1 --gtest_filter="$VT_MEMCHECK_FILTER"
+      else
+        vt_stage racecheck "shared-memory kernels" "$VT_SANITIZER" --tool racecheck --racecheck-report hazard --error-exitcode 3 "$T" --gtest_brief=1 --gtest_filter="$VT_RACECHECK_FILTER"
+      fi ;;
+    agree_deit | agree_deit_fp32 | agree_deit_bf16)
+      agree=both; [ "$s" != agree_deit ] && agree=${s##*_}
+      vt_stage_prog "$s" "DeiT-S batch 8, 5 steps, $agree vs one CPU run" "$BUILD/bench/gpu/check_train_device $BUILD/bench/check_train_device" 5 8 "$agree" ;;
+    agree_dit | agree_dit_fp32 | agree_dit_bf16)
+      agree=both; [ "$s" != agree_dit ] && agree=${s##*_}
+      vt_stage_prog "$s" "DiT-L/4 batch 4, 5 steps, $agree vs one CPU run" "$BUILD/bench/gpu/check_dit_device $BUILD/bench/check_dit_device" 5 4 "$agree" ;;
+    graph)
+      vt_stage_prog graph "CUDA Graph vs eager step, deit_tiny 64 px batch 32" "$BUILD/bench/gpu/check_graph_step $BUILD/bench/check_graph_step" 50 32 fp32 ;;
+    kernels)
+      vt_stage_prog kernels "GB/s vs D2D copy" "$BUILD/bench/bench_cuda_kernels" 20 ;;
+    epilogue)
+      vt_stage_prog epilogue "MLP fwd+bwd, cuBLASLt epilogues vs separate passes" "$BUILD/bench/bench_mlp_epilogue" 20 ;;
+    attention)
+      vt_stage_prog attention "probs vs flash vs cuDNN SDPA, fwd+bwd" "$BUILD/bench/bench_attention" 10 ;;
+    nccl)
+      vt_stage_prog nccl "NCCL all-reduce, world 1; step one-shot vs bucketed" "$BUILD/bench/bench_allreduce" cifar 32 10 cuda ;;
+    fid)
+      vt_stage_prog fid "Inception GPU vs CPU, images/s" "$BUILD/bench/check_inception_device" 500 50 4 ;;
+    step_deit | step_dit)
+      # Few steps: torch.compile's compilation (its first step) and both
+      # schemes of vtrain's side share the stage's limit.
+      local tool=tools/bench_timm_step.py args="--batch 256 --iters 10 --warmup 3"
+      [ "$s" = step_dit ] && tool=tools/bench_dit_step.py args="--model DiT-L/4 --batch 256 --iters 10 --warmup 3"
+      # Only a tool that can run on the GPU: the CPU comparison says nothing here.
+      if [ ! -f "$tool" ] || ! grep -q -- '"--device"' "$tool"; then
+        vt_record "$s" "not built" 0 "$tool has no --device (GPU step benchmark)"
+      else
+        # shellcheck disable=SC2086
+        vt_stage "$s" "vtrain pre/siamese vs PyTorch + torch.compile, bf16" env LD_LIBRARY_PATH="$VT_PY_LD" VT_BENCH_LD_LIBRARY_PATH="$LD_LIBRARY_PATH" \
+          python3 "$tool" --device cuda --bf16 --compile $args
+      fi ;;
+    ckpt_deit | ckpt_dit)
+      local m=deit_s; [ "$s" = ckpt_dit ] && m=dit_l4
+      vt_stage_prog "$s" "activation checkpointing none vs blocks, $m batch 256 bf16" "$BUILD/bench/bench_backbone" 256 2 ckpt "$m" cuda bf16 ;;
+  esac
+}
 
 vt_gpu_check_main() {
   local here stages s
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   cd "$here" || exit 2
   BUILD=${VT_GPU_BUILD:-build-gpu}
-  VT_BUDGET=${VT_GPU_BUDGET_S:-570}
+  [ $# -eq 0 ] && set -- quick
+  VT_WHAT="$*"
   VT_START=$(date +%s)
-  VT_DEADLINE=$((VT_START + VT_BUDGET))
   VT_STATUS=0
   if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && VT_LOG=$OUT/gpu_check.log
   else mkdir -p runs && VT_LOG=runs/gpu_check.log; fi
   : >"$VT_LOG"
+  if ! stages=$(vt_expand_stages "$@"); then
+    vt_log "gpu_check: unknown pass or stage '$stages' (passes: quick perf sanitize; stages: $(vt_pass_stages quick) $(vt_pass_stages perf) $(vt_pass_stages sanitize) agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 ckpt). Nothing was run."
+    exit 2
+  fi
+  VT_BUDGET=${VT_GPU_BUDGET_S:-$(vt_default_budget "$@")}
+  VT_DEADLINE=$((VT_START + VT_BUDGET))
   VT_TMP=$(mktemp -d)
   trap 'rm -rf "$VT_TMP"' EXIT
-  # Correctness first, then the figures the performance table needs, then
-  # the sanitizers and the remaining benchmarks: a stage that would start
-  # past the budget is skipped (and can be run alone by name).
-  stages=${*:-env cuda agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 graph step_deit step_dit memcheck racecheck kernels epilogue ckpt_deit ckpt_dit attention fid nccl}
   vt_log "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build $BUILD, budget ${VT_BUDGET}s, log $VT_LOG"
-  vt_log "gpu_check: stages: $stages"
+  vt_log "gpu_check: $VT_WHAT: $stages"
 
   local smi smi_ok=0
   if ! command -v nvidia-smi >/dev/null 2>&1; then smi="not found"
@@ -260,7 +427,7 @@ vt_gpu_check_main() {
     exit 2
   fi
   case ${CUDA_VISIBLE_DEVICES-unset} in
-    ""|-1|none|NoDevFiles)
+    "" | -1 | none | NoDevFiles)
       vt_log "gpu_check: CUDA_VISIBLE_DEVICES='$CUDA_VISIBLE_DEVICES' hides every GPU from CUDA; unset it. Nothing was run."
       exit 2 ;;
   esac
@@ -279,23 +446,23 @@ vt_gpu_check_main() {
   VT_PY_LD=${LD_LIBRARY_PATH:-}
   # The bundle's own libraries (oneDNN, ...) first, then the CUDA ones found.
   export LD_LIBRARY_PATH="$here/$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  local -a progs=()
+  VT_PROGS=()
   for s in tests/test_cuda bench/bench_cuda_kernels bench/bench_allreduce bench/gpu/check_train_device \
            bench/gpu/check_dit_device bench/check_train_device bench/check_dit_device bench/bench_attention \
            bench/check_inception_device bench/bench_train_step bench/bench_dit_step bench/bench_backbone bench/bench_mlp_epilogue \
            bench/gpu/check_graph_step bench/check_graph_step; do
-    [ -x "$BUILD/$s" ] && progs+=("$BUILD/$s")
+    [ -x "$BUILD/$s" ] && VT_PROGS+=("$BUILD/$s")
   done
-  if [ "${#progs[@]}" = 0 ]; then
+  if [ "${#VT_PROGS[@]}" = 0 ]; then
     vt_log "gpu_check: no programs in $BUILD (make it with scripts/bundle_gpu_build.sh and carry it here). Nothing was run."
     exit 2
   fi
   # In this shell (not a $(...) subshell): it exports LD_LIBRARY_PATH.
   local libs_ok=0
-  vt_add_cuda_libs "${progs[@]}" > >(tee -a "$VT_LOG") || libs_ok=1
+  vt_add_cuda_libs "${VT_PROGS[@]}" > >(tee -a "$VT_LOG") || libs_ok=1
   wait
   # This machine's C++ runtime older than the build's: the carried one.
-  if ldd "${progs[@]}" 2>&1 | grep -q -E "version .(GLIBCXX|CXXABI|GCC)_[0-9.]*. not found"; then
+  if ldd "${VT_PROGS[@]}" 2>&1 | grep -q -E "version .(GLIBCXX|CXXABI|GCC)_[0-9.]*. not found"; then
     vt_log "gpu_check: this machine's libstdc++ is older than the build's; using the carried one ($BUILD/lib/cxx)"
     export LD_LIBRARY_PATH="$here/$BUILD/lib/cxx:$LD_LIBRARY_PATH"
   fi
@@ -306,59 +473,8 @@ vt_gpu_check_main() {
     exit 2
   fi
 
-  local san
-  san=$(vt_find_sanitizer) || san=""
-  local T="$BUILD/tests/test_cuda"
-  for s in $stages; do
-    case $s in
-      env)
-        # shellcheck disable=SC2016  # expanded by the inner bash
-        vt_stage env 30 "GPU and libraries" bash -c 'nvidia-smi; for p in "$@"; do echo "== $p"; ldd "$p" | grep -E "cuda|cublas|cudnn|nccl|dnnl|not found"; done' _ "${progs[@]}" ;;
-      cuda)
-        vt_stage_prog cuda 120 "CUDA kernels vs CPU twins" "$T" --gtest_brief=1 ;;
-      memcheck|racecheck)
-        if [ -z "$san" ]; then vt_record "$s" "not found" 0 "no compute-sanitizer in PATH or the CUDA homes"
-        elif [ ! -x "$T" ]; then vt_record "$s" "not built" 0 "no $T"
-        elif [ "$s" = memcheck ]; then
-          vt_stage memcheck 90 "kernel tests" "$san" --tool memcheck --leak-check no --error-exitcode 3 "$T" --gtest_brief=1 --gtest_filter="$VT_MEMCHECK_FILTER"
-        else
-          vt_stage racecheck 90 "shared-memory kernels" "$san" --tool racecheck --racecheck-report hazard --error-exitcode 3 "$T" --gtest_brief=1 --gtest_filter="$VT_RACECHECK_FILTER"
-        fi ;;
-      agree_deit_fp32|agree_deit_bf16)
-        vt_stage_prog "$s" 75 "DeiT-S batch 8, 5 steps" "$BUILD/bench/gpu/check_train_device $BUILD/bench/check_train_device" 5 8 "${s##*_}" ;;
-      agree_dit_fp32|agree_dit_bf16)
-        vt_stage_prog "$s" 75 "DiT-L/4 batch 4, 5 steps" "$BUILD/bench/gpu/check_dit_device $BUILD/bench/check_dit_device" 5 4 "${s##*_}" ;;
-      graph)
-        vt_stage_prog graph 60 "CUDA Graph vs eager step, deit_tiny 64 px batch 32" "$BUILD/bench/gpu/check_graph_step $BUILD/bench/check_graph_step" 50 32 fp32 ;;
-      kernels)
-        vt_stage_prog kernels 45 "GB/s vs D2D copy" "$BUILD/bench/bench_cuda_kernels" 20 ;;
-      epilogue)
-        vt_stage_prog epilogue 30 "MLP fwd+bwd, cuBLASLt epilogues vs separate passes" "$BUILD/bench/bench_mlp_epilogue" 20 ;;
-      attention)
-        vt_stage_prog attention 60 "probs vs flash vs cuDNN SDPA, fwd+bwd" "$BUILD/bench/bench_attention" 10 ;;
-      nccl)
-        vt_stage_prog nccl 45 "NCCL all-reduce, world 1; step one-shot vs bucketed" "$BUILD/bench/bench_allreduce" cifar 32 10 cuda ;;
-      fid)
-        vt_stage_prog fid 90 "Inception GPU vs CPU, images/s" "$BUILD/bench/check_inception_device" 500 50 4 ;;
-      step_deit|step_dit)
-        # Few steps: torch.compile's compilation (its first step) and both
-        # schemes of vtrain's side share the stage's limit.
-        local tool=tools/bench_timm_step.py args="--batch 256 --iters 10 --warmup 3"
-        [ "$s" = step_dit ] && tool=tools/bench_dit_step.py args="--model DiT-L/4 --batch 256 --iters 10 --warmup 3"
-        # Only a tool that can run on the GPU: the CPU comparison says nothing here.
-        if [ ! -f "$tool" ] || ! grep -q -- '"--device"' "$tool"; then
-          vt_record "$s" "not built" 0 "$tool has no --device (GPU step benchmark)"
-        else
-          # shellcheck disable=SC2086
-          vt_stage "$s" 150 "vtrain pre/siamese vs PyTorch + torch.compile, bf16" env LD_LIBRARY_PATH="$VT_PY_LD" VT_BENCH_LD_LIBRARY_PATH="$LD_LIBRARY_PATH" \
-            python3 "$tool" --device cuda --bf16 --compile $args
-        fi ;;
-      ckpt_deit|ckpt_dit)
-        local m=deit_s; [ "$s" = ckpt_dit ] && m=dit_l4
-        vt_stage_prog "$s" 90 "activation checkpointing none vs blocks, $m batch 256 bf16" "$BUILD/bench/bench_backbone" 256 2 ckpt "$m" cuda bf16 ;;
-      *) vt_log "gpu_check: unknown stage $s"; VT_STATUS=1 ;;
-    esac
-  done
+  VT_SANITIZER=$(vt_find_sanitizer) || VT_SANITIZER=""
+  for s in $stages; do vt_run_stage "$s"; done
   vt_summary
   exit "$VT_STATUS"
 }

@@ -6,11 +6,14 @@
 #  3. vt_add_cuda_libs on real ELF programs whose libraries sit only in the
 #     fake tree: it finds them (the program then runs) and names a missing
 #     soname together with the versions that exist;
-#  4. the whole script with a fake nvidia-smi and a fake build: no GPU and
-#     a hidden GPU and a bundle needing a newer glibc exit 2 having run
-#     nothing; stages pass, fail, time out,
-#     are skipped for budget or "not built", and the summary says so, in
-#     $OUT/gpu_check.log.
+#  4. the whole script with a fake nvidia-smi, a fake compute-sanitizer and
+#     a fake build: no GPU, a hidden GPU, a bundle needing a newer glibc and
+#     an unknown stage exit 2 having run nothing; the passes expand into
+#     their stages with their budgets; stages pass, fail, time out, are
+#     "not built", SKIP for budget (never started short of their limit) or
+#     for an environment that refuses the tool, and only FAIL/TIMEOUT fail
+#     the run; the table and the one-line summary in $OUT/gpu_check.log
+#     say what ran, passed and is unmeasured.
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 S=$SRC/scripts/gpu_check.sh
@@ -93,8 +96,25 @@ printf '#!/bin/sh\necho "NVIDIA H200, 143771 MiB, 570.00"\n' >"$T/bin/nvidia-smi
 printf '#!/bin/sh\necho "[==========] 3 tests ran."\necho "[  PASSED  ] 3 tests."\n' >"$W/build-gpu/tests/test_cuda"
 printf '#!/bin/sh\necho "layernorm fwd 2000 GB/s"\nexit 1\n' >"$W/build-gpu/bench/bench_cuda_kernels"
 printf '#!/bin/sh\nsleep 100\n' >"$W/build-gpu/bench/bench_allreduce"
+# A sanitizer that this "sandbox" refuses for memcheck and that finds a
+# hazard under racecheck.
+cat >"$T/bin/compute-sanitizer" <<'EOS'
+#!/bin/sh
+case "$*" in
+  *memcheck*) echo "========= Error: Device not supported. Please refer to the documentation"; exit 1 ;;
+  *) echo "========= Error: Race reported between Write access at 0x10 in kernel"; exit 3 ;;
+esac
+EOS
 chmod +x "$T"/nogpu/* "$T"/bin/* "$W"/build-gpu/tests/* "$W"/build-gpu/bench/*
 BASEPATH=/usr/bin:/bin
+run() {  # run NAME [VAR=VALUE ...] -- STAGE ...: the script with the fake GPU, log in $T/NAME
+  local name=$1; shift
+  local -a envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  env PATH="$T/bin:$BASEPATH" OUT="$T/$name" VT_PY_SITE_DIRS='' "${envs[@]}" "$W/scripts/gpu_check.sh" "$@" \
+    >"$T/$name.out" 2>&1
+}
 
 PATH=$T/nogpu:$BASEPATH OUT=$T/o1 "$W/scripts/gpu_check.sh" >"$T/o1.out" 2>&1
 rc=$?
@@ -107,37 +127,81 @@ rc=$?
 check "hidden GPU: exit 2" test "$rc" = 2
 check "hidden GPU: says so" contains "$T/o2/gpu_check.log" "hides every GPU"
 
-# Budget 28 s: cuda passes, kernels fails, nccl runs into the budget's limit
-# (28 - 10 s margin), then cuda once more is skipped for budget.
-PATH=$T/bin:$BASEPATH OUT=$T/o3 VT_GPU_BUDGET_S=28 VT_PY_SITE_DIRS='' \
-  "$W/scripts/gpu_check.sh" cuda agree_deit_fp32 kernels nccl step_dit cuda >"$T/o3.out" 2>&1
+run unknown -- quick cudaa
 rc=$?
-L=$T/o3/gpu_check.log
+check "unknown stage: exit 2" test "$rc" = 2
+check "unknown stage: named" contains "$T/unknown/gpu_check.log" "unknown pass or stage 'cudaa'"
+check "unknown stage: nothing ran" bash -c "! grep -q '===' '$T/unknown/gpu_check.log'"
+
+# The default is the quick pass, with its budget: stages not in the fake
+# build are "not built" (unmeasured), not failures.
+run quick --
+rc=$?
+L=$T/quick/gpu_check.log
+check "quick: default pass, exit 0" test "$rc" = 0
+check "quick: its stages" contains "$L" "gpu_check: quick: env cuda agree_deit agree_dit graph$"
+check "quick: its budget" contains "$L" "budget 330s"
+check "quick: env PASS" contains "$L" "^env  *PASS"
+check "quick: cuda PASS" contains "$L" "^cuda  *PASS"
+check "quick: one CPU reference for both precisions" contains "$L" "^agree_dit  *not built .*no .*check_dit_device"
+check "quick: one-line summary" contains "$L" \
+  "^gpu_check quick: PASS: 2 ran, 2 passed, 0 failed; 3 unmeasured: agree_deit (not built) agree_dit (not built) graph (not built)$"
+
+# Every limit 3 s (the test hook), a generous budget: pass, not built, a
+# failure with its exit code, a timeout at the limit.
+run stages VT_GPU_STAGE_LIMIT_S=3 VT_GPU_BUDGET_S=100 -- cuda agree_deit_fp32 kernels nccl step_dit
+rc=$?
+L=$T/stages/gpu_check.log
 check "stages: exit 1 on a failure" test "$rc" = 1
 check "stages: GPU named" contains "$L" "GPU: NVIDIA H200"
 check "stages: cuda PASS" contains "$L" "^cuda  *PASS"
 check "stages: agreement not built" contains "$L" "^agree_deit_fp32  *not built"
 check "stages: kernels FAIL with its exit code" contains "$L" "^kernels  *FAIL .*exit 1"
 check "stages: figure in the log" contains "$L" "layernorm fwd 2000 GB/s"
-check "stages: nccl TIMEOUT" contains "$L" "^nccl  *TIMEOUT"
+check "stages: nccl TIMEOUT at its limit" contains "$L" "^nccl  *TIMEOUT .*limit 3s"
 check "stages: step benchmark without a GPU mode not built" contains "$L" "^step_dit  *not built"
-check "stages: skipped for budget" contains "$L" "^cuda  *SKIP .*budget spent"
-check "stages: summary table" contains "$L" "=== summary"
+check "stages: summary table" contains "$L" "=== summary: cuda agree_deit_fp32 kernels nccl step_dit"
+check "stages: verdict line" contains "$L" "^gpu_check .*: FAIL: 3 ran, 1 passed, 2 failed; 2 unmeasured"
+
+# A budget below a stage's limit: the stage is never started (no cut-short
+# limit, no TIMEOUT), says what it needed, and the run does not fail.
+run budget VT_GPU_STAGE_LIMIT_S=3 VT_GPU_BUDGET_S=7 -- nccl kernels
+rc=$?
+L=$T/budget/gpu_check.log
+check "budget: exit 0 when only skipped" test "$rc" = 0
+check "budget: nccl SKIP, not started" contains "$L" "^nccl  *SKIP .*budget: needs 3s, [0-9]*s left"
+check "budget: kernels SKIP too" contains "$L" "^kernels  *SKIP .*budget"
+check "budget: nothing started" bash -c "! grep -q '^=== nccl\|^=== kernels' '$L'"
+check "budget: unmeasured named" contains "$L" "2 unmeasured: nccl (budget) kernels (budget)$"
+# Default limits: cuda (120 s) does not fit a 100 s budget, nccl (25 s) does.
+run budget2 VT_GPU_BUDGET_S=100 -- cuda env
+check "budget: a long stage skipped, a short one runs" bash -c \
+  "grep -q '^cuda  *SKIP .*needs 120s' '$T/budget2/gpu_check.log' && grep -q '^env  *PASS' '$T/budget2/gpu_check.log'"
+
+# The sanitize pass: memcheck refused by the environment (SKIP), racecheck
+# reporting a hazard (FAIL).
+run sanitize -- sanitize
+rc=$?
+L=$T/sanitize/gpu_check.log
+check "sanitize: budget" contains "$L" "budget 320s"
+check "sanitize: refused device is SKIP environment" contains "$L" "^memcheck  *SKIP .*environment: Error: Device not supported"
+check "sanitize: hazard is FAIL" contains "$L" "^racecheck  *FAIL .*exit 3"
+check "sanitize: exit 1 (racecheck)" test "$rc" = 1
 
 # A bundle that needs a newer C library than this machine's is refused.
 echo "glibc: 99.1" >"$W/MANIFEST"
-PATH=$T/bin:$BASEPATH OUT=$T/o5 VT_PY_SITE_DIRS='' "$W/scripts/gpu_check.sh" cuda >"$T/o5.out" 2>&1
+run glibc -- cuda
 rc=$?
 check "newer glibc needed: exit 2" test "$rc" = 2
-check "newer glibc needed: says so" contains "$T/o5/gpu_check.log" "need glibc >= 99.1, this machine has"
+check "newer glibc needed: says so" contains "$T/glibc/gpu_check.log" "need glibc >= 99.1, this machine has"
 rm "$W/MANIFEST"
 
 # A test binary that skipped its tests (CUDA saw no GPU) fails the stage.
 printf '#!/bin/sh\necho "[  SKIPPED ] 3 tests, listed below:"\n' >"$W/build-gpu/tests/test_cuda"
-PATH=$T/bin:$BASEPATH OUT=$T/o4 VT_PY_SITE_DIRS='' "$W/scripts/gpu_check.sh" cuda >"$T/o4.out" 2>&1
+run skipped -- cuda
 rc=$?
 check "skipped tests: exit 1" test "$rc" = 1
-check "skipped tests: FAIL named" contains "$T/o4/gpu_check.log" "^cuda  *FAIL .*tests skipped"
+check "skipped tests: FAIL named" contains "$T/skipped/gpu_check.log" "^cuda  *FAIL .*tests skipped"
 
 echo "$fails failure(s)"
 [ "$fails" = 0 ]
