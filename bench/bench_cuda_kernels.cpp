@@ -1,6 +1,7 @@
-// Bandwidth of the CUDA LayerNorm and fused SiameseNorm kernels against
-// cudaMemcpy device-to-device moving the same bytes, measured in the same
-// invocation, at shapes larger than the L2 cache (issue 12's kernel table):
+// Bandwidth of the CUDA LayerNorm and fused SiameseNorm kernels and of the
+// column sum behind every parameter gradient against cudaMemcpy
+// device-to-device moving the same bytes, measured in the same invocation,
+// at shapes larger than the L2 cache:
 // DeiT-S at batch 256 (rows 256*197, D 384: 77 MB per fp32 tensor) and
 // DiT-L/4 at batch 256 (rows 256*64, D 1024: 67 MB per fp32 tensor) and
 // DiT-XL/2 at batch 64 (rows 64*256, D 1152: 75 MB per fp32 tensor; two warps
@@ -12,6 +13,12 @@
 // "fused_vs_separate" after it gives its time against the residual kernel
 // followed by the input kernel on the same tensors (speedup > 1: fused faster;
 // the minimum traffic falls from 9 to 7 row tensors, 1.29x).
+//
+// column_sum is a bias gradient (kernels/cuda/matmul.h bias_backward: per
+// 64-row chunk partials, then add_chunk_sums); the line
+// "column_sum_second_stage" after it times add_chunk_sums alone on the same
+// number of chunks and gives its share of the whole column sum (about 25
+// column sums of this kind run in a DeiT-S step).
 //
 // "bytes" is the minimum traffic of each kernel: every row tensor read once
 // plus every row tensor written once (statistics, parameters and parameter
@@ -45,6 +52,7 @@ int main() {
 #include "core/allocator.h"
 #include "core/tensor.h"
 #include "kernels/cuda/layernorm.h"
+#include "kernels/cuda/matmul.h"
 #include "kernels/cuda/siamese.h"
 
 using namespace vt;
@@ -125,6 +133,16 @@ void bench_shape(const Shape2& s, DType dt, int iters) {
                                     gw.f32(), gw.f32() + D, dt);
          }),
          iters);
+
+  // Column sum (a bias gradient): reads dy once; then its second stage alone.
+  const int64_t chunks = (R + 63) / 64;
+  Tensor colsum = Tensor::zeros({D}, DType::F32, dev), partial = rand_dev(chunks, D, DType::F32, 11);
+  const double t_colsum = time_ms(iters, [&] { cuda::bias_backward(dy.raw(), R, D, D, colsum.f32(), dt); });
+  report("column_sum", s, dt, row_bytes, t_colsum, iters);
+  const double t_second = time_ms(iters, [&] { cuda::add_chunk_sums(colsum.f32(), partial.f32(), chunks, D); });
+  std::printf("column_sum_second_stage shape=%-6s dtype=%-4s chunks=%lld d=%lld us=%9.2f share=%.3f\n", s.name,
+              dtype_name(dt), static_cast<long long>(chunks), static_cast<long long>(D), t_second * 1e3,
+              t_second / t_colsum);
 
   // Siamese input: DeiT (3 affine norms) or DiT (affine post/pre, plain
   // input norm, modulate). Forward reads x, y; writes u, z.

@@ -136,29 +136,50 @@ inline unsigned grid_1d(int64_t n, int threads) {
 }
 
 // Second stage of a deterministic column reduction: partial is
-// [chunks][NQ][d] (per-chunk column sums); out[q][j] += sum over chunks in
-// chunk order, for each non-null out[q].
+// [chunks][NQ][d] (per-chunk column sums); out[q][j] += the sum over chunks,
+// for each non-null out[q]. One block per (32 columns, q): its 16 warps read
+// 128-byte rows of the chunks c = w, w + 16, ... (each warp adds its chunks
+// in chunk order), then a fixed tree adds the 16 warp sums. The order of
+// every addition depends only on (chunks, d), never on timing, so the sums
+// are the same bits on every run. (A thread per column looping over all
+// chunks, the simple form, puts d / 256 blocks on the GPU: 2 at d = 384,
+// with hundreds of dependent loads each.)
 template <int NQ>
 struct ChunkOutputs {
   float* out[NQ];
 };
+constexpr int kFinalizeWarps = 16;
 template <int NQ>
 __global__ void finalize_chunks_kernel(const float* __restrict__ partial, int64_t chunks, int64_t d,
                                        ChunkOutputs<NQ> o) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= d) return;
+  __shared__ float sums[kFinalizeWarps][33];
+  const int64_t tiles = (d + 31) / 32;
+  const int q = static_cast<int>(blockIdx.x / tiles);
+  const int64_t j = (blockIdx.x % tiles) * 32 + (threadIdx.x & 31);
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  float* out = nullptr;
 #pragma unroll
-  for (int q = 0; q < NQ; ++q) {
-    if (!o.out[q]) continue;
-    float acc = 0.0f;
-    for (int64_t c = 0; c < chunks; ++c) acc += partial[(c * NQ + q) * d + j];
-    o.out[q][j] += acc;
+  for (int i = 0; i < NQ; ++i)
+    if (i == q) out = o.out[i];  // a register, not a local-memory copy of the array
+  if (!out) return;              // the whole block: q is the block's
+  float acc = 0.0f;
+  if (j < d)
+    for (int64_t c = w; c < chunks; c += kFinalizeWarps) acc += partial[(c * NQ + q) * d + j];
+  sums[w][lane] = acc;
+  __syncthreads();
+  for (int s = kFinalizeWarps / 2; s > 0; s >>= 1) {
+    if (w < s) sums[w][lane] += sums[w + s][lane];
+    __syncthreads();
   }
+  if (w == 0 && j < d) out[j] += sums[0][lane];
 }
 template <int NQ>
 inline void finalize_chunks(const float* partial, int64_t chunks, int64_t d, ChunkOutputs<NQ> o,
                             cudaStream_t stream, const char* op) {
-  finalize_chunks_kernel<NQ><<<grid_1d(d, kColThreads), kColThreads, 0, stream>>>(partial, chunks, d, o);
+  const int64_t blocks = (d + 31) / 32 * NQ;
+  if (blocks == 0) return;
+  if (blocks > 2147483647) throw std::invalid_argument(std::string(op) + ": too many columns for the column sums");
+  finalize_chunks_kernel<NQ><<<static_cast<unsigned>(blocks), kFinalizeWarps * 32, 0, stream>>>(partial, chunks, d, o);
   check_launch(op);
 }
 

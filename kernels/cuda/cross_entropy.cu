@@ -110,8 +110,10 @@ __global__ void rows_kernel(const float* logits, const int32_t* __restrict__ lab
     if (pred) pred[r] = amax;
   }
   if (!dlogits) return;
-  // Every thread has passed the reductions' barriers, so all reads of the
-  // row are done: dlogits may alias logits.
+  // dlogits may alias logits: every thread's reads of the row (the label's
+  // logit for the loss included, read after the reductions' last barrier)
+  // must be done before any thread overwrites it.
+  __syncthreads();
   float* g = dlogits + r * k;
   const float lse_f = static_cast<float>(lse);
   const double s = smoothing;

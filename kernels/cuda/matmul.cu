@@ -152,5 +152,12 @@ void add_bias_grad(float* dbias, const float* g, int64_t n, cudaStream_t stream)
   finalize_chunks<1>(g, 1, n, ChunkOutputs<1>{{dbias}}, stream, "cuda::add_bias_grad");
 }
 
+void add_chunk_sums(float* out, const float* partial, int64_t chunks, int64_t n, cudaStream_t stream) {
+  const char* op = "cuda::add_chunk_sums";
+  if (chunks < 0 || n < 0) throw std::invalid_argument(std::string(op) + ": negative chunks or columns");
+  if (n == 0) return;
+  finalize_chunks<1>(partial, chunks, n, ChunkOutputs<1>{{out}}, stream, op);
+}
+
 }  // namespace cuda
 }  // namespace vt

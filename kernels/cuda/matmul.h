@@ -42,13 +42,22 @@ void add_bias_rows(void* y, int64_t rows, int64_t n, int64_t ldy, const float* b
                    cudaStream_t stream = 0);
 
 // dbias[n] += sum_r dy[r, :] (row stride ldy); dy in `io`, dbias fp32.
-// Deterministic two-stage column sum (64-row chunks added in order).
+// Deterministic two-stage column sum: per-64-row-chunk partials, then
+// add_chunk_sums (the same bits on every run).
 void bias_backward(const void* dy, int64_t rows, int64_t n, int64_t ldy, float* dbias, DType io,
                    cudaStream_t stream = 0);
 
 // dbias[n] += g[n] (fp32): a bias gradient a cuBLASLt epilogue wrote into
 // scratch (kernels/cuda/matmul_lt.h overwrites; parameter gradients accumulate).
 void add_bias_grad(float* dbias, const float* g, int64_t n, cudaStream_t stream = 0);
+
+// out[j] += sum over c < chunks of partial[c * n + j] (all fp32, contiguous
+// [chunks, n]): the second stage of every column sum (bias, LayerNorm and
+// SiameseNorm parameter gradients; kernels/cuda/common.cuh's
+// finalize_chunks), a block per 32 columns with 16 warps over the chunks
+// and a fixed tree, so the result is the same bits on every run. Public for
+// the benchmark (bench_cuda_kernels) and its test.
+void add_chunk_sums(float* out, const float* partial, int64_t chunks, int64_t n, cudaStream_t stream = 0);
 
 }  // namespace cuda
 }  // namespace vt

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/allocator.h"
+#include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/matmul.h"
 
 namespace vt {
@@ -137,10 +138,14 @@ Plan make_plan(DeviceState& s, const PlanKey& key, const LtGemm& g) {
   set_desc(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, opb_lt, "TRANSB");
   set_desc(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(g.epilogue), "EPILOGUE");
   if (g.epilogue != LtEpilogue::DGelu) {
-    const cudaDataType_t bias_type = CUDA_R_32F;  // fp32 bias / bias gradient whatever c's dtype
+    // cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: "Bias vector elements
+    // are the same type as the elements of output matrix (Dtype)" (the
+    // exceptions are integer and fp8 kernels); CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+    // "Bias gradient vector elements are the same type as the output
+    // elements (Ctype)". lt_gemm passes a bias in c's dtype (a bf16 copy for
+    // a bf16 c) and asks for a bias gradient only with an fp32 c.
+    const int32_t bias_type = lt_type(g.c_type);
     set_desc(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, bias_type, "BIAS_DATA_TYPE");
-    const void* bp = g.epilogue == LtEpilogue::BGradA ? static_cast<const void*>(g.bgrad) : g.bias;
-    set_desc(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bp, "BIAS_POINTER");
   }
   if (g.epilogue == LtEpilogue::GeluAuxBias || g.epilogue == LtEpilogue::DGelu) {
     set_desc(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux, "EPILOGUE_AUX_POINTER");
@@ -200,6 +205,9 @@ bool lt_gemm(const LtGemm& g, cudaStream_t stream) {
   // Only the weight gradient accumulates (beta = 1); the other epilogues are
   // defined here for an overwritten output, the only use.
   if (g.epilogue != LtEpilogue::BGradA && g.beta != 0.0f) return fall_back();
+  // The bias gradient is in c's type (cublasLt.h): only an fp32 c (the
+  // weight gradient) gives the fp32 gradient the caller accumulates.
+  if (g.epilogue == LtEpilogue::BGradA && g.c_type != DType::F32) return fall_back();
   if (uses_aux && (g.ldaux % 8 != 0 || g.ldaux < g.n)) return fall_back();
   if ((g.epilogue == LtEpilogue::Bias || g.epilogue == LtEpilogue::GeluAuxBias) && !g.bias)
     throw std::invalid_argument("cuda::lt_gemm: bias epilogue without a bias");
@@ -208,7 +216,14 @@ bool lt_gemm(const LtGemm& g, cudaStream_t stream) {
   if (uses_aux && !g.aux) throw std::invalid_argument("cuda::lt_gemm: GELU epilogue without an aux buffer");
 
   DeviceState& s = state_for_current_device();
-  const void* bias_ptr = g.epilogue == LtEpilogue::BGradA ? static_cast<const void*>(g.bgrad) : g.bias;
+  // A bf16 output takes a bf16 bias (cublasLt.h): the fp32 bias rounded into
+  // scratch, as PyTorch's autocast hands F.linear a bf16 bias.
+  const bool bias_in = g.epilogue == LtEpilogue::Bias || g.epilogue == LtEpilogue::GeluAuxBias;
+  const LtWorkspace bias_copy(bias_in && g.c_type == DType::BF16 ? static_cast<size_t>(g.n) * 2 : 0, s.device,
+                              stream);
+  const void* bias_ptr = g.epilogue == LtEpilogue::BGradA ? static_cast<const void*>(g.bgrad)
+                         : bias_copy.get()                ? bias_copy.get()
+                                                          : static_cast<const void*>(g.bias);
   const PlanKey key{g.trans_a, g.trans_b, tf32() && g.ab == DType::F32, g.m, g.n, g.k, g.lda, g.ldb, g.ldc,
                     uses_aux ? g.ldaux : 0, g.ab, g.c_type, g.epilogue, alignment(g.a), alignment(g.b),
                     alignment(g.c), alignment(bias_ptr), alignment(uses_aux ? g.aux : nullptr), g.beta == 0.0f};
@@ -216,6 +231,7 @@ bool lt_gemm(const LtGemm& g, cudaStream_t stream) {
   if (it == s.plans.end()) it = s.plans.emplace(key, make_plan(s, key, g)).first;
   Plan& p = it->second;
   if (!p.ok) return fall_back();
+  if (bias_copy.get()) convert(g.bias, DType::F32, bias_copy.get(), DType::BF16, g.n, stream);
   // The plan is this thread's, so setting this call's pointers on it is safe.
   if (bias_ptr) set_desc(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias_ptr, "BIAS_POINTER");
   if (uses_aux) set_desc(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux, "EPILOGUE_AUX_POINTER");

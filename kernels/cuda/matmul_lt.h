@@ -18,9 +18,14 @@
 // so erf GELU is not an epilogue here (kernels/matmul.h says what runs).
 // The epilogue works on the fp32 accumulator: with a BF16 c the bias is
 // added (and GELU applied) in fp32 before the one rounding to bf16; aux is
-// in c's dtype. bias and bgrad are fp32 (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE
-// = CUDA_R_32F). alpha must be 1, beta 0 except for BGradA (the weight
-// gradient accumulates), aux's ld a multiple of 8 (cuBLASLt's rule).
+// in c's dtype. The bias is in c's dtype as cublasLt.h requires
+// (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: "the same type as the elements of
+// output matrix (Dtype)"): the caller's fp32 bias is used as is for an F32 c
+// and rounded to bf16 into scratch for a BF16 c (what PyTorch's autocast
+// gives F.linear). The bias gradient is in c's type too (..._BIAS_POINTER):
+// BGradA runs only with an F32 c (the fp32 weight gradient) and writes fp32.
+// alpha must be 1, beta 0 except for BGradA (the weight gradient
+// accumulates), aux's ld a multiple of 8 (cuBLASLt's rule).
 //
 // Dtypes: a, b in `ab` (F32 or BF16), c in c_type (F32; BF16 with BF16 ab),
 // fp32 accumulation (TF32 for F32 operands when set_tf32 is on, as cuBLAS).
@@ -30,7 +35,7 @@
 // the chosen algorithm needs, at most 32 MiB) comes from the caching
 // allocator on the call's stream, a cached block after the first step.
 //
-// lt_gemm returns false, having launched nothing, when cuBLASLt offers no
+// lt_gemm returns false, having written none of the caller's buffers, when cuBLASLt offers no
 // algorithm for the call (remembered per shape) or the call breaks a rule
 // above that only the data decides (aux ld); the caller then runs the
 // separate passes. Other failures throw std::runtime_error naming the status.
@@ -58,7 +63,7 @@ struct LtGemm {
   int64_t ldc = 0;
   DType ab = DType::F32, c_type = DType::F32;
   LtEpilogue epilogue = LtEpilogue::Bias;
-  const float* bias = nullptr;  // Bias, GeluAuxBias: [n]
+  const float* bias = nullptr;  // Bias, GeluAuxBias: [n] fp32 (rounded to bf16 for a BF16 c)
   void* aux = nullptr;          // GeluAuxBias (written), DGelu (read): [m, n] in c_type, row stride ldaux
   int64_t ldaux = 0;
   float* bgrad = nullptr;       // BGradA: [m], overwritten

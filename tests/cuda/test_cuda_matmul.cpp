@@ -1,7 +1,8 @@
 // cuBLAS GEMMs (kernels/cuda/matmul.h) against a naive double-precision
 // row-major reference, all transpose combinations, padded leading
 // dimensions, alpha/beta, strided batches, bf16 operands with fp32 and bf16
-// results; bias add and the deterministic bias gradient.
+// results; bias add and the deterministic bias gradient; the column sums'
+// second stage (add_chunk_sums) against a double-precision sum.
 #include <gtest/gtest.h>
 
 #include "cuda_test_util.h"
@@ -108,6 +109,32 @@ TEST(CudaMatmul, BiasAddAndBackward) {
     expect_close(to_host(gy), want_y, out_tol(io), "y + bias (padding columns untouched)");
     expect_close(to_host(gdb), want_db, 1e-5, "dbias");
   }
+}
+
+// out[j] += sum_c partial[c, j]: chunk counts around the 16 warps of a block
+// (fewer, one more, many) and widths around the 32-column tiles; the same
+// bits on a second run.
+TEST(CudaMatmul, ChunkSumsMatchADoubleSumAndRepeatBitwise) {
+  VT_SKIP_WITHOUT_GPU();
+  for (int64_t chunks : {1, 5, 17, 200})
+    for (int64_t n : {1, 31, 33, 384}) {
+      SCOPED_TRACE("chunks " + std::to_string(chunks) + " n " + std::to_string(n));
+      const auto partial = randn(static_cast<size_t>(chunks * n), 40 + static_cast<uint64_t>(chunks));
+      const auto out0 = randn(static_cast<size_t>(n), 41);
+      std::vector<float> want = out0;
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0.0;
+        for (int64_t c = 0; c < chunks; ++c) s += partial[static_cast<size_t>(c * n + j)];
+        want[static_cast<size_t>(j)] = static_cast<float>(out0[static_cast<size_t>(j)] + s);
+      }
+      Tensor gp = to_device(partial, DType::F32), a = to_device(out0, DType::F32), b = to_device(out0, DType::F32);
+      cuda::add_chunk_sums(a.f32(), gp.f32(), chunks, n);
+      cuda::add_chunk_sums(b.f32(), gp.f32(), chunks, n);
+      // fp32 sums of up to 200 unit normals: well inside 1e-5 of the total's scale.
+      expect_close(to_host(a), want, 1e-5, "sums");
+      EXPECT_EQ(to_host(a), to_host(b)) << "a second run gave other bits";
+    }
+  EXPECT_THROW(cuda::add_chunk_sums(nullptr, nullptr, -1, 4), std::invalid_argument);
 }
 
 }  // namespace

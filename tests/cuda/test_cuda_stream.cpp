@@ -36,6 +36,12 @@ TEST(CudaStream, PinnedCopyOrderedBeforeTheComputeStreamByAnEvent) {
   Tensor out = Tensor::empty({n}, DType::F32, Device::cuda(0));
   CudaStream up = CudaStream::create(0);
   ASSERT_NE(up.handle(), nullptr);
+  // The zero-fill ran on the compute stream; the non-blocking upload stream
+  // is not ordered after it unless told (core/cuda_stream.h), and a fill
+  // landing after the copy would read as a missing wait below.
+  CudaEvent zeroed = CudaEvent::create(0);
+  zeroed.record(nullptr);
+  zeroed.wait_on(up.handle());
   CudaEvent copied = CudaEvent::create(0);
   cuda_record_stream(dev.raw(), up.handle());
   copy_async(dev, host, up.handle());

@@ -10,9 +10,16 @@
 // The epilogue acts on the fp32 accumulator, then D (and aux) are rounded
 // once to their type. Descriptors are host structs behind the opaque
 // pointers; the heuristic returns one placeholder algorithm that needs a
-// 1 MiB workspace (refused without it). The documented
-// aux rule (ld a multiple of 8, >= D's rows) is enforced, so a caller that
-// breaks it fails here as on a GPU.
+// 1 MiB workspace (refused without it). The rules cublasLt.h documents for
+// these epilogues are enforced, so a caller that breaks one fails here as on
+// a GPU:
+//  - aux: ld a multiple of 8 and >= D's rows (CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD);
+//  - the bias: "Bias vector elements are the same type as the elements of
+//    output matrix (Dtype)" (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE; its
+//    exceptions are integer and fp8 kernels, which this stand-in does not
+//    serve), so BIAS_DATA_TYPE must be D's type or unset (-1);
+//  - the bias gradient: "Bias gradient vector elements are the same type as
+//    the output elements (Ctype)" (CUBLASLT_MATMUL_DESC_BIAS_POINTER).
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
@@ -158,8 +165,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
   if (ep != CUBLASLT_EPILOGUE_DEFAULT && !bias_add && !uses_aux && ep != CUBLASLT_EPILOGUE_BGRADB)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   const cudaDataType_t bias_type = d.bias_type < 0 ? ld.type : static_cast<cudaDataType_t>(d.bias_type);
-  if ((bias_add || ep == CUBLASLT_EPILOGUE_BGRADB) && (!d.bias || bias_type != CUDA_R_32F))
-    return CUBLAS_STATUS_INVALID_VALUE;
+  if (bias_add && (!d.bias || bias_type != ld.type)) return CUBLAS_STATUS_INVALID_VALUE;
+  if (ep == CUBLASLT_EPILOGUE_BGRADB && (!d.bias || bias_type != lc.type)) return CUBLAS_STATUS_INVALID_VALUE;
   if (uses_aux && (!d.aux || d.aux_ld % 8 != 0 || d.aux_ld < m)) return CUBLAS_STATUS_INVALID_VALUE;
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   if (vt_emu::capturing()) {
@@ -185,7 +192,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
     for (int64_t j = 0; j < n; ++j) {
       double s = 0.0;
       for (int64_t p = 0; p < k; ++p) s += b_at(p, j);
-      static_cast<float*>(const_cast<void*>(d.bias))[j] = static_cast<float>(s);
+      stv(const_cast<void*>(d.bias), bias_type, j, static_cast<float>(s));
     }
   }
   for (int64_t j = 0; j < n; ++j)
@@ -193,7 +200,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
       double s = 0.0;
       for (int64_t p = 0; p < k; ++p) s += static_cast<double>(a_at(i, p)) * b_at(p, j);
       float v = static_cast<float>(al * s + (be == 0.0f ? 0.0 : be * ldv(C, lc.type, i + j * lc.ld)));
-      if (bias_add) v += static_cast<const float*>(d.bias)[i];
+      if (bias_add) v += ldv(d.bias, bias_type, i);
       if (ep == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
         stv(d.aux, ld.type, i + j * d.aux_ld, v);
         v = gelu_tanh(v);

@@ -5,7 +5,11 @@
 // rewrote their launches and dynamic shared memory.
 //  - Blocks run one after another; the threads of a block are cooperative
 //    fibers (ucontext), switched at every __syncthreads, so a thread never
-//    passes a barrier before all others reached it.
+//    passes a barrier before all others reached it. Between two barriers
+//    the threads run in index order, or in reverse with the environment
+//    variable VT_EMU_THREAD_ORDER=reverse: a kernel whose result depends on
+//    that order has a race (a thread reading what another writes without a
+//    barrier between), which one of the two orders shows.
 //  - __shared__ variables are function statics (one block at a time), the
 //    dynamic shared array is vt_emu_smem, poisoned with NaN before each block
 //    so reading an entry no thread wrote shows up as a NaN result.
@@ -58,6 +62,7 @@ struct Fibers {
 extern Fibers fib;
 void fiber_entry();
 void barrier_wait();
+bool reverse_thread_order();  // VT_EMU_THREAD_ORDER=reverse (read once)
 
 struct Launcher {
   dim3 g, b;
@@ -96,9 +101,11 @@ struct Launcher {
             makecontext(&fib.ctx[t], fiber_entry, 0);
             fib.state[t] = 0;
           }
+          const bool reverse = reverse_thread_order();
           for (;;) {
             unsigned done = 0, at_barrier = 0;
-            for (unsigned t = 0; t < b.x; ++t) {
+            for (unsigned i = 0; i < b.x; ++i) {
+              const unsigned t = reverse ? b.x - 1 - i : i;
               if (fib.state[t] == 2) continue;
               fib.cur = t;
               threadIdx = make_uint3(t, 0, 0);

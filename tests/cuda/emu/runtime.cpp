@@ -23,6 +23,13 @@ void barrier_wait() {
   swapcontext(&fib.ctx[me], &fib.sched);
   threadIdx = make_uint3(me, 0, 0);
 }
+bool reverse_thread_order() {
+  static const bool reverse = [] {
+    const char* v = std::getenv("VT_EMU_THREAD_ORDER");
+    return v && std::strcmp(v, "reverse") == 0;
+  }();
+  return reverse;
+}
 }
 // "Device" memory is host memory. cudaMalloc calls are counted, so a test
 // can check that a steady-state step allocates nothing (vt_emu_malloc_count).
