@@ -36,6 +36,7 @@ struct DitTrainConfig {
   T0Term t0_term = T0Term::Nll;
   // data
   std::string data_kind, data_root, on_corrupt;
+  std::string data_root_missing;  // the error when data_root is no directory (core/config_paths.h)
   bool hflip = true;
   double latent_scale = 0.18215;
   std::string vae_path;  // vae.path: AutoencoderKL folder for extract/sample ("" = none)
