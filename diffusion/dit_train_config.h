@@ -4,9 +4,10 @@
 //
 // Relative paths (core/config_paths.h), as vtrain: data.root and a resume
 // directory written in a config FILE resolve against the parent of that
-// file's directory (configs/x.yaml says `../shared/data/cifar10` relative to
-// the repository root); values given on the command line, and out_dir,
-// resolve against the current directory. Key names and the run-control keys
+// file's directory (configs/x.yaml's `cifar10/train` is the repository's),
+// and data.root is then looked up by name ($VT_DATA_DIR, data/,
+// ../shared/data/); values given on the command line, and out_dir, resolve
+// against the current directory. Key names and the run-control keys
 // are those of vtrain (train.batch_size, train.betas, train.clip_grad,
 // log.every_steps, ckpt.every_steps, ...); the older names are rejected with
 // the new one named.
