@@ -1,7 +1,7 @@
 // Bandwidth of the CUDA LayerNorm and fused SiameseNorm kernels and of the
 // column sum behind every parameter gradient against cudaMemcpy
 // device-to-device moving the same bytes, measured in the same invocation,
-// at shapes larger than the L2 cache:
+// at shapes larger than the L2 cache (docs/performance.md):
 // DeiT-S at batch 256 (rows 256*197, D 384: 77 MB per fp32 tensor) and
 // DiT-L/4 at batch 256 (rows 256*64, D 1024: 67 MB per fp32 tensor) and
 // DiT-XL/2 at batch 64 (rows 64*256, D 1152: 75 MB per fp32 tensor; two warps

@@ -232,7 +232,7 @@ inline void print_figures(nlohmann::json head, const StepArgs& a, const StepFigu
 }
 
 // With both pre and siamese measured: one line with siamese / pre of step
-// time, saved activations and peak memory, and the targets (<= 1.03
+// time, saved activations and peak memory, and the project's goals (<= 1.03
 // step time, <= 1.10 activation memory).
 inline void print_scheme_ratio(const std::string& bench, const std::vector<StepFigures>& all) {
   const StepFigures *pre = nullptr, *sia = nullptr;

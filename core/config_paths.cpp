@@ -1,5 +1,6 @@
 #include "core/config_paths.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
@@ -39,6 +40,67 @@ std::string resolve_path(const Config& c, const std::string& key, const std::str
   return (fs::absolute(config_path).parent_path().parent_path() / p).lexically_normal().string();
 }
 
+std::vector<std::string> data_root_candidates(const Config& c, const std::string& key, const std::string& config_path) {
+  const std::string value = c.get<std::string>(key);
+  std::vector<std::string> out{resolve_path(c, key, config_path)};
+  const fs::path v(value);
+  if (value.empty() || v.is_absolute()) return out;
+  auto add = [&](const fs::path& p) {
+    const std::string s = p.lexically_normal().string();
+    for (const std::string& o : out)
+      if (o == s) return;
+    out.push_back(s);
+  };
+  const char* env = std::getenv("VT_DATA_DIR");
+  if (env && *env) add(fs::path(env) / v);
+  if (!config_path.empty() && c.source(key) != "command line") {
+    const fs::path base = fs::absolute(config_path).parent_path().parent_path();
+    add(base / "data" / v);
+    add(base / ".." / "shared" / "data" / v);
+  }
+  return out;
+}
+
+std::string resolve_data_root(const Config& c, const std::string& key, const std::string& config_path) {
+  const std::vector<std::string> cands = data_root_candidates(c, key, config_path);
+  for (const std::string& p : cands) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) return p;
+  }
+  return cands.front();
+}
+
+std::string missing_data_root_message(const Config& c, const std::string& key, const std::string& config_path) {
+  const std::string value = c.get<std::string>(key);
+  const std::vector<std::string> cands = data_root_candidates(c, key, config_path);
+  std::string msg = key + " '" + value + "' (" + c.source(key) + ") does not exist or is not a directory";
+  if (cands.size() > 1 || cands.front() != value) {
+    msg += "; looked in:";
+    for (size_t i = 0; i < cands.size(); ++i) msg += (i ? ", " : " ") + cands[i];
+  }
+  const char* env = std::getenv("VT_DATA_DIR");
+  const std::string name = fs::path(value).is_absolute() ? "" : fs::path(value).begin()->string();
+  msg += ".";
+  if (name == "cifar10") {
+    // The script that downloads it, where this config sits in a source tree.
+    std::string script = "scripts/get_data.sh";
+    std::string dest = "data/cifar10";
+    if (!config_path.empty()) {
+      const fs::path base = fs::absolute(config_path).parent_path().parent_path();
+      if (fs::is_regular_file(base / "scripts" / "get_data.sh")) {
+        script = (base / "scripts" / "get_data.sh").lexically_normal().string();
+        dest = (env && *env ? fs::path(env) / "cifar10" : base / "data" / "cifar10").lexically_normal().string();
+      }
+    }
+    msg += " To get CIFAR-10, run `" + script + " cifar10` (downloads the official release into " + dest +
+           ", where this config finds it);";
+  }
+  if (!name.empty())
+    msg += " or set VT_DATA_DIR to a folder that holds " + value + "/ (" +
+           (env && *env ? std::string("VT_DATA_DIR is '") + env + "'" : std::string("VT_DATA_DIR is unset")) + ");";
+  return msg + " or give " + key + "=DIR.";
+}
+
 Config with_absolute_paths(const Config& in, const std::string& config_path, const PathKeys& keys) {
   Config out = in;
   auto set = [&](const std::string& key, const std::string& path) {
@@ -48,12 +110,13 @@ Config with_absolute_paths(const Config& in, const std::string& config_path, con
   };
   for (const std::string& key : keys.file_relative) set(key, resolve_path(in, key, config_path));
   for (const std::string& key : keys.cwd_relative) set(key, in.get<std::string>(key));
+  for (const std::string& key : keys.data_roots) set(key, resolve_data_root(in, key, config_path));
   return out;
 }
 
 PathKeys trainer_path_keys(const Config& cfg) {
   PathKeys k;
-  k.file_relative.push_back("data.root");
+  k.data_roots.push_back("data.root");
   const std::string resume = cfg.get<std::string>("resume");
   if (resume != "auto" && resume != "never" && resume != "none") k.file_relative.push_back("resume");
   k.cwd_relative.push_back("out_dir");

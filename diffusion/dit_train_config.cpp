@@ -152,6 +152,7 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
         "expected images | latents, got '" + t.data_kind + "'");
   t.data_root = c.get<std::string>("data.root");
   check(c, !t.data_root.empty(), "data.root", "must not be empty");
+  t.data_root_missing = missing_data_root_message(config, "data.root", config_path);
   t.hflip = c.get<bool>("data.hflip");
   t.latent_scale = real_in(c, "data.latent_scale", 0, 1e6, /*open_lo=*/true);
   if (c.has("vae.path")) t.vae_path = c.get<std::string>("vae.path");

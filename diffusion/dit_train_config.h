@@ -4,9 +4,10 @@
 //
 // Relative paths (core/config_paths.h), as vtrain: data.root and a resume
 // directory written in a config FILE resolve against the parent of that
-// file's directory (configs/x.yaml says `../shared/data/cifar10` relative to
-// the repository root); values given on the command line, and out_dir,
-// resolve against the current directory. Key names and the run-control keys
+// file's directory (configs/x.yaml's `cifar10/train` is the repository's),
+// and data.root is then looked up by name ($VT_DATA_DIR, data/,
+// ../shared/data/); values given on the command line, and out_dir, resolve
+// against the current directory. Key names and the run-control keys
 // are those of vtrain (train.batch_size, train.betas, train.clip_grad,
 // log.every_steps, ckpt.every_steps, ...); the older names are rejected with
 // the new one named.
@@ -36,6 +37,7 @@ struct DitTrainConfig {
   T0Term t0_term = T0Term::Nll;
   // data
   std::string data_kind, data_root, on_corrupt;
+  std::string data_root_missing;  // the error when data_root is no directory (core/config_paths.h)
   bool hflip = true;
   double latent_scale = 0.18215;
   std::string vae_path;  // vae.path: AutoencoderKL folder for extract/sample ("" = none)

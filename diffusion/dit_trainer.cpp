@@ -64,8 +64,10 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   // setup failure leaves no directory that looks like a run (open_run).
   if (cfg_.threads > 0) omp_set_num_threads(cfg_.threads);
   if (!fs::is_directory(cfg_.data_root))
-    throw std::runtime_error("data.root '" + cfg_.data_root + "' (" + cfg_.resolved.source("data.root") +
-                             ") does not exist or is not a directory");
+    throw std::runtime_error(!cfg_.data_root_missing.empty() ? cfg_.data_root_missing
+                                                             : "data.root '" + cfg_.data_root + "' (" +
+                                                                   cfg_.resolved.source("data.root") +
+                                                                   ") does not exist or is not a directory");
   dataset_ = make_dataset(cfg_);
   if (dataset_->num_classes() > cfg_.model.num_classes)
     throw ConfigError("model.num_classes: the data has " + std::to_string(dataset_->num_classes()) +

@@ -73,6 +73,10 @@ int run(int argc, char** argv) {
   const bool sample = !args.empty() && args[0] == "sample";
   const bool extract = !args.empty() && args[0] == "extract";
   if (sample || extract) args.erase(args.begin());
+  if ((sample || extract) && !args.empty() && (args[0] == "-h" || args[0] == "--help")) {
+    usage(std::cout);
+    return 0;
+  }
   // Training is data parallel (diffusion/dit_trainer.h); sample and extract
   // would have every rank write the same files.
   if ((sample || extract) && vt::dist().world() > 1)

@@ -7,8 +7,8 @@
 // last stride must be 1. op(X) = X or X^T as the trans flag says.
 //
 // CPU: oneDNN's dnnl_sgemm (Intel/UXL oneDNN, which selects its AVX2/AVX-512
-// kernels at run time; Debian's OpenBLAS misdetects some virtual CPUs, see
-// issue 2). Multithreaded inside; the batched variant runs batches in
+// kernels at run time; Debian's OpenBLAS misdetects some virtual CPUs and
+// falls back to slow generic kernels). Multithreaded inside; the batched variant runs batches in
 // parallel when there are at least as many batches as threads.
 // CUDA: cuBLAS, fp32 accumulation without TF32 (kernels/cuda/matmul.h);
 // the Linear ops run their bias, GELU and bias gradient as cuBLASLt

@@ -1,7 +1,7 @@
 """Shared by tools/bench_timm_step.py and tools/bench_dit_step.py on a GPU:
 running vtrain's step benchmark in its GPU mode (bench/step_bench.h) and
-the line of ratios against PyTorch and the targets of the speed issue
-(README, Performance): vtrain >= 1.5x timm + torch.compile on DeiT-S and
+the line of ratios against PyTorch and the project's performance goals
+(docs/performance.md): vtrain >= 1.5x timm + torch.compile on DeiT-S and
 >= 40% MFU, >= 1.3x DiT + torch.compile on DiT-L/4, SiameseNorm / Pre-Norm
 step time <= 1.03 and saved activations <= 1.10.
 """

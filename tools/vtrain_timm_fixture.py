@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Load-compatibility fixtures for vtrain's DeiT/ViT (issue 5).
+"""Load-compatibility fixtures for vtrain's DeiT/ViT (timm state-dict names).
 
 Builds two TINY classifiers in PyTorch with random (non-trivial) weights:
 

@@ -168,7 +168,7 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
     throw ConfigError(std::string("model: ") + e.what());
   }
 
-  o.data_root = resolve_path(c, "data.root", config_path);
+  o.data_root = resolve_data_root(c, "data.root", config_path);
   if (c.get<std::string>("data.root").empty()) bad_value(c, "data.root", "must not be empty");
   o.train_split = c.get<std::string>("data.train_split");
   o.val_split = c.get<std::string>("data.val_split");

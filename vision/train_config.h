@@ -3,9 +3,10 @@
 //
 // Relative paths (core/config_paths.h): data.root (and a resume directory)
 // given in a config FILE resolve against the parent of that file's
-// directory, so configs/x.yaml can say `data.root: ../shared/data/cifar10`
-// relative to the repository root; values given on the command line resolve
-// against the current directory, as does out_dir
+// directory, so configs/x.yaml can say `data.root: cifar10` relative to the
+// repository root, and data.root is then looked up by name ($VT_DATA_DIR,
+// data/, ../shared/data/; resolve_data_root); values given on the command
+// line resolve against the current directory, as does out_dir
 // (with_absolute_trainer_paths makes them absolute).
 #pragma once
 #include <cstdint>

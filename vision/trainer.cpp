@@ -471,9 +471,7 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   I.o = train_options(I.cfg, config_path);
   TrainOptions& o = I.o;
   if (o.threads > 0) omp_set_num_threads(o.threads);
-  if (!fs::is_directory(o.data_root))
-    throw std::runtime_error("data.root '" + o.data_root + "' (" + I.cfg.source("data.root") +
-                             ") does not exist or is not a directory");
+  if (!fs::is_directory(o.data_root)) throw std::runtime_error(missing_data_root_message(cfg, "data.root", config_path));
   I.train_ds = open_split(o, "data.train_split", o.train_split, train_pipeline(o));
   I.val_ds = open_split(o, "data.val_split", o.val_split, deit_eval_pipeline(o));
   if (I.train_ds->num_classes() != I.val_ds->num_classes())

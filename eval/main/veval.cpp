@@ -292,6 +292,12 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  // `veval CMD --help`: the usage (every command's synopsis) on stdout.
+  if (argc >= 3 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h") &&
+      (cmd == "fid" || cmd == "stats" || cmd == "top1")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
   // Under mpirun/srun: MPI starts here; top1, fid and stats split the
   // images over the ranks (fid/stats: eval/sharded_stats.h). A failing rank
   // aborts the whole job (vt::dist_fail).

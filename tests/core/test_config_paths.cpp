@@ -5,6 +5,7 @@
 // ignores run-control keys.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -94,6 +95,81 @@ TEST(ConfigPaths, FileValuesResolveAgainstTheConfigsParentCommandLineAgainstTheC
   // A config parsed from text (no file): relative to the CWD.
   const Config t = Config::parse("data: {root: rel}\n", schema());
   EXPECT_EQ(with_absolute_trainer_paths(t, "").get<std::string>("data.root"), tmp.file("cwd/rel"));
+}
+
+// Sets an environment variable for one scope (unset when `value` is null).
+class EnvGuard {
+ public:
+  EnvGuard(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    if (old) old_ = old, had_ = true;
+    if (value) setenv(name, value, 1); else unsetenv(name);
+  }
+  ~EnvGuard() {
+    if (had_) setenv(name_.c_str(), old_.c_str(), 1); else unsetenv(name_.c_str());
+  }
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+
+TEST(ConfigPaths, DataRootIsLookedUpAsGivenThenVtDataDirThenDataThenShared) {
+  vt_test::TmpDir tmp;
+  fs::create_directories(tmp.file("repo/configs"));
+  fs::create_directories(tmp.file("cwd"));
+  const std::string path = tmp.write("repo/configs/x.yaml", "data: {root: set1/part}\n");
+  vt_test::ChdirGuard cd(tmp.file("cwd"));
+  EnvGuard env("VT_DATA_DIR", tmp.file("env").c_str());
+  const Config c = Config::load(path, schema());
+  const std::vector<std::string> want{tmp.file("repo/set1/part"), tmp.file("env/set1/part"),
+                                      tmp.file("repo/data/set1/part"), tmp.file("shared/data/set1/part")};
+  EXPECT_EQ(data_root_candidates(c, "data.root", path), want);
+  // Nothing exists: the value as given, and the message lists all four.
+  EXPECT_EQ(resolve_data_root(c, "data.root", path), want[0]);
+  const std::string msg = missing_data_root_message(c, "data.root", path);
+  EXPECT_TRUE(contains(msg, "data.root 'set1/part' (" + path + ":1) does not exist or is not a directory; looked in: " +
+                                want[0] + ", " + want[1] + ", " + want[2] + ", " + want[3] + "."))
+      << msg;
+  EXPECT_TRUE(contains(msg, "set VT_DATA_DIR to a folder that holds set1/part/ (VT_DATA_DIR is '" + tmp.file("env") + "')"))
+      << msg;
+  EXPECT_FALSE(contains(msg, "get_data.sh")) << msg;  // only for a dataset the script knows
+  // Each place wins over the ones after it; a file of that name does not count.
+  for (int i = 3; i >= 0; --i) {
+    fs::create_directories(fs::path(want[i]).parent_path());
+    std::ofstream(want[i]) << "not a folder";
+    EXPECT_EQ(resolve_data_root(c, "data.root", path), i == 3 ? want[0] : want[i + 1]) << i;
+    fs::remove(want[i]);
+    fs::create_directories(want[i]);
+    EXPECT_EQ(resolve_data_root(c, "data.root", path), want[i]) << i;
+    EXPECT_EQ(with_absolute_trainer_paths(c, path).get<std::string>("data.root"), want[i]) << i;
+  }
+  // A command-line value: as given (the CWD), then VT_DATA_DIR only.
+  const Config cl = Config::load(path, schema(), {"data.root=set1/part"});
+  EXPECT_EQ(data_root_candidates(cl, "data.root", path),
+            (std::vector<std::string>{"set1/part", tmp.file("env/set1/part")}));
+  EXPECT_EQ(resolve_data_root(cl, "data.root", path), tmp.file("env/set1/part"));
+  // An absolute value is only itself.
+  const Config ab = Config::load(path, schema(), {"data.root=" + tmp.file("abs")});
+  EXPECT_EQ(data_root_candidates(ab, "data.root", path), (std::vector<std::string>{tmp.file("abs")}));
+}
+
+TEST(ConfigPaths, MissingCifar10SaysHowToGetIt) {
+  vt_test::TmpDir tmp;
+  fs::create_directories(tmp.file("repo/configs"));
+  fs::create_directories(tmp.file("repo/scripts"));
+  tmp.write("repo/scripts/get_data.sh", "#!/bin/sh\n");
+  const std::string path = tmp.write("repo/configs/x.yaml", "data: {root: cifar10/train}\n");
+  EnvGuard env("VT_DATA_DIR", nullptr);
+  const Config c = Config::load(path, schema());
+  EXPECT_EQ(data_root_candidates(c, "data.root", path).size(), 3u);  // no VT_DATA_DIR
+  const std::string msg = missing_data_root_message(c, "data.root", path);
+  EXPECT_TRUE(contains(msg, "To get CIFAR-10, run `" + tmp.file("repo/scripts/get_data.sh") +
+                                " cifar10` (downloads the official release into " + tmp.file("repo/data/cifar10") +
+                                ", where this config finds it)"))
+      << msg;
+  EXPECT_TRUE(contains(msg, "(VT_DATA_DIR is unset)")) << msg;
+  EXPECT_TRUE(contains(msg, "or give data.root=DIR.")) << msg;
 }
 
 TEST(ConfigChecks, RangeChecksNameKeyAndSource) {

@@ -1,5 +1,5 @@
-// The shipped configs load against vtrain's schema, say what the issue
-// asks (DeiT recipe values, CIFAR-10 paths), and the Pre/Post-Norm twins
+// The shipped configs load against vtrain's schema, hold what the README
+// promises (DeiT recipe values, CIFAR-10 paths), and the Pre/Post-Norm twins
 // differ from the siamese config only in the scheme (and run name).
 #include <gtest/gtest.h>
 

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
     std::string dirs;
     for (const auto& d : configs_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
-    std::fprintf(stderr,
+    std::fprintf(argc < 2 ? stderr : stdout,
                  "usage: vtrain CONFIG.yaml [key.path=value ...]\n"
                  "  CONFIG: a file, or a name in %s\n\nkeys:\n%s",
                  dirs.c_str(), vt::vtrain_schema().help_text().c_str());
