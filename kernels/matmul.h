@@ -34,7 +34,8 @@ namespace vt {
 // when bias is defined; the bias is not scaled by alpha). On CUDA with
 // alpha == 1 and beta == 0 the bias is a cuBLASLt epilogue: added to the fp32 accumulator,
 // so a BF16 c is rounded once (the separate pass rounded the product, then
-// the sum).
+// the sum); for a BF16 c the bias itself is rounded to bf16 first, the
+// type cuBLASLt takes (kernels/cuda/matmul_lt.h).
 //   a: [M, K] (trans_a = false) or [K, M] (trans_a = true)
 //   b: [K, N] (trans_b = false) or [N, K] (trans_b = true)
 // With beta == 0, c is overwritten and its old contents (even NaN) ignored.
