@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Reference values for veval's ADM evaluation suite (eval/inception_score.h,
+eval/manifold.h, eval/tf_resize.h, sFID through eval/frechet.h).
+
+A numpy reimplementation, written from openai/guided-diffusion's
+evaluations/evaluator.py (Evaluator.compute_inception_score,
+ManifoldEstimator.manifold_radii / evaluate_pr, DistanceBlock,
+FIDStatistics.frechet_distance) and from TensorFlow 1's legacy
+resize_bilinear (align_corners=False, half_pixel_centers=False), applied to
+fixed, seeded feature sets. Nothing here is a runtime dependency of veval.
+
+  python3 tools/adm_eval_fixture.py            # writes tests/fixtures/eval/adm_suite.npz
+  python3 tools/adm_eval_fixture.py --measure  # fp16 vs fp32/fp64 distances on 2048-d sets
+
+With torch and torch-fidelity importable, the Inception Score cases are also
+computed by torch_fidelity.metric_isc.isc_features_to_metric (shuffle off)
+and stored next to the numpy values (keys *_torch_fidelity).
+"""
+import argparse
+import os
+
+import numpy as np
+from scipy import linalg
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tests", "fixtures", "eval", "adm_suite.npz")
+
+
+# --- Frechet distance (FIDStatistics.frechet_distance) ----------------------
+def frechet(mu1, s1, mu2, s2, eps=1e-6):
+    diff = mu1 - mu2
+    covmean, _ = linalg.sqrtm(s1.dot(s2), disp=False)
+    if not np.isfinite(covmean).all():
+        off = np.eye(s1.shape[0]) * eps
+        covmean = linalg.sqrtm((s1 + off).dot(s2 + off))
+    if np.iscomplexobj(covmean):
+        assert np.allclose(np.diagonal(covmean).imag, 0, atol=1e-3)
+        covmean = covmean.real
+    return float(diff.dot(diff) + np.trace(s1) + np.trace(s2) - 2 * np.trace(covmean))
+
+
+def stats(acts):
+    return np.mean(acts, axis=0), np.cov(acts, rowvar=False)
+
+
+# --- Inception Score (Evaluator.compute_inception_score) --------------------
+def softmax64(logits):
+    z = logits.astype(np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def inception_score(logits, split_size):
+    """Splits of split_size in sample order (the last one may be shorter, as
+    evaluator.py's range(0, N, split_size)); mean over splits of
+    exp(mean_i KL(p_i || mean p))."""
+    preds = softmax64(logits)
+    scores = []
+    for i in range(0, len(preds), split_size):
+        part = preds[i:i + split_size]
+        kl = part * (np.log(part) - np.log(np.mean(part, 0, keepdims=True)))
+        scores.append(np.exp(np.mean(np.sum(kl, 1))))
+    return float(np.mean(scores)), np.array(scores)
+
+
+def inception_score_torch_fidelity(logits, splits):
+    try:
+        import torch
+        from torch_fidelity.metric_isc import isc_features_to_metric
+    except Exception:  # noqa: BLE001 - optional cross-check
+        return None
+    out = isc_features_to_metric(torch.from_numpy(logits), splits=splits, shuffle=False)
+    return float(out["inception_score_mean"])
+
+
+# --- Precision / recall (ManifoldEstimator, DistanceBlock) -----------------
+def pairwise_sq(u, v, dtype):
+    """_batch_pairwise_distances: max(|u|^2 - 2 u.v + |v|^2, 0).
+    dtype float16 emulates TensorFlow's half graph: inputs cast to half, each
+    op's output rounded to half (accumulation inside an op in float32); a
+    non-finite half result falls back to float32 (the tf.cond)."""
+    if dtype == np.float16:
+        h = lambda x: x.astype(np.float16).astype(np.float32)  # noqa: E731
+        u16, v16 = h(u), h(v)
+        nu = h(np.sum(h(u16 * u16), 1))[:, None]
+        nv = h(np.sum(h(v16 * v16), 1))[None, :]
+        mm = h(u16 @ v16.T)
+        d = h(np.maximum(h(h(nu - h(2 * mm)) + nv), 0))
+        if np.all(np.isfinite(d)):
+            return d.astype(np.float64)
+        dtype = np.float32
+    u, v = u.astype(dtype), v.astype(dtype)
+    nu = np.sum(u * u, 1)[:, None]
+    nv = np.sum(v * v, 1)[None, :]
+    return np.maximum(nu - 2 * (u @ v.T) + nv, 0).astype(np.float64)
+
+
+def manifold_radii(feats, k, dtype, block=10000):
+    n = len(feats)
+    radii = np.zeros(n)
+    for b in range(0, n, block):
+        d = np.concatenate([pairwise_sq(feats[b:b + block], feats[c:c + block], dtype)
+                            for c in range(0, n, block)], axis=1)
+        radii[b:b + block] = np.partition(d, k, axis=1)[:, k]
+    if dtype != np.float64:
+        radii = radii.astype(np.float32).astype(np.float64)  # evaluator.py keeps float32 radii
+    return radii
+
+
+def precision_recall(ref, samples, k=3, dtype=np.float64, block=10000):
+    """(precision, recall) as compute_prec_recall(ref, samples): precision =
+    share of samples inside some reference ball, recall = share of
+    references inside some sample ball (balls: squared k-NN radius)."""
+    r1 = manifold_radii(ref, k, dtype, block)
+    r2 = manifold_radii(samples, k, dtype, block)
+    s1 = np.zeros(len(ref), bool)
+    s2 = np.zeros(len(samples), bool)
+    for b in range(0, len(ref), block):
+        for c in range(0, len(samples), block):
+            d = pairwise_sq(ref[b:b + block], samples[c:c + block], dtype)
+            s1[b:b + block] |= np.any(d <= r2[None, c:c + block], axis=1)
+            s2[c:c + block] |= np.any(d <= r1[b:b + block, None], axis=0)
+    return float(np.mean(s2)), float(np.mean(s1)), r1, r2
+
+
+# --- TF1 resize_bilinear (legacy: align_corners=False, no half-pixel) ------
+def tf1_resize_bilinear(img, oh, ow):
+    """img [H, W, C] any real dtype -> float64 [oh, ow, C]. Source position
+    of output index i is i * (in / out), both float32 as TensorFlow computes
+    them (CalculateResizeScale, LegacyScaler); the interpolation is float64."""
+    ih, iw = img.shape[:2]
+    x = img.astype(np.float64)
+
+    def axis(n_in, n_out):
+        scale = np.float32(n_in) / np.float32(n_out)
+        pos = (np.arange(n_out, dtype=np.float32) * scale).astype(np.float32).astype(np.float64)
+        lo = np.floor(pos)
+        hi = np.minimum(np.ceil(pos), n_in - 1).astype(np.int64)
+        return np.maximum(lo, 0).astype(np.int64), hi, pos - lo
+
+    y0, y1, fy = axis(ih, oh)
+    x0, x1, fx = axis(iw, ow)
+    tl, tr = x[y0][:, x0], x[y0][:, x1]
+    bl, br = x[y1][:, x0], x[y1][:, x1]
+    fx = fx[None, :, None]
+    top = tl + (tr - tl) * fx
+    bot = bl + (br - bl) * fx
+    return top + (bot - top) * fy[:, None, None]
+
+
+def make_fixture():
+    rng = np.random.default_rng(20240611)
+    out = {}
+    # Inception Score: a partial last split (64 = 4 x 15 + 4) and an exact
+    # 2 x 20 with large logits (softmax stability).
+    la = rng.normal(size=(64, 1008)).astype(np.float32) * 3
+    lb = (rng.normal(size=(40, 1008)) * 8 + rng.normal(size=(1, 1008)) * 4).astype(np.float32)
+    for name, logits, split in (("a", la, 15), ("b", lb, 20)):
+        m, s = inception_score(logits, split)
+        out[f"is_{name}_logits"], out[f"is_{name}_split"] = logits, np.array(split, np.int64)
+        out[f"is_{name}"], out[f"is_{name}_scores"] = np.array(m), s
+        if len(logits) % split == 0:
+            tf = inception_score_torch_fidelity(logits, len(logits) // split)
+            if tf is not None:
+                out[f"is_{name}_torch_fidelity"] = np.array(tf)
+                print(f"IS {name}: numpy {m!r}, torch-fidelity {tf!r}")
+    # Precision / recall: overlapping Gaussians with an outlier tail.
+    d = 64
+    ref = rng.normal(size=(300, d)).astype(np.float32)
+    smp = (rng.normal(size=(250, d)) * 1.08 + 0.12).astype(np.float32)
+    smp[:20] += 4.0  # far samples: lower precision
+    for name, dt in (("fp64", np.float64), ("fp32", np.float32), ("fp16", np.float16)):
+        p, r, r1, r2 = precision_recall(ref, smp, 3, dt, block=128)
+        out[f"pr_precision_{name}"], out[f"pr_recall_{name}"] = np.array(p), np.array(r)
+        if name == "fp64":
+            out["pr_radii_ref"], out["pr_radii_samples"] = r1, r2
+        print(f"P/R {name}: {p!r} {r!r}")
+    out["pr_ref"], out["pr_samples"] = ref, smp
+    # sFID-shaped case: 7 channels of a 3 x 3 map, (h, w, c) flattened.
+    s1 = np.maximum(rng.normal(size=(80, 63)), 0).astype(np.float32)
+    s2 = np.maximum(rng.normal(size=(70, 63)) * 1.2 + 0.1, 0).astype(np.float32)
+    out["sfid_feat1"], out["sfid_feat2"] = s1, s2
+    out["sfid"] = np.array(frechet(*stats(s1.astype(np.float64)), *stats(s2.astype(np.float64))))
+    # TF1 resize, odd sizes, up and down (and the 256 -> 299 row of DiT samples).
+    for i, (ih, iw, oh, ow) in enumerate(((5, 7, 299, 3), (120, 97, 7, 9), (9, 13, 17, 29), (2, 256, 3, 299))):
+        img = rng.integers(0, 256, size=(ih, iw, 3), dtype=np.uint8)
+        out[f"resize{i}_in"], out[f"resize{i}_out"] = img, tf1_resize_bilinear(img, oh, ow)
+    np.savez(OUT, **out)
+    print("wrote", OUT)
+
+
+def measure():
+    """fp16 (evaluator.py's DistanceBlock) against fp32 / fp64 distances on
+    2048-d non-negative features shaped like pool3 activations."""
+    rng = np.random.default_rng(7)
+    d = 2048
+    base = rng.gamma(0.6, 0.5, size=(1, d))
+    ref = (base * rng.gamma(2.0, 0.5, size=(3000, d))).astype(np.float32)
+    smp = (base * rng.gamma(2.2, 0.48, size=(2500, d)) + 0.01).astype(np.float32)
+    for name, dt in (("fp64", np.float64), ("fp32", np.float32), ("fp16", np.float16)):
+        p, r, r1, _ = precision_recall(ref, smp, 3, dt, block=1000)
+        print(f"{name}: precision {p:.6f} recall {r:.6f}  median radius {np.median(r1):.3f}")
+    u, v = ref[:500], smp[:500]
+    d64 = pairwise_sq(u, v, np.float64)
+    for name, dt in (("fp32", np.float32), ("fp16", np.float16)):
+        e = np.abs(pairwise_sq(u, v, dt) - d64) / d64
+        print(f"{name} squared-distance relative error: median {np.median(e):.2e} max {e.max():.2e}")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--measure", action="store_true")
+    a = ap.parse_args()
+    measure() if a.measure else make_fixture()
