@@ -11,6 +11,9 @@ fixed, seeded feature sets. Nothing here is a runtime dependency of veval.
 
   python3 tools/adm_eval_fixture.py            # writes tests/fixtures/eval/adm_suite.npz
   python3 tools/adm_eval_fixture.py --measure  # fp16 vs fp32/fp64 distances on 2048-d sets
+  python3 tools/adm_eval_fixture.py --with-fc IN.safetensors OUT.safetensors
+      # IN plus a seeded random "fc.weight" [1008, D] (for trying the
+      # Inception Score with test networks such as inception_w16)
 
 With torch and torch-fidelity importable, the Inception Score cases are also
 computed by torch_fidelity.metric_isc.isc_features_to_metric (shuffle off)
@@ -208,8 +211,37 @@ def measure():
         print(f"{name} squared-distance relative error: median {np.median(e):.2e} max {e.max():.2e}")
 
 
+def with_fc(src, dst, seed=1008):
+    """Copies a safetensors file and appends fc.weight [1008, D] (float32,
+    N(0, 1/D)), D from Mixed_7c's output channels."""
+    import json
+    import struct
+    raw = open(src, "rb").read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    meta = header.pop("__metadata__", None)
+    d = sum(header[f"Mixed_7c.{b}.conv.weight"]["shape"][0] for b in
+            ("branch1x1", "branch3x3_2a", "branch3x3_2b", "branch3x3dbl_3a", "branch3x3dbl_3b", "branch_pool"))
+    w = (np.random.default_rng(seed).normal(size=(1008, d)) / np.sqrt(d)).astype("<f4")
+    header["fc.weight"] = {"dtype": "F32", "shape": [1008, d], "data_offsets": [len(data), len(data) + w.nbytes]}
+    if meta is not None:
+        header["__metadata__"] = meta
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(dst, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + data + w.tobytes())
+    print("wrote", dst, "fc.weight", (1008, d))
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--measure", action="store_true")
+    ap.add_argument("--with-fc", nargs=2, metavar=("IN", "OUT"))
     a = ap.parse_args()
-    measure() if a.measure else make_fixture()
+    if a.with_fc:
+        with_fc(*a.with_fc)
+    elif a.measure:
+        measure()
+    else:
+        make_fixture()
