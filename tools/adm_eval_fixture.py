@@ -15,9 +15,11 @@ fixed, seeded feature sets. Nothing here is a runtime dependency of veval.
       # IN plus a seeded random "fc.weight" [1008, D] (for trying the
       # Inception Score with test networks such as inception_w16)
 
-With torch and torch-fidelity importable, the Inception Score cases are also
-computed by torch_fidelity.metric_isc.isc_features_to_metric (shuffle off)
-and stored next to the numpy values (keys *_torch_fidelity).
+With torch-fidelity installed (pip install --no-deps torch-fidelity; torch
+is optional, see inception_score_torch_fidelity), the Inception Score cases
+whose N is a multiple of the split size are also computed by
+torch_fidelity.metric_isc.isc_features_to_metric (shuffle off, splits =
+N / split size) and stored next to the numpy values (is_*_torch_fidelity).
 """
 import argparse
 import os
@@ -67,14 +69,62 @@ def inception_score(logits, split_size):
     return float(np.mean(scores)), np.array(scores)
 
 
+class _NumpyTensor:
+    """The handful of torch.Tensor methods torch-fidelity's
+    isc_features_to_metric calls, on a numpy array (torch itself is not
+    installable on this machine; torch-fidelity's code runs unchanged)."""
+
+    def __init__(self, a):
+        self.a = np.asarray(a)
+
+    shape = property(lambda self: self.a.shape)
+    dim = lambda self: self.a.ndim  # noqa: E731
+    double = lambda self: _NumpyTensor(self.a.astype(np.float64))  # noqa: E731
+    __getitem__ = lambda self, k: _NumpyTensor(self.a[k])  # noqa: E731
+    __mul__ = lambda self, o: _NumpyTensor(self.a * o.a)  # noqa: E731
+    __sub__ = lambda self, o: _NumpyTensor(self.a - o.a)  # noqa: E731
+    log = lambda self: _NumpyTensor(np.log(self.a))  # noqa: E731
+    exp = lambda self: _NumpyTensor(np.exp(self.a))  # noqa: E731
+    item = lambda self: float(self.a)  # noqa: E731
+
+    def mean(self, dim=None, keepdim=False):
+        return _NumpyTensor(np.mean(self.a, axis=dim, keepdims=keepdim))
+
+    def sum(self, dim=None):
+        return _NumpyTensor(np.sum(self.a, axis=dim))
+
+    def log_softmax(self, dim):
+        z = self.a - self.a.max(axis=dim, keepdims=True)
+        return _NumpyTensor(z - np.log(np.exp(z).sum(axis=dim, keepdims=True)))
+
+    def softmax(self, dim):
+        return _NumpyTensor(np.exp(self.log_softmax(dim).a))
+
+
 def inception_score_torch_fidelity(logits, splits):
+    """torch_fidelity.metric_isc.isc_features_to_metric(logits, splits,
+    shuffle=False): with torch installed, called directly; otherwise its
+    source is taken from the installed torch-fidelity package and run with
+    _NumpyTensor standing in for torch tensors. None when torch-fidelity is
+    absent."""
     try:
         import torch
         from torch_fidelity.metric_isc import isc_features_to_metric
-    except Exception:  # noqa: BLE001 - optional cross-check
+        return float(isc_features_to_metric(torch.from_numpy(logits), splits=splits, shuffle=False)["inception_score_mean"])
+    except ImportError:
+        pass
+    import ast
+    import importlib.util
+    import types
+    spec = importlib.util.find_spec("torch_fidelity")
+    if spec is None:
         return None
-    out = isc_features_to_metric(torch.from_numpy(logits), splits=splits, shuffle=False)
-    return float(out["inception_score_mean"])
+    src = open(os.path.join(spec.submodule_search_locations[0], "metric_isc.py")).read()
+    fn = next(n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef) and n.name == "isc_features_to_metric")
+    fake_torch = types.SimpleNamespace(is_tensor=lambda t: isinstance(t, _NumpyTensor))
+    ns = {"np": np, "torch": fake_torch, "KEY_METRIC_ISC_MEAN": "mean", "KEY_METRIC_ISC_STD": "std"}
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), "torch_fidelity/metric_isc.py", "exec"), ns)
+    return float(ns["isc_features_to_metric"](_NumpyTensor(logits), splits=splits, shuffle=False)["mean"])
 
 
 # --- Precision / recall (ManifoldEstimator, DistanceBlock) -----------------
@@ -159,7 +209,7 @@ def make_fixture():
     # 2 x 20 with large logits (softmax stability).
     la = rng.normal(size=(64, 1008)).astype(np.float32) * 3
     lb = (rng.normal(size=(40, 1008)) * 8 + rng.normal(size=(1, 1008)) * 4).astype(np.float32)
-    for name, logits, split in (("a", la, 15), ("b", lb, 20)):
+    for name, logits, split in (("a", la, 15), ("b", lb, 20), ("c", la[:60], 15)):
         m, s = inception_score(logits, split)
         out[f"is_{name}_logits"], out[f"is_{name}_split"] = logits, np.array(split, np.int64)
         out[f"is_{name}"], out[f"is_{name}_scores"] = np.array(m), s
