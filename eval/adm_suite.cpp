@@ -143,6 +143,12 @@ SuiteReport run_adm_suite(const std::string& samples, const std::string& ref, co
   r.samples = s.info, r.ref = f.info;
   r.feature_dim = s.pool->dim();
   check_dims(s, f, s.pool->dim(), f.pool->dim(), s.pool_key, f.pool_key == "mu" ? "mu" : f.pool_key, "pool feature");
+  // Every dimension is checked before the (slow) distances.
+  if (m.sfid && s.spatial && f.spatial)
+    check_dims(s, f, s.spatial->dim(), f.spatial->dim(), s.spatial_key, f.spatial_key, "spatial feature");
+  if (m.pr() && s.acts.pool_dim && f.acts.pool_dim)
+    check_dims(s, f, s.acts.pool_dim, f.acts.pool_dim, s.pool_key, f.pool_key == "mu" ? "pool" : f.pool_key,
+               "precision/recall feature");
   if (m.fid) {
     r.fid_terms = frechet_distance(*s.pool, *f.pool, o.sqrtm);
     r.fid = ok(r.fid_terms.fid);
@@ -151,7 +157,6 @@ SuiteReport run_adm_suite(const std::string& samples, const std::string& ref, co
     if (!s.spatial) r.sfid = missing(s.spatial_why);
     else if (!f.spatial) r.sfid = missing(f.spatial_why);
     else {
-      check_dims(s, f, s.spatial->dim(), f.spatial->dim(), s.spatial_key, f.spatial_key, "spatial feature");
       r.sfid_terms = frechet_distance(*s.spatial, *f.spatial, o.sqrtm);
       r.sfid = ok(r.sfid_terms.fid);
     }
@@ -173,8 +178,6 @@ SuiteReport run_adm_suite(const std::string& samples, const std::string& ref, co
     if (!s.acts.pool_dim) why = "'" + samples + "' holds statistics, not images (precision / recall need per-image features)";
     else if (!f.acts.pool_dim) why = f.rows_why;
     if (why.empty()) {
-      check_dims(s, f, s.acts.pool_dim, f.acts.pool_dim, s.pool_key, f.pool_key == "mu" ? "pool" : f.pool_key,
-                 "precision/recall feature");
       note(o, "precision / recall: " + std::to_string(f.acts.n) + " x " + std::to_string(s.acts.n) + " distances");
       r.pr_detail = precision_recall(f.acts.pool.data(), f.acts.n, s.acts.pool.data(), s.acts.n, s.acts.pool_dim, o.manifold);
       r.precision = ok(r.pr_detail.precision);

@@ -28,9 +28,12 @@ struct Images {
   cv::Mat cur;
   explicit Images(const std::string& p) : path(p) {
     const FidSourceKind k = classify_fid_source(p);
-    if (k == FidSourceKind::StatsNpz)
-      throw std::runtime_error("'" + p + "' holds statistics (mu, sigma), not images; per-image activations need images");
-    npz = k == FidSourceKind::ImageNpz;
+    npz = k != FidSourceKind::ImageFolder;
+    if (k == FidSourceKind::StatsNpz) {  // a reference batch may hold arr_0 next to its statistics
+      const std::vector<std::string> keys = npz_keys(p);
+      if (std::find(keys.begin(), keys.end(), "arr_0") == keys.end())
+        throw std::runtime_error("'" + p + "' holds statistics (mu, sigma) and no key 'arr_0'; per-image activations need images");
+    }
     if (npz) {
       arr = image_array(p);
       if (arr.shape[0] < 2)
