@@ -73,6 +73,13 @@ Side load_side(const std::string& path, const char* role, const InceptionFid* ne
     return s;
   }
   const std::vector<std::string> keys = npz_keys(path);
+  if (has_key(keys, "protocol")) {
+    const NpyArray pr = load_npz_members(path, {"protocol"}).at("protocol");
+    const std::string name = pr.dtype == "|u1" ? std::string(pr.bytes.begin(), pr.bytes.end()) : "?";
+    if (name != fid_protocol_name(o.protocol))
+      throw std::runtime_error("'" + path + "': key 'protocol' says its statistics were made with the " + name +
+                               " protocol, but --protocol is " + fid_protocol_name(o.protocol));
+  }
   s.pool = load_stats(path, "mu", "sigma");
   s.info.count = stored_count(path);
   if (has_key(keys, "mu_s") && has_key(keys, "sigma_s")) s.spatial = load_stats(path, "mu_s", "sigma_s");
@@ -210,6 +217,8 @@ int64_t write_adm_reference(const std::string& images, const std::string& out, c
   f64(s, &m, "mu_s", "sigma_s");
   m.emplace("pool", NpyArray::from(a.pool, {a.n, a.pool_dim}));
   m.emplace("count", NpyArray::from(std::vector<int64_t>{a.n}, Shape{}));
+  const std::string proto = fid_protocol_name(o.protocol);
+  m.emplace("protocol", NpyArray::from(std::vector<uint8_t>(proto.begin(), proto.end()), {static_cast<int64_t>(proto.size())}));
   NpyArray px = stacked_images(images);
   if (px.shape.empty()) note(o, "images differ in size: no arr_0 written (ADM's evaluator reads arr_0 of a reference batch)");
   else m.emplace("arr_0", std::move(px));

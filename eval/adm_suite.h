@@ -83,7 +83,10 @@ SuiteReport run_adm_suite(const std::string& samples, const std::string& ref, co
 // Writes a reference .npz from the images at `images`: mu, sigma (pool3),
 // mu_s, sigma_s (spatial), float64; pool (float32 [N, D]); count (int64);
 // arr_0 (uint8 [N, H, W, 3], when the images share one size) so that ADM's
-// evaluator can read the file as a reference batch. Returns the count.
+// evaluator can read the file as a reference batch; protocol (the name's
+// ASCII bytes, uint8 [n]: "adm" or "pytorch-fid"), which run_adm_suite
+// checks against its own protocol (files without it, such as ADM's, are
+// taken as they are). Returns the count.
 int64_t write_adm_reference(const std::string& images, const std::string& out, const InceptionFid& net,
                             const SuiteOptions& opt);
 

@@ -148,7 +148,7 @@ TEST(AdmSuite, AllMetricsAndAdmReferenceRoundTrip) {
   // A reference written by veval: ADM's keys, the same statistics, pool rows.
   EXPECT_EQ(write_adm_reference(refi, ref, net(), o), 10);
   const auto keys = npz_keys(ref);
-  for (const char* k : {"mu", "sigma", "mu_s", "sigma_s", "pool", "arr_0", "count"})
+  for (const char* k : {"mu", "sigma", "mu_s", "sigma_s", "pool", "arr_0", "count", "protocol"})
     EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k;
   SuiteOptions o2 = o;
   o2.save_activations.clear();
@@ -212,6 +212,12 @@ TEST(AdmSuite, UnavailableMetricsAndErrorsNameFileAndKey) {
   save_npz(tmp.file("bad_pool.npz"), bad);
   const std::string e2 = what_of([&] { run_adm_suite(smp, tmp.file("bad_pool.npz"), &net(), SuiteMetrics{}, o); });
   EXPECT_NE(e2.find("bad_pool.npz' pool gives 64"), std::string::npos) << e2;
+  // A reference made with the other protocol.
+  SuiteOptions pt = o;
+  pt.protocol = FidProtocol::PytorchFid;
+  const std::string e3 = what_of([&] { run_adm_suite(smp, ref, &net(), parse_suite_metrics("fid"), pt); });
+  EXPECT_NE(e3.find("ref.npz': key 'protocol' says its statistics were made with the adm protocol, but --protocol is pytorch-fid"),
+            std::string::npos) << e3;
   // Metric names.
   EXPECT_NE(what_of([] { parse_suite_metrics("fid,kid"); }).find("unknown metric 'kid'"), std::string::npos);
   SuiteMetrics m = parse_suite_metrics("is,recall");
