@@ -10,13 +10,19 @@
 //               reference r; recall = share of references r with
 //               d(r, s) <= radius(s) for some sample s.
 // ADM evaluates d in float16 (float32 only when a half result overflows)
-// and keeps float32 radii; here every distance is float64 (features are
-// float32, converted exactly), through blocked Eigen GEMMs of row x column
-// blocks (50 000 x 10 000 x 2048 never materialises more than one block
-// pair). eval/README.md gives the measured fp16 difference.
+// and keeps float32 radii. Here, on the CPU every distance is float64
+// (features are float32, converted exactly; blocked Eigen GEMMs of row x
+// column blocks, so 50 000 x 10 000 x 2048 never materialises more than one
+// block). With a CUDA device the dot products are cuBLAS SGEMMs (fp32
+// accumulation, no TF32) of the features uploaded once, copied back block by
+// block; norms, sums and comparisons stay float64 on the host. The two can
+// differ only where a distance and a radius agree to fp32 rounding.
+// eval/README.md gives the measured fp16 difference.
 #pragma once
 #include <cstdint>
 #include <vector>
+
+#include "core/tensor.h"
 
 namespace vt {
 
@@ -24,6 +30,7 @@ struct ManifoldOptions {
   int k = 3;                // neighbourhood size (ADM: 3)
   int64_t row_block = 2048;  // rows of one distance block
   int64_t col_block = 2048;  // columns of one distance block
+  Device device = Device::cpu();  // where the dot products run (CPU or CUDA)
 };
 
 // feats: [n, d] float32 row-major. Returns [n] squared radii (float64).

@@ -248,6 +248,7 @@ int cmd_fid_suite(const Args& a, const std::string& samples, const std::string& 
   o.batch = batch;
   o.is_split = parse_positive(a, "is-split", "5000");
   o.sqrtm = method;
+  o.manifold.device = device.device;  // precision / recall dot products on the GPU when there is one
   o.save_activations = a.get("save-activations");
   o.progress = progress;
   o.log = log_line;

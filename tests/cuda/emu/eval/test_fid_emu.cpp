@@ -20,6 +20,7 @@
 #include "eval/features_embedding.h"
 #include "eval/fid_inputs.h"
 #include "eval/fid_protocol.h"
+#include "eval/manifold.h"
 #include "eval/inception.h"
 #include "vision/train_config.h"
 #include "vision/vision_test_util.h"
@@ -100,6 +101,24 @@ TEST(FidEmu, SuiteTapsOnCudaMatchCpu) {
   std::printf("emulated CUDA suite taps: pool rel err %.3g, spatial rel err %.3g\n", ep, es);
   EXPECT_LT(ep, 1e-4);
   EXPECT_LT(es, 1e-4);
+}
+
+// Precision / recall with the dot products on the device (cuBLAS SGEMM):
+// the numpy evaluator's values on the fixture (tools/adm_eval_fixture.py;
+// there, float32 and float64 distances agree), for two blockings.
+TEST(FidEmu, PrecisionRecallOnCudaMatchesNumpy) {
+  const auto fx = load_npz(std::string(VT_FIXTURES_DIR) + "/eval/adm_suite.npz");
+  const NpyArray& r = fx.at("pr_ref");
+  const NpyArray& s = fx.at("pr_samples");
+  std::vector<float> ref = r.as<float>(), smp = s.as<float>();
+  for (int64_t block : {64, 4096}) {
+    ManifoldOptions o;
+    o.device = Device::cuda(0);
+    o.row_block = block, o.col_block = block;
+    const PrecisionRecall pr = precision_recall(ref.data(), r.shape[0], smp.data(), s.shape[0], r.shape[1], o);
+    EXPECT_EQ(pr.precision, fx.at("pr_precision_fp64").to_f64()[0]) << block;
+    EXPECT_EQ(pr.recall, fx.at("pr_recall_fp64").to_f64()[0]) << block;
+  }
 }
 
 // Runs `cmd`, returns its exit status and stdout+stderr.
