@@ -4,7 +4,12 @@
 // a seeded random fc.weight.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "core/npz.h"
@@ -223,6 +228,61 @@ TEST(AdmSuite, UnavailableMetricsAndErrorsNameFileAndKey) {
   SuiteMetrics m = parse_suite_metrics("is,recall");
   EXPECT_TRUE(m.is && m.recall && !m.fid && !m.precision && m.chosen);
 }
+
+#ifdef VT_VEVAL_EXE
+// `veval stats` writes an ADM-format reference from an ADM-format image
+// batch; `veval fid` then prints all five metrics for an ADM-format sample
+// batch against it (text and JSON).
+TEST(AdmSuite, VevalPrintsAllFiveMetrics) {
+  vt_test::TmpDir tmp;
+  std::vector<std::pair<std::string, Tensor>> w;
+  for (auto& [k, t] : w16_state(true))
+    if (k != "images" && k != "features") w.emplace_back(k, t);
+  const std::string weights = tmp.file("w16_fc.safetensors");
+  save_safetensors(weights, w);
+  save_npz(tmp.file("samples.npz"), {{"arr_0", images(12, 32, 0, 5)}});
+  save_npz(tmp.file("ref_images.npz"), {{"arr_0", images(10, 32, 25, 6)}});
+  auto run = [](const std::string& cmd, std::string* out) {
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    char buf[512];
+    while (p && fgets(buf, sizeof buf, p)) *out += buf;
+    const int st = p ? pclose(p) : -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  const std::string exe = std::string(VT_VEVAL_EXE) + " ";
+  std::string log;
+  ASSERT_EQ(run(exe + "stats --images " + tmp.file("ref_images.npz") + " --out " + tmp.file("ref.npz") +
+                    " --device cpu --inception " + weights,
+                &log),
+            0)
+      << log;
+  log.clear();
+  ASSERT_EQ(run(exe + "fid --samples " + tmp.file("samples.npz") + " --ref " + tmp.file("ref.npz") +
+                    " --device cpu --is-split 6 --inception " + weights + " --json " + tmp.file("r.json"),
+                &log),
+            0)
+      << log;
+  for (const char* line : {"\nFID: ", "\nsFID: ", "\nIS: ", "\nprecision: ", "\nrecall: ", "\nprotocol: adm"})
+    EXPECT_NE(log.find(line), std::string::npos) << line << " in\n" << log;
+  nlohmann::json j;
+  std::ifstream(tmp.file("r.json")) >> j;
+  for (const char* k : {"fid", "sfid", "inception_score", "precision", "recall"}) EXPECT_TRUE(j.at(k).is_number()) << k;
+  EXPECT_TRUE(j.at("unavailable").empty());
+  // The reference's statistics without mu_s: sFID unavailable, the rest there.
+  auto full = load_npz(tmp.file("ref.npz"));
+  full.erase("mu_s");
+  save_npz(tmp.file("ref_no_s.npz"), full);
+  log.clear();
+  EXPECT_EQ(run(exe + "fid --samples " + tmp.file("samples.npz") + " --ref " + tmp.file("ref_no_s.npz") +
+                    " --device cpu --is-split 6 --metrics fid,sfid,is --inception " + weights,
+                &log),
+            1)  // sFID asked for by name and unavailable
+      << log;
+  EXPECT_NE(log.find("sFID: unavailable ('" + tmp.file("ref_no_s.npz") + "' has no key 'mu_s')"), std::string::npos) << log;
+  EXPECT_NE(log.find("\nFID: "), std::string::npos) << log;
+  EXPECT_NE(log.find("\nIS: "), std::string::npos) << log;
+}
+#endif
 
 }  // namespace
 }  // namespace vt
