@@ -11,6 +11,9 @@ fixed, seeded feature sets. Nothing here is a runtime dependency of veval.
 
   python3 tools/adm_eval_fixture.py            # writes tests/fixtures/eval/adm_suite.npz
   python3 tools/adm_eval_fixture.py --measure  # fp16 vs fp32/fp64 distances on 2048-d sets
+  python3 tools/adm_eval_fixture.py --check ACTS.npz REF.npz [--is-split 5000]
+      # the five numbers in numpy from `veval fid --save-activations ACTS.npz`
+      # and a reference written by `veval stats` (mu, sigma, mu_s, sigma_s, pool)
   python3 tools/adm_eval_fixture.py --with-fc IN.safetensors OUT.safetensors
       # IN plus a seeded random "fc.weight" [1008, D] (for trying the
       # Inception Score with test networks such as inception_w16)
@@ -34,7 +37,7 @@ OUT = os.path.join(ROOT, "tests", "fixtures", "eval", "adm_suite.npz")
 # --- Frechet distance (FIDStatistics.frechet_distance) ----------------------
 def frechet(mu1, s1, mu2, s2, eps=1e-6):
     diff = mu1 - mu2
-    covmean, _ = linalg.sqrtm(s1.dot(s2), disp=False)
+    covmean = linalg.sqrtm(s1.dot(s2))  # evaluator.py: disp=False (deprecated in SciPy 1.17), same value
     if not np.isfinite(covmean).all():
         off = np.eye(s1.shape[0]) * eps
         covmean = linalg.sqrtm((s1 + off).dot(s2 + off))
@@ -261,6 +264,22 @@ def measure():
         print(f"{name} squared-distance relative error: median {np.median(e):.2e} max {e.max():.2e}")
 
 
+def check(acts_path, ref_path, split):
+    """FID, sFID, IS, precision, recall of saved sample activations against
+    a reference .npz, computed here (float64 distances)."""
+    a, r = np.load(acts_path), np.load(ref_path)
+    pool = a["pool"].astype(np.float64)
+    print("FID:", frechet(*stats(pool), r["mu"], r["sigma"]))
+    if "mu_s" in r and "spatial" in a:
+        print("sFID:", frechet(*stats(a["spatial"].astype(np.float64)), r["mu_s"], r["sigma_s"]))
+    if "logits" in a and len(a["logits"]) >= 2 * split:
+        print("IS:", inception_score(a["logits"], split)[0])
+    if "pool" in r:
+        p, rc, _, _ = precision_recall(r["pool"], a["pool"])
+        print("precision:", p)
+        print("recall:", rc)
+
+
 def with_fc(src, dst, seed=1008):
     """Copies a safetensors file and appends fc.weight [1008, D] (float32,
     N(0, 1/D)), D from Mixed_7c's output channels."""
@@ -288,8 +307,12 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--measure", action="store_true")
     ap.add_argument("--with-fc", nargs=2, metavar=("IN", "OUT"))
+    ap.add_argument("--check", nargs=2, metavar=("ACTS", "REF"))
+    ap.add_argument("--is-split", type=int, default=5000)
     a = ap.parse_args()
-    if a.with_fc:
+    if a.check:
+        check(*a.check, a.is_split)
+    elif a.with_fc:
         with_fc(*a.with_fc)
     elif a.measure:
         measure()
