@@ -18,7 +18,9 @@ fixed, seeded feature sets. Nothing here is a runtime dependency of veval.
       # IN plus a seeded random "fc.weight" [1008, D] (for trying the
       # Inception Score with test networks such as inception_w16)
 
-With torch-fidelity installed (pip install --no-deps torch-fidelity; torch
+With TensorFlow installed (pip install tensorflow-cpu), its own
+resize_bilinear output is stored next to the float64 reference
+(resize*_tf). With torch-fidelity installed (pip install --no-deps torch-fidelity; torch
 is optional, see inception_score_torch_fidelity), the Inception Score cases
 whose N is a multiple of the split size are also computed by
 torch_fidelity.metric_isc.isc_features_to_metric (shuffle off, splits =
@@ -205,6 +207,18 @@ def tf1_resize_bilinear(img, oh, ow):
     return top + (bot - top) * fy[:, None, None]
 
 
+def tf1_resize_tensorflow(img, oh, ow):
+    """TensorFlow's own kernel (tf.compat.v1.image.resize_bilinear,
+    align_corners=False, half_pixel_centers=False) on float32 [0, 255]
+    values as ADM feeds them; None without TensorFlow."""
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return None
+    x = tf.constant(img[None].astype(np.float32))
+    return tf.compat.v1.image.resize_bilinear(x, (oh, ow), align_corners=False).numpy()[0]
+
+
 def make_fixture():
     rng = np.random.default_rng(20240611)
     out = {}
@@ -242,6 +256,10 @@ def make_fixture():
     for i, (ih, iw, oh, ow) in enumerate(((5, 7, 299, 3), (120, 97, 7, 9), (9, 13, 17, 29), (2, 256, 3, 299))):
         img = rng.integers(0, 256, size=(ih, iw, 3), dtype=np.uint8)
         out[f"resize{i}_in"], out[f"resize{i}_out"] = img, tf1_resize_bilinear(img, oh, ow)
+        t = tf1_resize_tensorflow(img, oh, ow)
+        if t is not None:
+            out[f"resize{i}_tf"] = t
+            print(f"resize {i}: TensorFlow vs float64 reference max |diff| {np.abs(t - out[f'resize{i}_out']).max():.3g}")
     np.savez(OUT, **out)
     print("wrote", OUT)
 

@@ -1,10 +1,11 @@
 // ADM evaluation-suite math against tools/adm_eval_fixture.py (a numpy
 // reimplementation of openai/guided-diffusion's evaluations/evaluator.py
-// and of TensorFlow 1's legacy resize_bilinear), torch-fidelity's
-// Inception Score, and closed forms.
+// and of TensorFlow 1's legacy resize_bilinear), TensorFlow's own resize,
+// torch-fidelity's Inception Score, and closed forms.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
 
@@ -39,6 +40,17 @@ TEST(Tf1Resize, MatchesFloat64ReferenceOnOddSizesUpAndDown) {
           err = std::max(err, std::fabs(got[(ch * oh + y) * ow + x] - ref[(y * ow + x) * 3 + ch]));
     // float32 arithmetic on [0, 255] values against float64.
     EXPECT_LT(err, 1e-4) << "case " << c << ": " << h << "x" << w << " -> " << oh << "x" << ow;
+    // TensorFlow's own kernel (tf.compat.v1.image.resize_bilinear), float32.
+    const NpyArray& tf = fx().at("resize" + std::to_string(c) + "_tf");
+    std::vector<float> t = tf.as<float>();
+    double et = 0;
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x)
+        for (int ch = 0; ch < 3; ++ch)
+          et = std::max(et, double(std::fabs(got[(ch * oh + y) * ow + x] - t[(y * ow + x) * 3 + ch])));
+    EXPECT_EQ(et, 0.0) << "case " << c << " vs TensorFlow (the same float32 operations)";
+    std::printf("TF1 resize %lldx%lld -> %lldx%lld: max |diff| %.3g vs float64, %.3g vs TensorFlow\n", (long long)h,
+                (long long)w, (long long)oh, (long long)ow, err, et);
   }
 }
 
