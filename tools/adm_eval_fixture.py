@@ -10,7 +10,9 @@ resize_bilinear (align_corners=False, half_pixel_centers=False), applied to
 fixed, seeded feature sets. Nothing here is a runtime dependency of veval.
 
   python3 tools/adm_eval_fixture.py            # writes tests/fixtures/eval/adm_suite.npz
-  python3 tools/adm_eval_fixture.py --measure  # fp16 vs fp32/fp64 distances on 2048-d sets
+  python3 tools/adm_eval_fixture.py --measure [--adm-evaluator PATH/evaluator.py]
+      # fp16 vs fp32/fp64 distances on 2048-d sets; with ADM's evaluator.py
+      # (and tensorflow-cpu installed) also its own ManifoldEstimator
   python3 tools/adm_eval_fixture.py --check ACTS.npz REF.npz [--is-split 5000]
       # the five numbers in numpy from `veval fid --save-activations ACTS.npz`
       # and a reference written by `veval stats` (mu, sigma, mu_s, sigma_s, pool)
@@ -264,7 +266,22 @@ def make_fixture():
     print("wrote", OUT)
 
 
-def measure():
+def adm_precision_recall(evaluator_path, ref, samples):
+    """(precision, recall) by evaluator.py's own ManifoldEstimator (TensorFlow,
+    float16 distances), imported from `evaluator_path`."""
+    import importlib.util
+    import tensorflow.compat.v1 as tf
+    tf.disable_eager_execution()
+    spec = importlib.util.spec_from_file_location("adm_evaluator", evaluator_path)
+    ev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ev)
+    me = ev.ManifoldEstimator(tf.Session())
+    r1, r2 = me.manifold_radii(ref), me.manifold_radii(samples)
+    p, r = me.evaluate_pr(ref, r1, samples, r2)
+    return float(p[0]), float(r[0])
+
+
+def measure(adm_evaluator=None):
     """fp16 (evaluator.py's DistanceBlock) against fp32 / fp64 distances on
     2048-d non-negative features shaped like pool3 activations."""
     rng = np.random.default_rng(7)
@@ -275,6 +292,13 @@ def measure():
     for name, dt in (("fp64", np.float64), ("fp32", np.float32), ("fp16", np.float16)):
         p, r, r1, _ = precision_recall(ref, smp, 3, dt, block=1000)
         print(f"{name}: precision {p:.6f} recall {r:.6f}  median radius {np.median(r1):.3f}")
+    if adm_evaluator:
+        p, r = adm_precision_recall(adm_evaluator, ref, smp)
+        print(f"evaluator.py (TensorFlow fp16): precision {p:.6f} recall {r:.6f}")
+        fx = np.load(OUT)
+        p, r = adm_precision_recall(adm_evaluator, fx["pr_ref"], fx["pr_samples"])
+        print(f"evaluator.py on the committed 64-d fixture: precision {p!r} recall {r!r} "
+              f"(fixture fp16 emulation {float(fx['pr_precision_fp16'])!r} {float(fx['pr_recall_fp16'])!r})")
     u, v = ref[:500], smp[:500]
     d64 = pairwise_sq(u, v, np.float64)
     for name, dt in (("fp32", np.float32), ("fp16", np.float16)):
@@ -326,6 +350,7 @@ if __name__ == "__main__":
     ap.add_argument("--measure", action="store_true")
     ap.add_argument("--with-fc", nargs=2, metavar=("IN", "OUT"))
     ap.add_argument("--check", nargs=2, metavar=("ACTS", "REF"))
+    ap.add_argument("--adm-evaluator", metavar="EVALUATOR_PY")
     ap.add_argument("--is-split", type=int, default=5000)
     a = ap.parse_args()
     if a.check:
@@ -333,6 +358,6 @@ if __name__ == "__main__":
     elif a.with_fc:
         with_fc(*a.with_fc)
     elif a.measure:
-        measure()
+        measure(a.adm_evaluator)
     else:
         make_fixture()
