@@ -41,7 +41,7 @@ GaussianStats load_stats(const std::string& path, const std::string& mu_key, con
 struct Side {
   SuiteSideInfo info;
   std::optional<GaussianStats> pool, spatial;
-  std::string pool_key = "mu", spatial_key = "mu_s";  // names in messages
+  std::string pool_key = "mu", spatial_key = "mu_s", rows_key = "pool";  // names in messages
   std::string spatial_why, rows_why, logits_why;
   FidActivations acts;  // rows present when acts.pool_dim > 0
 };
@@ -52,6 +52,8 @@ void note(const SuiteOptions& o, const std::string& s) {
 
 Side load_side(const std::string& path, const char* role, const InceptionFid* net, const SuiteMetrics& m,
                const SuiteOptions& o, bool is_samples) {
+  // The samples' spatial features and logits are also kept for --save-activations.
+  const bool keep_all = is_samples && !o.save_activations.empty();
   Side s;
   s.info.path = path;
   s.info.kind = classify_fid_source(path);
@@ -61,15 +63,14 @@ Side load_side(const std::string& path, const char* role, const InceptionFid* ne
   };
   if (s.info.kind != FidSourceKind::StatsNpz) {
     note(o, std::string(role) + ": " + path);
-    const bool want_logits = is_samples && m.is;
+    const bool want_logits = is_samples && (m.is || keep_all);
     if (want_logits && !need_net().has_logits()) s.logits_why = "the Inception weights have no key 'fc.weight' (the 1008-way logits)";
-    s.acts = compute_fid_activations(path, need_net(), o.protocol, o.batch, m.sfid || is_samples,
+    s.acts = compute_fid_activations(path, need_net(), o.protocol, o.batch, m.sfid || keep_all,
                                      want_logits && net->has_logits(), o.progress);
     s.info.count = s.acts.n;
     s.pool = stats_of_rows(s.acts.pool, s.acts.n, s.acts.pool_dim);
-    if (s.acts.spatial_dim) s.spatial = stats_of_rows(s.acts.spatial, s.acts.n, s.acts.spatial_dim);
-    s.pool_key = s.spatial_key = "arr_0";
-    if (path.size() < 4 || path.substr(path.size() - 4) != ".npz") s.pool_key = s.spatial_key = "images";
+    if (m.sfid) s.spatial = stats_of_rows(s.acts.spatial, s.acts.n, s.acts.spatial_dim);
+    s.pool_key = s.spatial_key = s.rows_key = s.info.kind == FidSourceKind::ImageNpz ? "arr_0" : "images";
     return s;
   }
   const std::vector<std::string> keys = npz_keys(path);
@@ -97,6 +98,7 @@ Side load_side(const std::string& path, const char* role, const InceptionFid* ne
   } else if (has_key(keys, "arr_0")) {
     note(o, std::string(role) + ": " + path + " (arr_0 images, for precision / recall)");
     s.acts = compute_fid_activations(path, need_net(), o.protocol, o.batch, false, false, o.progress);
+    s.rows_key = "arr_0";
     if (s.info.count == 0) s.info.count = s.acts.n;
   } else {
     s.rows_why = "'" + path + "' has neither key 'arr_0' (images) nor key 'pool' (features)";
@@ -149,13 +151,12 @@ SuiteReport run_adm_suite(const std::string& samples, const std::string& ref, co
   Side f = load_side(ref, "ref", net, m, o, false);
   r.samples = s.info, r.ref = f.info;
   r.feature_dim = s.pool->dim();
-  check_dims(s, f, s.pool->dim(), f.pool->dim(), s.pool_key, f.pool_key == "mu" ? "mu" : f.pool_key, "pool feature");
+  check_dims(s, f, s.pool->dim(), f.pool->dim(), s.pool_key, f.pool_key, "pool feature");
   // Every dimension is checked before the (slow) distances.
   if (m.sfid && s.spatial && f.spatial)
     check_dims(s, f, s.spatial->dim(), f.spatial->dim(), s.spatial_key, f.spatial_key, "spatial feature");
   if (m.pr() && s.acts.pool_dim && f.acts.pool_dim)
-    check_dims(s, f, s.acts.pool_dim, f.acts.pool_dim, s.pool_key, f.pool_key == "mu" ? "pool" : f.pool_key,
-               "precision/recall feature");
+    check_dims(s, f, s.acts.pool_dim, f.acts.pool_dim, s.pool_key, f.rows_key, "precision/recall feature");
   if (m.fid) {
     r.fid_terms = frechet_distance(*s.pool, *f.pool, o.sqrtm);
     r.fid = ok(r.fid_terms.fid);
