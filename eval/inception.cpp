@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <Eigen/Dense>
+
 #include "core/safetensors.h"
 #include "kernels/conv.h"
 #include "kernels/elementwise.h"
@@ -172,6 +174,13 @@ InceptionFid::InceptionFid(const std::map<std::string, Tensor>& sd, const std::s
     }
     units_.emplace(p, std::move(u));
   }
+  if (auto fc = sd.find("fc.weight"); fc != sd.end()) {
+    const Tensor& w = fc->second;
+    if (w.dim() != 2 || w.size(1) != feature_dim() || w.size(0) < 2)
+      throw std::runtime_error("Inception weights '" + source + "': tensor 'fc.weight' has shape " + shape_str(w.shape()) +
+                               ", expected [C, " + std::to_string(feature_dim()) + "] (C = 1008 for the FID network)");
+    fc_w_ = (w.dtype() == DType::F32 ? w : w.to(DType::F32)).contiguous().clone();
+  }
 }
 
 const InceptionFid::Unit& InceptionFid::unit(const std::string& name) const {
@@ -275,7 +284,7 @@ Tensor InceptionFid::block_e(const std::string& p, const Tensor& x, bool max_poo
   return out;
 }
 
-void InceptionFid::network(const Tensor& x, const Tensor& out) const {
+void InceptionFid::network(const Tensor& x, const Tensor& out, Tensor* mixed_6d) const {
   Tensor t = run_new("Conv2d_1a_3x3", x);
   t = run_new("Conv2d_2a_3x3", t);
   t = run_new("Conv2d_2b_3x3", t);
@@ -287,7 +296,10 @@ void InceptionFid::network(const Tensor& x, const Tensor& out) const {
   t = block_a("Mixed_5c", t);
   t = block_a("Mixed_5d", t);
   t = block_b("Mixed_6a", t);
-  for (const char* b : {"Mixed_6b", "Mixed_6c", "Mixed_6d", "Mixed_6e"}) t = block_c(b, t);
+  for (const char* b : {"Mixed_6b", "Mixed_6c", "Mixed_6d", "Mixed_6e"}) {
+    t = block_c(b, t);
+    if (mixed_6d && std::string(b) == "Mixed_6d") *mixed_6d = t;
+  }
   t = block_d("Mixed_7a", t);
   t = block_e("Mixed_7b", t, false);
   t = block_e("Mixed_7c", t, true);
@@ -339,6 +351,55 @@ void InceptionFid::features_on_device(const Tensor& images, const Tensor& out) c
     Tensor dst = out;  // a handle on the caller's storage
     dst.copy_from(o);
   }
+}
+
+void InceptionFid::forward(const Tensor& x, const Tensor& pool, const Tensor& spatial) const {
+  const auto here = [&](const Tensor& t) { return t.device().is_cpu() || t.device() == device_; };
+  if (x.dtype() != DType::F32 || !here(x) || x.dim() != 4 || x.size(1) != 3 || x.size(2) != kSize ||
+      x.size(3) != kSize || x.size(0) < 1)
+    throw std::invalid_argument("InceptionFid::forward: input " + x.str() + " must be F32 [N, 3, 299, 299]");
+  const int64_t n = x.size(0);
+  if (pool.dtype() != DType::F32 || pool.shape() != Shape{n, feature_dim()} || !pool.is_contiguous() || !here(pool))
+    throw std::invalid_argument("InceptionFid::forward: pool " + pool.str() + " must be contiguous F32 [" +
+                                std::to_string(n) + ", " + std::to_string(feature_dim()) + "]");
+  if (spatial.defined() && (spatial.dtype() != DType::F32 || spatial.shape() != Shape{n, spatial_dim()} ||
+                            !spatial.is_contiguous() || !spatial.device().is_cpu()))
+    throw std::invalid_argument("InceptionFid::forward: spatial " + spatial.str() + " must be contiguous host F32 [" +
+                                std::to_string(n) + ", " + std::to_string(spatial_dim()) + "]");
+  const Tensor in = x.device() == device_ ? x.contiguous() : x.contiguous().to(device_);
+  const Tensor o = pool.device() == device_ ? pool : Tensor::empty(pool.shape(), DType::F32, device_);
+  Tensor m6;
+  network(in, o, spatial.defined() ? &m6 : nullptr);
+  if (o.device() != pool.device()) {
+    Tensor dst = pool;
+    dst.copy_from(o);
+  }
+  if (!spatial.defined()) return;
+  // channels [0, 7) of Mixed_6d = mixed_6/conv[..., :7], NCHW -> (h, w, c).
+  const Tensor s = m6.slice(1, 0, kSpatialChannels).contiguous().to(Device::cpu());
+  const int64_t hw = kSpatialSize * kSpatialSize;
+  if (s.size(2) != kSpatialSize || s.size(3) != kSpatialSize)
+    throw std::logic_error("InceptionFid::forward: Mixed_6d is " + shape_str(s.shape()) + ", expected 17x17");
+  const float* src = s.f32();
+  float* dst = spatial.f32();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t p = 0; p < hw; ++p)
+      for (int64_t c = 0; c < kSpatialChannels; ++c)
+        dst[(b * hw + p) * kSpatialChannels + c] = src[(b * kSpatialChannels + c) * hw + p];
+}
+
+void InceptionFid::logits(const Tensor& pool, const Tensor& out) const {
+  if (!has_logits()) throw std::logic_error("InceptionFid::logits: the weights have no fc.weight");
+  const int64_t n = pool.size(0), d = feature_dim(), c = num_logits();
+  if (pool.dtype() != DType::F32 || pool.shape() != Shape{n, d} || !pool.device().is_cpu() ||
+      out.dtype() != DType::F32 || out.shape() != Shape{n, c} || !out.is_contiguous() || !out.device().is_cpu())
+    throw std::invalid_argument("InceptionFid::logits: pool " + pool.str() + " and out " + out.str() +
+                                " must be host F32 [N, D] and contiguous [N, C]");
+  using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Tensor pc = pool.contiguous();
+  Eigen::Map<const MatF> p(pc.f32(), n, d), w(fc_w_.f32(), c, d);
+  Eigen::Map<MatF> o(out.f32(), n, c);
+  o.noalias() = p * w.transpose();
 }
 
 Tensor u8_nhwc_to_unit_nchw(const Tensor& im) {

@@ -27,6 +27,23 @@
 // order than oneDNN; resize, 2x - 1, the pools and the final mean are the
 // same float operations).
 //
+// Taps for ADM's evaluation suite (eval/adm_suite.h), taken from the same
+// forward pass as the pool features so that a device network provides them
+// too:
+//   spatial: ADM's "mixed_6/conv:0" [..., :7] (sFID). In the TF graph the
+//     blocks are named mixed (Mixed_5b), mixed_1 (5c), mixed_2 (5d),
+//     mixed_3 (6a), mixed_4 (6b), mixed_5 (6c), mixed_6 (6d), ...; inside a
+//     block, "conv" is the plain 1x1 tower (Conv2D, batchnorm, and the ReLU
+//     whose output is "mixed_6/conv:0"), which torchvision/pytorch-fid call
+//     branch1x1 and concatenate first. So the tap is Mixed_6d.branch1x1
+//     after its ReLU = channels [0, 7) of Mixed_6d's output, 17x17
+//     (openai/guided-diffusion issue #109 finds the same layer), flattened
+//     in ADM's NHWC order (h, w, c): 17 * 17 * 7 = 2023 values an image.
+//   logits: pool3 x fc.weight^T WITHOUT fc.bias (ADM multiplies pool_3 by
+//     the weight input of "softmax/logits/MatMul"; torch-fidelity's
+//     "logits_unbiased"), [N, 1008], computed on the host in float32.
+//     Needs "fc.weight" [C, D] in the weights (optional; has_logits()).
+//
 // Errors: std::runtime_error naming the file and tensor for a missing tensor
 // or a shape that does not match the topology.
 #pragma once
@@ -53,6 +70,10 @@ class InceptionFid {
   void to(Device device);
   Device device() const { return device_; }
   int64_t feature_dim() const { return 2048 / div_; }
+  static constexpr int64_t kSpatialChannels = 7, kSpatialSize = 17;
+  static constexpr int64_t spatial_dim() { return kSpatialSize * kSpatialSize * kSpatialChannels; }  // 2023
+  bool has_logits() const { return fc_w_.defined(); }
+  int64_t num_logits() const { return has_logits() ? fc_w_.size(0) : 0; }
 
   // images: [N, 3, H, W] F32 in [0, 1] on the CPU or on device(); out:
   // [N, D] F32 contiguous on the CPU or on device() (a device network
@@ -61,6 +82,16 @@ class InceptionFid {
   // images: [N, H, W, 3] U8 RGB on the CPU (as decoded or from an ADM .npz);
   // out [N, D] as for features().
   void features_u8(const Tensor& images_nhwc, const Tensor& out) const;
+
+  // The network on an already preprocessed batch x299: [N, 3, 299, 299] F32
+  // in the network's input range (pytorch-fid: 2 * resized - 1; ADM:
+  // (resized - 128) / 128), on the CPU or device(). pool: [N, D] F32
+  // contiguous (host or device()); spatial: undefined (not computed) or
+  // [N, spatial_dim()] F32 contiguous on the host, (h, w, c) order.
+  void forward(const Tensor& x299, const Tensor& pool, const Tensor& spatial) const;
+  // pool: [N, D] F32 host; out: [N, num_logits()] F32 host = pool x fc.weight^T
+  // (no bias). Throws std::logic_error when the weights have no fc.weight.
+  void logits(const Tensor& pool, const Tensor& out) const;
 
   // One folded Conv+BN+ReLU unit (public for tests and the benchmark).
   struct Unit {
@@ -79,12 +110,14 @@ class InceptionFid {
   Tensor block_c(const std::string& p, const Tensor& x) const;
   Tensor block_d(const std::string& p, const Tensor& x) const;
   Tensor block_e(const std::string& p, const Tensor& x, bool max_pool) const;
-  void network(const Tensor& x299, const Tensor& out) const;
+  // mixed_6d (nullable) receives Mixed_6d's output [N, 768/k, 17, 17].
+  void network(const Tensor& x299, const Tensor& out, Tensor* mixed_6d = nullptr) const;
   void features_on_device(const Tensor& images, const Tensor& out) const;
 
   int div_ = 1;
   std::map<std::string, Unit> units_;
   Device device_ = Device::cpu();
+  Tensor fc_w_;  // [C, D] F32 host, or undefined
   // A device buffer of ones, grown on demand: 2x - 1 on the device is
   // axpby(2, x, -1, ones), the same float result as the host's 2.f * x - 1.f.
   mutable Tensor ones_;

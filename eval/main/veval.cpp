@@ -1,15 +1,19 @@
 // veval: evaluation commands.
 //   veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu|cuda|cuda:N]
-//             [--inception WEIGHTS | --features CKPT [--config CONFIG] [--ema true]]
+//             [--inception WEIGHTS] [--metrics all|fid,sfid,is,precision,recall]
+//             [--protocol adm|pytorch-fid] [--is-split N] [--save-activations FILE.npz]
 //             [--sqrtm eig|schur] [--json FILE]
+//   veval fid ... --features CKPT [--config CONFIG] [--ema true]   (FID only)
 //   veval stats --images PATH --out ref.npz [--batch N] [--device ...] [--inception WEIGHTS | --features CKPT ...]
 //   veval top1 CONFIG.yaml ckpt=DIR [split=val] [ema=true] [prune_last=K] [key.path=value ...]
 // PATH: image folder (recursive), ADM .npz (arr_0 uint8 NHWC) or statistics
-// .npz (mu, sigma); see eval/fid_inputs.h. FID semantics: docs/recipes.md §9;
+// .npz (mu, sigma[, mu_s, sigma_s, pool, arr_0]); see eval/fid_inputs.h and
+// eval/adm_suite.h (ADM's suite: FID, sFID, IS, precision, recall). FID semantics: docs/recipes.md §9;
 // --features: eval/features_embedding.h; top1: eval/top1.h.
 //
 // Exit codes: 0 done, 1 runtime error (missing file, checkpoint mismatch,
 // ...), 2 usage or configuration error.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <cstdlib>
@@ -28,7 +32,9 @@
 #include "core/omp_policy.h"
 #include "eval/features_embedding.h"
 #include "eval/fid_inputs.h"
+#include "eval/npz_members.h"
 #include "core/dist.h"
+#include "eval/adm_suite.h"
 #include "eval/top1.h"
 #include "train/device_choice.h"
 
@@ -41,12 +47,19 @@ namespace {
 const char* kUsage =
     "usage:\n"
     "  veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu|cuda|cuda:N] [--inception WEIGHTS]\n"
-    "            [--sqrtm eig|schur] [--json FILE]\n"
+    "            [--metrics all|fid,sfid,is,precision,recall] [--protocol adm|pytorch-fid] [--is-split 5000]\n"
+    "            [--save-activations FILE.npz] [--sqrtm eig|schur] [--json FILE]\n"
     "  veval fid --samples PATH --ref PATH --features CKPT [--config CONFIG] [--ema true] ...\n"
-    "  veval stats --images PATH --out ref.npz [--batch N] [--device ...] [--inception WEIGHTS | --features CKPT ...]\n"
+    "  veval stats --images PATH --out ref.npz [--batch N] [--device ...] [--protocol adm|pytorch-fid]\n"
+    "            [--inception WEIGHTS | --features CKPT ...]\n"
     "  veval top1 CONFIG.yaml ckpt=DIR [split=val|train|FOLDER] [ema=true] [prune_last=K] [key.path=value ...]\n"
     "PATH: a folder of images (recursive), an .npz with arr_0 (uint8 [N, H, W, 3]) or an .npz\n"
-    "with mu and sigma (statistics, used directly).\n"
+    "with mu and sigma (statistics, used directly; ADM's reference batches: mu, sigma, mu_s, sigma_s, arr_0).\n"
+    "--metrics: ADM's evaluation suite (openai/guided-diffusion evaluator.py), all by default: FID, sFID\n"
+    "  (mixed_6/conv spatial features), Inception Score (splits of --is-split in sample order), precision\n"
+    "  and recall (k = 3; float64 distances, cuBLAS fp32 dot products on a GPU). --protocol adm\n"
+    "  (default: ADM's TF1 resize and (x-128)/128, as DiT's published numbers) or pytorch-fid (its\n"
+    "  bilinear resize and 2x-1). --save-activations: the samples' pool, spatial and logits arrays.\n"
     "--device: where the network runs (default auto: the GPU when one is visible); fp32, no TF32.\n"
     "  Images are decoded and resized on the host; the statistics are float64 on the host.\n"
     "--features CKPT: embed with a vtrain classifier's pre-logit features (final normed class\n"
@@ -200,14 +213,136 @@ Embedder make_embedder(const Args& a, std::initializer_list<std::string> paths, 
   return e;
 }
 
+void log_line(const char* s) { std::fprintf(stderr, "%s\n", s); }
+
+int64_t parse_positive(const Args& a, const std::string& key, const std::string& def) {
+  const std::string s = a.get(key, def);
+  size_t pos = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &pos);
+  } catch (...) {
+    pos = 0;
+  }
+  if (pos != s.size() || v < 1) throw std::invalid_argument("--" + key + " must be a positive integer, got '" + s + "'");
+  return v;
+}
+
+// One metric line of the report: "NAME: value" or "NAME: unavailable (why)".
+void print_metric(const char* name, const vt::SuiteValue& v, bool wanted) {
+  if (!wanted) return;
+  if (v.available) std::printf("%s: %.6f\n", name, v.value);
+  else std::printf("%s: unavailable (%s)\n", name, v.why.c_str());
+}
+
+nlohmann::json metric_json(const vt::SuiteValue& v) {
+  return v.available ? nlohmann::json(v.value) : nlohmann::json(nullptr);
+}
+
+// FID, sFID, IS, precision, recall with the FID Inception (eval/adm_suite.h).
+int cmd_fid_suite(const Args& a, const std::string& samples, const std::string& ref, int64_t batch,
+                  const vt::DeviceChoice& device, vt::SqrtmMethod method) {
+  const vt::SuiteMetrics metrics = vt::parse_suite_metrics(a.get("metrics", "all"));
+  vt::SuiteOptions o;
+  o.protocol = vt::fid_protocol_from_name(a.get("protocol", "adm"));
+  o.batch = batch;
+  o.is_split = parse_positive(a, "is-split", "5000");
+  o.sqrtm = method;
+  o.manifold.device = device.device;  // precision / recall dot products on the GPU when there is one
+  o.save_activations = a.get("save-activations");
+  o.progress = progress;
+  o.log = log_line;
+  if (a.opts.count("save-activations")) check_output_parent("save-activations", o.save_activations);
+  if (vt::dist().world() > 1)
+    throw std::invalid_argument("the evaluation suite (--metrics beyond fid, or --protocol adm) runs in one process; "
+                                "under mpirun use --metrics fid --protocol pytorch-fid");
+  std::string weights;
+  std::unique_ptr<vt::InceptionFid> net = load_net_if_needed(a, {samples, ref}, &weights);
+  if (net && !device.device.is_cpu()) net->to(device.device);
+  auto t0 = std::chrono::steady_clock::now();
+  const vt::SuiteReport r = vt::run_adm_suite(samples, ref, net.get(), metrics, o);
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  print_metric("FID", r.fid, metrics.fid);
+  print_metric("sFID", r.sfid, metrics.sfid);
+  print_metric("IS", r.is, metrics.is);
+  print_metric("precision", r.precision, metrics.precision);
+  print_metric("recall", r.recall, metrics.recall);
+  auto side = [](const vt::SuiteSideInfo& s) {
+    if (s.kind == vt::FidSourceKind::StatsNpz)
+      return "statistics from " + s.path + (s.count > 0 ? " (" + std::to_string(s.count) + " images)" : "");
+    return std::to_string(s.count) + " images (" + vt::fid_source_name(s.kind) + ")";
+  };
+  std::printf("samples: %s\nref: %s\n", side(r.samples).c_str(), side(r.ref).c_str());
+  std::printf("protocol: %s\n", vt::fid_protocol_name(o.protocol));
+  std::printf("device: %s\n", device.describe().c_str());
+  if (r.is.available)
+    std::fprintf(stderr, "IS: %zu splits of %lld, std %.6f\n", r.is_detail.splits.size(),
+                 static_cast<long long>(o.is_split), r.is_detail.std);
+  if (const std::string jf = a.get("json"); !jf.empty()) {
+    nlohmann::json un = nlohmann::json::object();
+    const std::pair<const char*, const vt::SuiteValue*> all[] = {
+        {"fid", &r.fid}, {"sfid", &r.sfid}, {"inception_score", &r.is}, {"precision", &r.precision}, {"recall", &r.recall}};
+    for (const auto& [k, v] : all)
+      if (!v->available && !v->why.empty()) un[k] = v->why;
+    nlohmann::json j = {
+        {"fid", metric_json(r.fid)},
+        {"sfid", metric_json(r.sfid)},
+        {"inception_score", metric_json(r.is)},
+        {"precision", metric_json(r.precision)},
+        {"recall", metric_json(r.recall)},
+        {"unavailable", un},
+        {"protocol", vt::fid_protocol_name(o.protocol)},
+        {"samples", {{"path", samples}, {"kind", vt::fid_source_name(r.samples.kind)}, {"count", r.samples.count}}},
+        {"ref", {{"path", ref}, {"kind", vt::fid_source_name(r.ref.kind)}, {"count", r.ref.count}}},
+        {"feature_dim", r.feature_dim},
+        {"inception_weights", weights},
+        {"embedding", "inception-v3 pool3"},
+        {"sqrtm", a.get("sqrtm", "eig")},
+        {"device", device.describe()},
+        {"seconds", sec}};
+    if (r.fid.available)
+      j["terms"] = {{"mean", r.fid_terms.mean_term}, {"trace_sigma_samples", r.fid_terms.tr_sigma1},
+                    {"trace_sigma_ref", r.fid_terms.tr_sigma2}, {"trace_covmean", r.fid_terms.tr_covmean},
+                    {"max_imag", r.fid_terms.max_imag}, {"eps_added", r.fid_terms.eps_added}};
+    if (r.is.available)
+      j["inception_score_detail"] = {{"split_size", o.is_split}, {"splits", r.is_detail.splits}, {"std", r.is_detail.std}};
+    if (r.precision.available || r.recall.available)
+      j["precision_recall_detail"] = {{"k", o.manifold.k}, {"distances", "float64 squared Euclidean"},
+                                      {"samples_in_ref_manifold", r.pr_detail.samples_in},
+                                      {"refs_in_sample_manifold", r.pr_detail.refs_in}};
+    std::ofstream f(jf);
+    if (!f) throw std::runtime_error("cannot write --json '" + jf + "'");
+    f << j.dump(2) << "\n";
+  }
+  // A metric asked for by name that the inputs cannot give fails the command.
+  if (metrics.chosen)
+    for (const vt::SuiteValue* v : {&r.fid, &r.sfid, &r.is, &r.precision, &r.recall})
+      if (!v->available && !v->why.empty()) return 1;
+  return 0;
+}
+
 int cmd_fid(int argc, char** argv) {
   Args a = parse(argc, argv, 2,
-                 {"samples", "ref", "batch", "device", "inception", "sqrtm", "json", "features", "config", "ema"});
+                 {"samples", "ref", "batch", "device", "inception", "sqrtm", "json", "features", "config", "ema",
+                  "metrics", "protocol", "is-split", "save-activations"});
   const std::string samples = a.need("samples"), ref = a.need("ref");
   const int64_t batch = parse_batch(a);
   const vt::DeviceChoice device = check_device(a);
   if (a.opts.count("json")) check_output_parent("json", a.get("json"));
   const vt::SqrtmMethod method = vt::sqrtm_method_from_name(a.get("sqrtm", "eig"));
+  const bool suite_opts = a.opts.count("metrics") || a.opts.count("protocol") || a.opts.count("is-split") ||
+                          a.opts.count("save-activations");
+  if (!a.get("features").empty()) {
+    if (suite_opts)
+      throw std::invalid_argument("--metrics, --protocol, --is-split and --save-activations go with the Inception "
+                                  "network, not --features (which gives FID only)");
+  } else {
+    // Under mpirun, FID alone with pytorch-fid's preprocessing keeps the
+    // sharded one-process statistics (eval/sharded_stats.h).
+    const bool legacy = vt::dist().world() > 1 && a.get("metrics") == "fid" && a.get("protocol") == "pytorch-fid" &&
+                        !a.opts.count("save-activations");
+    if (!legacy) return cmd_fid_suite(a, samples, ref, batch, device, method);
+  }
   const Embedder emb = make_embedder(a, {samples, ref}, device);
   const std::string& weights = emb.weights;
   auto t0 = std::chrono::steady_clock::now();
@@ -246,11 +381,36 @@ int cmd_fid(int argc, char** argv) {
 }
 
 int cmd_stats(int argc, char** argv) {
-  Args a = parse(argc, argv, 2, {"images", "out", "batch", "device", "inception", "features", "config", "ema"});
+  Args a = parse(argc, argv, 2, {"images", "out", "batch", "device", "inception", "features", "config", "ema", "protocol"});
   const std::string images = a.need("images"), out = a.need("out");
   const int64_t batch = parse_batch(a);
   const vt::DeviceChoice device = check_device(a);
   check_output_parent("out", out);
+  if (a.get("features").empty() && !(vt::dist().world() > 1 && a.get("protocol") == "pytorch-fid")) {
+    // A reference in ADM's format (eval/adm_suite.h: write_adm_reference).
+    if (vt::dist().world() > 1)
+      throw std::invalid_argument("veval stats with --protocol adm runs in one process (under mpirun: --protocol pytorch-fid)");
+    vt::SuiteOptions o;
+    o.protocol = vt::fid_protocol_from_name(a.get("protocol", "adm"));
+    o.batch = batch;
+    o.progress = progress;
+    o.log = log_line;
+    std::string weights = vt::find_inception_weights(a.get("inception"));
+    vt::InceptionFid net = vt::InceptionFid::load(weights);
+    if (net.width_divisor() != 1)
+      std::fprintf(stderr, "warning: %s is a width/%d test network; scores are not comparable with published FIDs\n",
+                   weights.c_str(), net.width_divisor());
+    if (!device.device.is_cpu()) net.to(device.device);
+    const int64_t n = vt::write_adm_reference(images, out, net, o);
+    std::printf("wrote %s: mu, sigma [%lld], mu_s, sigma_s [%lld], pool [%lld, %lld] from %lld images (protocol %s)\n",
+                out.c_str(), static_cast<long long>(net.feature_dim()),
+                static_cast<long long>(vt::InceptionFid::spatial_dim()), static_cast<long long>(n),
+                static_cast<long long>(net.feature_dim()), static_cast<long long>(n), vt::fid_protocol_name(o.protocol));
+    std::printf("device: %s\n", device.describe().c_str());
+    return 0;
+  }
+  if (a.opts.count("protocol") && !a.get("features").empty())
+    throw std::invalid_argument("--protocol goes with the Inception network, not --features");
   const Embedder emb = make_embedder(a, {images}, device);
   vt::FidSourceStats s = emb.stats(images, batch);
   if (!vt::dist().is_root()) return 0;  // the features are gathered on rank 0, which writes

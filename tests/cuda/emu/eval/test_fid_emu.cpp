@@ -19,6 +19,8 @@
 #include "core/safetensors.h"
 #include "eval/features_embedding.h"
 #include "eval/fid_inputs.h"
+#include "eval/fid_protocol.h"
+#include "eval/manifold.h"
 #include "eval/inception.h"
 #include "vision/train_config.h"
 #include "vision/vision_test_util.h"
@@ -81,6 +83,44 @@ TEST(FidEmu, InceptionFeaturesMatchCpuAndPytorchFid) {
   EXPECT_THROW(cpu.features(u8_nhwc_to_unit_nchw(images).to(Device::cuda(0)), fc), std::invalid_argument);
 }
 
+// ADM's suite taps on the device: pool features and the mixed_6/conv
+// spatial features (copied back and reordered to (h, w, c)) as on the CPU.
+TEST(FidEmu, SuiteTapsOnCudaMatchCpu) {
+  const auto sd = load_safetensors(kW16);
+  InceptionFid cpu(sd, "w16"), gpu(sd, "w16");
+  gpu.to(Device::cuda(0));
+  const Tensor images = sd.at("images").slice(0, 0, 2).contiguous();
+  Tensor x = Tensor::empty({2, 3, 299, 299});
+  for (int64_t i = 0; i < 2; ++i)
+    preprocess_fid_image(images.u8() + i * 75 * 90 * 3, 75, 90, FidProtocol::Adm, x, i);
+  Tensor pc = Tensor::empty({2, cpu.feature_dim()}), pg = Tensor::empty({2, gpu.feature_dim()});
+  Tensor sc = Tensor::empty({2, InceptionFid::spatial_dim()}), sg = Tensor::empty({2, InceptionFid::spatial_dim()});
+  cpu.forward(x, pc, sc);
+  gpu.forward(x, pg, sg);
+  const double ep = rel_max_err(doubles(pg), doubles(pc)), es = rel_max_err(doubles(sg), doubles(sc));
+  std::printf("emulated CUDA suite taps: pool rel err %.3g, spatial rel err %.3g\n", ep, es);
+  EXPECT_LT(ep, 1e-4);
+  EXPECT_LT(es, 1e-4);
+}
+
+// Precision / recall with the dot products on the device (cuBLAS SGEMM):
+// the numpy evaluator's values on the fixture (tools/adm_eval_fixture.py;
+// there, float32 and float64 distances agree), for two blockings.
+TEST(FidEmu, PrecisionRecallOnCudaMatchesNumpy) {
+  const auto fx = load_npz(std::string(VT_FIXTURES_DIR) + "/eval/adm_suite.npz");
+  const NpyArray& r = fx.at("pr_ref");
+  const NpyArray& s = fx.at("pr_samples");
+  std::vector<float> ref = r.as<float>(), smp = s.as<float>();
+  for (int64_t block : {64, 4096}) {
+    ManifoldOptions o;
+    o.device = Device::cuda(0);
+    o.row_block = block, o.col_block = block;
+    const PrecisionRecall pr = precision_recall(ref.data(), r.shape[0], smp.data(), s.shape[0], r.shape[1], o);
+    EXPECT_EQ(pr.precision, fx.at("pr_precision_fp64").to_f64()[0]) << block;
+    EXPECT_EQ(pr.recall, fx.at("pr_recall_fp64").to_f64()[0]) << block;
+  }
+}
+
 // Runs `cmd`, returns its exit status and stdout+stderr.
 int run(const std::string& cmd, std::string* out) {
   FILE* p = popen((cmd + " 2>&1").c_str(), "r");
@@ -102,7 +142,7 @@ TEST(FidEmu, VevalStatsOnCudaGivesTheCpuStatistics) {
 
   std::string log;
   const int rc = run(std::string(VT_VEVAL_EMU_EXE) + " stats --images " + npz + " --out " + out +
-                         " --batch 2 --device cuda --inception " + kW16,
+                         " --batch 2 --device cuda --protocol pytorch-fid --inception " + kW16,
                      &log);
   ASSERT_EQ(rc, 0) << log;
   EXPECT_NE(log.find("device: cuda:0 (CUDA emulator"), std::string::npos) << log;
