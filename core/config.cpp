@@ -193,6 +193,28 @@ void record_sources(const YAML::Node& n, const std::string& prefix, const std::s
   }
 }
 
+// yaml-cpp keeps every entry of a key written twice in one map, and a
+// lookup or merge then uses one of them: a second `train:` section would
+// replace the first wholesale. Any repeat, at any depth, is an error.
+void reject_repeated_keys(const YAML::Node& n, const std::string& prefix, const std::string& name) {
+  if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) reject_repeated_keys(n[i], prefix + "[" + std::to_string(i) + "]", name);
+    return;
+  }
+  if (!n.IsMap()) return;
+  std::map<std::string, int> first_line;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    if (!it->first.IsScalar()) continue;
+    const std::string key = it->first.Scalar();
+    const int line = it->first.Mark().line + 1;
+    auto [seen, added] = first_line.emplace(key, line);
+    if (!added)
+      throw ConfigError(name + ":" + std::to_string(line) + ": key '" + join(prefix, key) + "' is repeated (first at " +
+                        name + ":" + std::to_string(seen->second) + "); YAML keeps only one of the two");
+    reject_repeated_keys(it->second, join(prefix, key), name);
+  }
+}
+
 YAML::Node parse_text(const std::string& text, const std::string& name) {
   YAML::Node n;
   try {
@@ -206,6 +228,7 @@ YAML::Node parse_text(const std::string& text, const std::string& name) {
   for (auto it = n.begin(); it != n.end(); ++it)
     if (!it->first.IsScalar())
       throw ConfigError(name + ":" + std::to_string(it->first.Mark().line + 1) + ": keys must be scalars");
+  reject_repeated_keys(n, "", name);
   return n;
 }
 
@@ -396,6 +419,11 @@ Config ConfigBuilder::finish(YAML::Node root, Sources src, const ConfigSchema& s
       continue;
     }
     const std::string key = ov.substr(0, eq);
+    if (ov.find_first_not_of(" \t", eq + 1) == std::string::npos) {
+      errors.push_back(std::string(kCommandLine) + ": override '" + ov + "' gives key '" + key +
+                       "' no value; write " + key + "=~ to unset it");
+      continue;
+    }
     YAML::Node value;
     try {
       value = YAML::Load(ov.substr(eq + 1));
@@ -585,6 +613,21 @@ void Config::set_string(const std::string& key, const std::string& value, const 
     throw ConfigError("set_string: '" + key + "' is not a string key of the schema" + suggestion(impl_->schema, key));
   YAML::Node v(value);
   v.SetTag("!");  // a string, whatever it looks like (see canonical())
+  impl_->root.reset(with_value(impl_->root, split_path(key), 0, v));
+  impl_->sources[key] = source;
+}
+
+void Config::set(const std::string& key, const std::string& yaml_value, const std::string& source) {
+  const ConfigKey* k = impl_->schema.find(key);
+  if (!k || k->type == ConfigType::Map)
+    throw ConfigError("set: '" + key + "' is not a scalar or list key of the schema" + suggestion(impl_->schema, key));
+  YAML::Node v;
+  try {
+    v = YAML::Load(yaml_value);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(source + ": key '" + key + "': YAML syntax error in '" + yaml_value + "': " + e.msg);
+  }
+  v.reset(canonical(v, k->type, source + ": key '" + key + "'"));
   impl_->root.reset(with_value(impl_->root, split_path(key), 0, v));
   impl_->sources[key] = source;
 }

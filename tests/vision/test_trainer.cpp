@@ -265,7 +265,7 @@ TEST_F(TrainerTest, NormScalesAreLoggedAtEachEvaluation) {
 
 TEST_F(TrainerTest, NonFiniteLossNamesStepAndKeepsCheckpoint) {
   // An absurd lr blows the weights up after the first update.
-  Config c = parse(tiny_yaml(data(), out("n")), {"train.lr=1e30", "train.warmup_epochs=0", "train.clip_grad="});
+  Config c = parse(tiny_yaml(data(), out("n")), {"train.lr=1e30", "train.warmup_epochs=0", "train.clip_grad=~"});
   Trainer t(c, "test.yaml");
   try {
     t.run();
@@ -282,7 +282,7 @@ TEST_F(TrainerTest, NonFiniteLossNamesStepAndKeepsCheckpoint) {
 
 TEST_F(TrainerTest, MaxNonFiniteSkipsThatManyStepsInARowThenStops) {
   Config c = parse(tiny_yaml(data(), out("k")),
-                   {"train.lr=1e30", "train.warmup_epochs=0", "train.clip_grad=", "train.max_nonfinite=2"});
+                   {"train.lr=1e30", "train.warmup_epochs=0", "train.clip_grad=~", "train.max_nonfinite=2"});
   Trainer t(c, "test.yaml");
   try {
     t.run();
