@@ -156,7 +156,7 @@ struct Trainer::Impl {
         else opt->load_ema(d.ema, "ema.safetensors");
       }
     } catch (const std::exception& e) {
-      throw std::runtime_error("checkpoint '" + path + "': " + e.what());
+      throw std::runtime_error("checkpoint '" + path + "': " + e.what() + resume_mismatch_hint(path, d.model, WeightsKind::VitClassifier));
     }
     const RunPosition p = read_run_state(d.state, path);
     step = p.step, epoch = p.epoch, batch_in_epoch = p.batch_in_epoch;
@@ -165,8 +165,8 @@ struct Trainer::Impl {
     best_top1 = d.state.value("best_top1", -1.0);
     best_step = d.state.value("best_step", int64_t(-1));
     if (p.config_digest != resume_digest(cfg))
-      log().warn("resuming from {} written with a different config (digest {} vs {})", path,
-                 p.config_digest.empty() ? std::string("?") : p.config_digest, resume_digest(cfg));
+      run->warn(fmt::format("resuming from {} written with a different config (digest {} vs {})", path,
+                            p.config_digest.empty() ? std::string("?") : p.config_digest, resume_digest(cfg)));
   }
 
   EvalResult evaluate(const std::string& label) {
@@ -176,7 +176,7 @@ struct Trainer::Impl {
     const int64_t seen = e.images;
     log().info("eval {} epoch {} step {}: top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images{})", label, epoch, step,
                e.top1, e.top5, e.loss, seen,
-               e.skipped > 0 ? fmt::format(", {} corrupt skipped and replaced", e.skipped) : std::string());
+               e.skipped > 0 ? fmt::format(", {} unreadable skipped", e.skipped) : std::string());
     std::vector<std::pair<std::string, double>> m{
         {"epoch", static_cast<double>(epoch)}, {"top1", e.top1}, {"top5", e.top5}, {"loss", e.loss}};
     if (o.on_corrupt == "skip") m.emplace_back("corrupt_skipped", static_cast<double>(e.skipped));
@@ -436,9 +436,11 @@ struct Trainer::Impl {
   // this adds the running totals to the log and metrics.jsonl.
   void report_skipped(const Loader& loader) {
     if (o.on_corrupt != "skip") return;
+    // Files, not loads: one bad file is met again every epoch, and a
+    // replacement that is itself unreadable is one more retry.
     const int64_t n = loader.corrupt_count();
     const size_t files = loader.corrupt_names().size();
-    if (n > 0) log().warn("data: {} corrupt samples skipped so far in training ({} distinct files)", n, files);
+    if (files > 0) log().warn("data: {} unreadable files skipped so far in training ({} loads replaced)", files, n);
     run->write_metrics(step, {{"epoch", static_cast<double>(epoch)}, {"corrupt_skipped", static_cast<double>(n)},
                               {"corrupt_files", static_cast<double>(files)}},
                        {{"split", "data"}}, "data");
@@ -469,6 +471,7 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   // digest in checkpoints) then means the same from any directory.
   I.cfg = with_absolute_trainer_paths(cfg, config_path);
   I.o = train_options(I.cfg, config_path);
+  record_architecture(I.cfg, I.o);  // config.yaml shows the model that trains
   TrainOptions& o = I.o;
   if (o.threads > 0) omp_set_num_threads(o.threads);
   if (!fs::is_directory(o.data_root))
@@ -544,7 +547,7 @@ const TrainOptions& Trainer::options() const { return impl_->o; }
 
 TrainSummary Trainer::run() {
   Impl& I = *impl_;
-  I.run->open(I.cfg, I.o.tensorboard);
+  I.run->open(I.cfg, I.o.tensorboard, I.step);
   try {
     return I.loop();
   } catch (const std::exception& e) {
