@@ -86,7 +86,10 @@ void RunDirectory::open(const Config& resolved, bool tensorboard, int64_t start_
   if (fs::exists(dir / "config.yaml") && read_text(dir / "config.yaml") != config_text) {
     const fs::path kept = free_config_name(dir, start_step);
     fs::rename(dir / "config.yaml", kept);
-    log().warn("config.yaml: this run's config differs from the one in {}; that one is kept as {}", path_,
+    // Info, not a warning: extending train.max_steps changes it too; a
+    // change that alters the model or the recipe has the trainers' own
+    // "written with a different config" warning.
+    log().info("config.yaml: this run's config differs from the one in {}; that one is kept as {}", path_,
                kept.filename().string());
   }
   resolved.save((dir / "config.yaml").string());

@@ -62,7 +62,7 @@ class RunDirectory {
   // by a restart event at start_step + 1 (TensorBoardWriter::
   // add_session_start). A config.yaml that differs from `resolved` is kept
   // as config.<start_step>.yaml (config.<start_step>.<k>.yaml when taken),
-  // with a warning in log.txt, before the new one is written.
+  // noted in log.txt, before the new one is written.
   void open(const Config& resolved, bool tensorboard, int64_t start_step);
   // A warning (e.g. "resuming from a checkpoint written with a different
   // config") for the console and log.txt: logged now when open, else when

@@ -10,6 +10,7 @@
 #include <functional>
 #include <iterator>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -178,6 +179,31 @@ std::vector<nlohmann::json> metrics_lines(const std::string& run_dir, const std:
     if (j.value("split", "") == split) r.push_back(std::move(j));
   }
   return r;
+}
+
+// A run killed after step 5 whose newest checkpoint is step_4 is resumed:
+// step 5 is computed again, and its records (train line, final evaluation)
+// appear once in metrics.jsonl -- they were appended a second time.
+TEST_F(TrainerTest, AResumedRunRecordsEachStepOnce) {
+  const std::vector<std::string> ov{"train.max_steps=5", "ckpt.every_steps=0", "log.every_steps=1"};
+  run(parse(tiny_yaml(data(), out("once")), ov));
+  const std::string dir = out("once") + "/t";
+  ASSERT_TRUE(fs::is_directory(dir + "/step_5"));
+  ASSERT_TRUE(fs::is_directory(dir + "/step_4"));
+  const auto before = metrics_lines(dir, "train");
+  fs::remove_all(dir + "/step_5");  // as if killed before the last save
+  run(parse(tiny_yaml(data(), out("once")), ov));
+  std::vector<int64_t> train_steps;
+  for (const auto& j : metrics_lines(dir, "train")) train_steps.push_back(j.at("step").get<int64_t>());
+  EXPECT_EQ(train_steps, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(before.size(), 5u);
+  std::set<std::pair<std::string, int64_t>> seen;
+  std::ifstream f(dir + "/metrics.jsonl");
+  for (std::string line; std::getline(f, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_TRUE(seen.emplace(j.value("split", ""), j.at("step").get<int64_t>()).second) << "twice: " << line;
+  }
+  EXPECT_FALSE(fs::exists(dir + "/config.4.yaml"));  // the same config: nothing kept aside
 }
 
 // Keys of `line` starting with `prefix`.
