@@ -53,13 +53,11 @@ YAML::Node lookup(const YAML::Node& root, const std::string& path) {
 }
 
 // lookup() for many paths of one tree: the children of each map on the way
-// are read once (the first entry of a repeated key, as child() finds it)
-// instead of once per path.
+// are read once instead of once per path. Keys are unique in every map
+// (reject_repeated_keys, and merges and overrides build maps by key).
 class PathIndex {
  public:
   explicit PathIndex(const YAML::Node& root) : root_(root) {}
-  // Whether a map read so far holds a key more than once.
-  bool saw_repeated_key() const { return repeated_; }
   YAML::Node lookup(const std::string& path) {
     YAML::Node n = root_;
     std::string prefix;
@@ -78,11 +76,10 @@ class PathIndex {
     auto [it, added] = maps_.try_emplace(prefix);
     if (added && n.IsMap())
       for (auto c = n.begin(); c != n.end(); ++c)
-        if (!it->second.emplace(c->first.Scalar(), c->second).second) repeated_ = true;
+        it->second.emplace(c->first.Scalar(), c->second);
     return it->second;
   }
   YAML::Node root_;
-  bool repeated_ = false;
   std::map<std::string, std::map<std::string, YAML::Node>> maps_;  // map path -> its children
 };
 
@@ -448,22 +445,13 @@ Config ConfigBuilder::finish(YAML::Node root, Sources src, const ConfigSchema& s
   // once at the end: replacing them one by one (with_value) copied the tree
   // per key and made yaml-cpp merge ever larger node memories, quadratic in
   // the number of keys. Schema keys are neither equal nor nested, so setting
-  // one never changes what another reads -- unless a map on the way repeats
-  // a key: a lookup finds its first entry, but a map rebuilt by with_value
-  // keeps the last one (yaml-cpp assignment writes through), so what a key
-  // reads depends on the keys set before it. Such a config is still resolved
-  // key by key, as it always was.
+  // one never changes what another reads.
   PathIndex index(root);
-  for (const auto& k : schema.keys()) index.lookup(k.path);
-  const bool key_by_key = index.saw_repeated_key();
   std::vector<std::pair<std::string, YAML::Node>> values;
   values.reserve(schema.keys().size());
-  auto set = [&](const std::string& path, const YAML::Node& value) {
-    if (key_by_key) root.reset(with_value(root, split_path(path), 0, value));
-    else values.emplace_back(path, value);
-  };
+  auto set = [&](const std::string& path, const YAML::Node& value) { values.emplace_back(path, value); };
   for (const auto& k : schema.keys()) {
-    YAML::Node n = key_by_key ? lookup(root, k.path) : index.lookup(k.path);
+    YAML::Node n = index.lookup(k.path);
     const std::string where = source_of(src, k.path) + ": key '" + k.path + "'";
     if (!n.IsDefined() || n.IsNull()) {
       if (k.required) {
@@ -494,7 +482,7 @@ Config ConfigBuilder::finish(YAML::Node root, Sources src, const ConfigSchema& s
   // validator passed) and every schema key has a value now, so the tree of
   // the values is the whole config.
   Config c;
-  c.impl_->root.reset(key_by_key ? root : tree_of(values));
+  c.impl_->root.reset(tree_of(values));
   c.impl_->sources = std::move(src);
   c.impl_->schema = schema;
   return c;
