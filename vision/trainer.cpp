@@ -17,6 +17,7 @@
 #include "core/progress.h"
 #include "data_pipeline/batch_upload.h"
 #include "data_pipeline/loader.h"
+#include "data_pipeline/unreadable_classes.h"
 #include "core/allocator.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/mixup.h"
@@ -495,6 +496,17 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
                              (i < vc.size() ? vc[i] : std::string()) + "' vs '" + (i < tc.size() ? tc[i] : std::string()) +
                              "'): labels would not match");
   }
+  // data.on_corrupt=skip fills an unreadable image with the next readable
+  // one: a class with no readable image at all would train on other
+  // classes' images without a word (warned once the run directory is open).
+  std::vector<std::string> data_warnings;
+  if (o.on_corrupt == "skip")
+    for (const auto& [key, ds] : {std::pair<const char*, const ImageFolderDataset*>{"data.train_split", I.train_ds.get()},
+                                  {"data.val_split", I.val_ds.get()}})
+      for (const std::string& c : unreadable_classes(ds->folder()))
+        data_warnings.push_back("data: no image of class '" + c + "' in " + key + " '" + ds->folder().root() +
+                                "' can be read (data.on_corrupt=skip: training fills them with other classes' images, "
+                                "evaluation leaves the class out)");
   if (o.vit.num_classes == 0) o.vit.num_classes = I.train_ds->num_classes();
   if (o.vit.num_classes < I.train_ds->num_classes())
     throw ConfigError("model.num_classes = " + std::to_string(o.vit.num_classes) + " but the data has " +
@@ -538,6 +550,7 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   I.nonfinite = NonFiniteGuard(o.max_nonfinite);
   // The checkpoint to resume from is read (and validated) before anything is written.
   I.run = std::make_unique<RunDirectory>(o.out_dir, o.name, o.resume);
+  for (const std::string& w : data_warnings) I.run->warn(w);
   if (!I.run->resume_path().empty()) I.restore(load_checkpoint(I.run->resume_path()), I.run->resume_path());
 }
 

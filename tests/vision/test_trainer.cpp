@@ -502,6 +502,19 @@ TEST_F(TrainerTest, SkippedCorruptFilesAreLoggedOnceAndCounted) {
   EXPECT_EQ(count_of(log, "train/airplane/zz_corrupt.jpg"), last > 0 ? 1u : 0u) << log;
 }
 
+// data.on_corrupt=skip and a class whose images are all unreadable: a
+// warning at start, in log.txt too (training would fill the class with
+// other classes' images without a word).
+TEST_F(TrainerTest, AClassWithoutAReadableImageIsAWarningAtStart) {
+  for (const auto& e : fs::directory_iterator(data() + "/test/bird"))
+    std::ofstream(e.path(), std::ios::trunc) << "not a jpeg";
+  run(parse(tiny_yaml(data(), out("cls")), {"data.on_corrupt=skip", "train.max_steps=1", "log.tensorboard=false"}));
+  const std::string log = read_text(out("cls") + "/t/log.txt");
+  EXPECT_NE(log.find("[warning] data: no image of class 'bird' in data.val_split '" + data() + "/test' can be read"),
+            std::string::npos) << log;
+  EXPECT_EQ(log.find("class 'airplane'"), std::string::npos) << log;
+}
+
 TEST_F(TrainerTest, FatalErrorsReachTheRunLog) {
   std::ofstream(data() + "/train/airplane/0000.jpg", std::ios::trunc) << "truncated";
   Config c = parse(tiny_yaml(data(), out("fatal")), {"log.tensorboard=false", "data.on_corrupt=error"});
