@@ -21,6 +21,7 @@
 #include "data_pipeline/dataset.h"
 #include "data_pipeline/loader.h"
 #include "data_pipeline/sampler.h"
+#include "data_pipeline/unreadable_classes.h"
 #include "core/checkpoint_dir.h"
 #include "diffusion/gaussian_diffusion.h"
 #include "diffusion/image_grid.h"
@@ -93,6 +94,12 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   opt_ = std::make_unique<OptimizerState>(model_->params(), /*with_ema=*/true);  // DiT: EMA starts as a copy
 
   run_ = std::make_unique<RunDirectory>(cfg_.out_dir, cfg_.run_name, cfg_.resume);
+  // data.on_corrupt=skip fills an unreadable image with the next readable
+  // one: a class with none would train on other classes' images unnoticed.
+  if (const auto* images = dynamic_cast<const ImageFolderDataset*>(dataset_.get()); images && cfg_.on_corrupt == "skip")
+    for (const std::string& c : unreadable_classes(images->folder()))
+      run_->warn("data: no image of class '" + c + "' in data.root '" + cfg_.data_root +
+                 "' can be read (data.on_corrupt=skip fills them with other classes' images)");
   if (!run_->resume_path().empty()) resume_from(run_->resume_path());
 
   LoaderConfig lc;

@@ -342,5 +342,20 @@ TEST(DitSetup, SampleChecksItsOutputBeforeSampling) {
   EXPECT_TRUE(fs::is_directory(tmp.file("new/dir")));
 }
 
+// data.on_corrupt=skip with a class of unreadable images only: a warning at
+// start, in log.txt too.
+TEST(DitSetup, AClassWithoutAReadableImageIsAWarningAtStart) {
+  vt_test::TmpDir tmp;
+  write_images(tmp.file("img"), 3);
+  for (int i = 0; i < 2; ++i) std::ofstream(tmp.file("img/c1/" + std::to_string(i) + ".png"), std::ios::trunc) << "x";
+  DitTrainer t(cfg_from(yaml_for(tmp.file("out"), tmp.file("img")), {"data.on_corrupt=skip"}));
+  t.train();
+  std::ifstream in(tmp.file("out/r/log.txt"));
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("[warning] data: no image of class 'c1' in data.root '" + tmp.file("img") + "' can be read"),
+            std::string::npos) << log;
+  EXPECT_EQ(log.find("class 'c0'"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace vt
