@@ -12,10 +12,14 @@ namespace vt {
 
 std::string LoadReport::str() const {
   std::string s;
+  // The first few of each list: a file of another model would otherwise
+  // give thousands of characters of tensor names.
+  constexpr size_t kShown = 4;
   auto list = [&](const char* what, const std::vector<std::string>& v) {
     if (v.empty()) return;
     s += std::string(s.empty() ? "" : "; ") + what + ": ";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+    for (size_t i = 0; i < v.size() && i < kShown; ++i) s += (i ? ", " : "") + v[i];
+    if (v.size() > kShown) s += ", ... (" + std::to_string(v.size()) + " in all)";
   };
   list("missing", missing);
   list("unexpected", unexpected);

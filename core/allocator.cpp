@@ -1,6 +1,7 @@
 #include "core/allocator.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -10,17 +11,31 @@
 #include <string>
 #include <vector>
 
+#include "core/out_of_memory.h"
+
 #ifdef VT_CUDA
 #include <cuda_runtime.h>
 #endif
 
 namespace vt {
 
+std::string bytes_text(size_t bytes) {
+  static const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  std::string out = std::to_string(bytes) + " bytes";
+  if (bytes < 1024) return out;
+  double v = static_cast<double>(bytes);
+  int u = -1;
+  while (v >= 1024 && u < 5) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, " (%.1f %s)", v, units[u]);
+  return out + buf;
+}
+
 void* cpu_alloc(size_t bytes) {
   if (bytes == 0) bytes = 64;
   size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p) throw std::bad_alloc();
+  void* p = rounded < bytes ? nullptr : std::aligned_alloc(64, rounded);
+  if (!p) throw OutOfMemory("out of host memory: cannot allocate " + bytes_text(bytes));
   return p;
 }
 

@@ -53,13 +53,11 @@ YAML::Node lookup(const YAML::Node& root, const std::string& path) {
 }
 
 // lookup() for many paths of one tree: the children of each map on the way
-// are read once (the first entry of a repeated key, as child() finds it)
-// instead of once per path.
+// are read once instead of once per path. Keys are unique in every map
+// (reject_repeated_keys, and merges and overrides build maps by key).
 class PathIndex {
  public:
   explicit PathIndex(const YAML::Node& root) : root_(root) {}
-  // Whether a map read so far holds a key more than once.
-  bool saw_repeated_key() const { return repeated_; }
   YAML::Node lookup(const std::string& path) {
     YAML::Node n = root_;
     std::string prefix;
@@ -78,11 +76,10 @@ class PathIndex {
     auto [it, added] = maps_.try_emplace(prefix);
     if (added && n.IsMap())
       for (auto c = n.begin(); c != n.end(); ++c)
-        if (!it->second.emplace(c->first.Scalar(), c->second).second) repeated_ = true;
+        it->second.emplace(c->first.Scalar(), c->second);
     return it->second;
   }
   YAML::Node root_;
-  bool repeated_ = false;
   std::map<std::string, std::map<std::string, YAML::Node>> maps_;  // map path -> its children
 };
 
@@ -193,6 +190,28 @@ void record_sources(const YAML::Node& n, const std::string& prefix, const std::s
   }
 }
 
+// yaml-cpp keeps every entry of a key written twice in one map, and a
+// lookup or merge then uses one of them: a second `train:` section would
+// replace the first wholesale. Any repeat, at any depth, is an error.
+void reject_repeated_keys(const YAML::Node& n, const std::string& prefix, const std::string& name) {
+  if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) reject_repeated_keys(n[i], prefix + "[" + std::to_string(i) + "]", name);
+    return;
+  }
+  if (!n.IsMap()) return;
+  std::map<std::string, int> first_line;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    if (!it->first.IsScalar()) continue;
+    const std::string key = it->first.Scalar();
+    const int line = it->first.Mark().line + 1;
+    auto [seen, added] = first_line.emplace(key, line);
+    if (!added)
+      throw ConfigError(name + ":" + std::to_string(line) + ": key '" + join(prefix, key) + "' is repeated (first at " +
+                        name + ":" + std::to_string(seen->second) + "); YAML keeps only one of the two");
+    reject_repeated_keys(it->second, join(prefix, key), name);
+  }
+}
+
 YAML::Node parse_text(const std::string& text, const std::string& name) {
   YAML::Node n;
   try {
@@ -206,6 +225,7 @@ YAML::Node parse_text(const std::string& text, const std::string& name) {
   for (auto it = n.begin(); it != n.end(); ++it)
     if (!it->first.IsScalar())
       throw ConfigError(name + ":" + std::to_string(it->first.Mark().line + 1) + ": keys must be scalars");
+  reject_repeated_keys(n, "", name);
   return n;
 }
 
@@ -396,6 +416,11 @@ Config ConfigBuilder::finish(YAML::Node root, Sources src, const ConfigSchema& s
       continue;
     }
     const std::string key = ov.substr(0, eq);
+    if (ov.find_first_not_of(" \t", eq + 1) == std::string::npos) {
+      errors.push_back(std::string(kCommandLine) + ": override '" + ov + "' gives key '" + key +
+                       "' no value; write " + key + "=~ to unset it");
+      continue;
+    }
     YAML::Node value;
     try {
       value = YAML::Load(ov.substr(eq + 1));
@@ -420,22 +445,13 @@ Config ConfigBuilder::finish(YAML::Node root, Sources src, const ConfigSchema& s
   // once at the end: replacing them one by one (with_value) copied the tree
   // per key and made yaml-cpp merge ever larger node memories, quadratic in
   // the number of keys. Schema keys are neither equal nor nested, so setting
-  // one never changes what another reads -- unless a map on the way repeats
-  // a key: a lookup finds its first entry, but a map rebuilt by with_value
-  // keeps the last one (yaml-cpp assignment writes through), so what a key
-  // reads depends on the keys set before it. Such a config is still resolved
-  // key by key, as it always was.
+  // one never changes what another reads.
   PathIndex index(root);
-  for (const auto& k : schema.keys()) index.lookup(k.path);
-  const bool key_by_key = index.saw_repeated_key();
   std::vector<std::pair<std::string, YAML::Node>> values;
   values.reserve(schema.keys().size());
-  auto set = [&](const std::string& path, const YAML::Node& value) {
-    if (key_by_key) root.reset(with_value(root, split_path(path), 0, value));
-    else values.emplace_back(path, value);
-  };
+  auto set = [&](const std::string& path, const YAML::Node& value) { values.emplace_back(path, value); };
   for (const auto& k : schema.keys()) {
-    YAML::Node n = key_by_key ? lookup(root, k.path) : index.lookup(k.path);
+    YAML::Node n = index.lookup(k.path);
     const std::string where = source_of(src, k.path) + ": key '" + k.path + "'";
     if (!n.IsDefined() || n.IsNull()) {
       if (k.required) {
@@ -466,7 +482,7 @@ Config ConfigBuilder::finish(YAML::Node root, Sources src, const ConfigSchema& s
   // validator passed) and every schema key has a value now, so the tree of
   // the values is the whole config.
   Config c;
-  c.impl_->root.reset(key_by_key ? root : tree_of(values));
+  c.impl_->root.reset(tree_of(values));
   c.impl_->sources = std::move(src);
   c.impl_->schema = schema;
   return c;
@@ -585,6 +601,21 @@ void Config::set_string(const std::string& key, const std::string& value, const 
     throw ConfigError("set_string: '" + key + "' is not a string key of the schema" + suggestion(impl_->schema, key));
   YAML::Node v(value);
   v.SetTag("!");  // a string, whatever it looks like (see canonical())
+  impl_->root.reset(with_value(impl_->root, split_path(key), 0, v));
+  impl_->sources[key] = source;
+}
+
+void Config::set(const std::string& key, const std::string& yaml_value, const std::string& source) {
+  const ConfigKey* k = impl_->schema.find(key);
+  if (!k || k->type == ConfigType::Map)
+    throw ConfigError("set: '" + key + "' is not a scalar or list key of the schema" + suggestion(impl_->schema, key));
+  YAML::Node v;
+  try {
+    v = YAML::Load(yaml_value);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(source + ": key '" + key + "': YAML syntax error in '" + yaml_value + "': " + e.msg);
+  }
+  v.reset(canonical(v, k->type, source + ": key '" + key + "'"));
   impl_->root.reset(with_value(impl_->root, split_path(key), 0, v));
   impl_->sources[key] = source;
 }

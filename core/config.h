@@ -6,7 +6,12 @@
 //    top: maps merge key by key, everything else (scalars, lists) replaces.
 //  * Overrides `key.path=value` (command line) are applied last; the value is
 //    parsed as YAML, so `lr=1e-3` is a float, `flag=true` a bool,
-//    `name=foo` a string, `list=[1,2]` a list and `key=` null.
+//    `name=foo` a string, `list=[1,2]` a list and `key=~` (or `key=null`)
+//    null. An empty value (`key=`) is an error naming the key: a value lost
+//    by the shell (`lr=$LR` with LR unset) must not become the default.
+//  * A key written twice in one map (in the file or in any of its _base_
+//    files) is an error naming the file and both lines: YAML parsers keep
+//    one of the two silently, and a repeated section would replace the first.
 //  * The schema lists every key path with its type and either "required" or
 //    a default. Types follow the YAML 1.2 core schema: Int takes plain
 //    integer literals (`12`, `-3`, `0x1f`), Float takes integer or float
@@ -115,6 +120,11 @@ class Config {
   // came from. Throws ConfigError when `key` is not a string key of the
   // schema.
   void set_string(const std::string& key, const std::string& value, const std::string& source);
+  // The same for a key of any scalar or list type: `yaml_value` is parsed as
+  // YAML and checked against the key's type (e.g. the architecture a preset
+  // resolved to, recorded in the saved config). Throws ConfigError when
+  // `key` is not in the schema or the value does not have its type.
+  void set(const std::string& key, const std::string& yaml_value, const std::string& source);
 
   // The resolved config as YAML: maps with sorted keys, schema values in
   // canonical form (floats in shortest round-trip notation), _base_ removed.

@@ -57,4 +57,6 @@ std::string run_name(const Config& c, const std::string& key) {
   return name;
 }
 
+bool given(const Config& cfg, const std::string& key) { return cfg.source(key) != "default"; }
+
 }  // namespace vt

@@ -31,6 +31,12 @@ double real_in(const Config& cfg, const std::string& key, double lo, double hi, 
 void reject_unread(const Config& cfg, const std::string& key, bool read, const std::string& reader,
                    double default_value);
 
+// Whether `key` was given (in a config file, one of its _base_ files or on
+// the command line) rather than filled in from the schema's default: such a
+// key overrides what a model preset would set, as keyword arguments do in
+// timm's and DiT's model constructors.
+bool given(const Config& cfg, const std::string& key);
+
 // A run name is one path component under out_dir: letters, digits, '-', '_',
 // '.', and neither '.' nor '..'.
 std::string run_name(const Config& cfg, const std::string& key = "name");

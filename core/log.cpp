@@ -21,8 +21,11 @@ struct LogState {
     dist->add_sink(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
     logger = std::make_shared<spdlog::logger>("vt", dist);
     logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
-    // Warnings and errors must reach log.txt even if the process dies next.
-    logger->flush_on(spdlog::level::warn);
+    // Every line reaches log.txt when it is logged: a run killed by SIGKILL
+    // (out of memory, a scheduler's hard limit) or watched with tail -f
+    // must not show a file that stops minutes earlier. Lines are rare
+    // (log.every_steps), so one write per line costs nothing measurable.
+    logger->flush_on(spdlog::level::trace);
   }
 };
 

@@ -1,6 +1,7 @@
 // The process-wide logger "vt" (spdlog): coloured lines on stderr, and
 // optionally a copy in a file (runs/<name>/log.txt). Pattern:
-// "[2025-01-31 12:00:00.123] [info] message".
+// "[2025-01-31 12:00:00.123] [info] message". Every line is flushed as it is
+// logged, so log.txt is complete up to the last line even after SIGKILL.
 #pragma once
 #include <spdlog/spdlog.h>
 

@@ -2,8 +2,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+
+#include "core/atomic_file.h"
 
 namespace vt {
 
@@ -32,6 +36,26 @@ void MetricsWriter::write(int64_t step, const std::vector<std::pair<std::string,
   std::lock_guard<std::mutex> lk(mu_);
   if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
     throw std::runtime_error("MetricsWriter: write to '" + path_ + "' failed: " + std::strerror(errno));
+}
+
+int64_t drop_metrics_after(const std::string& path, int64_t step) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("metrics: cannot read '" + path + "': " + std::strerror(errno));
+  std::string kept, line;
+  int64_t dropped = 0;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("step") && j["step"].is_number_integer() && j["step"].get<int64_t>() > step) {
+      ++dropped;
+      continue;
+    }
+    kept += line + "\n";
+  }
+  if (in.bad()) throw std::runtime_error("metrics: cannot read '" + path + "': " + std::strerror(errno));
+  if (dropped > 0) write_file_atomic(path, kept);
+  return dropped;
 }
 
 }  // namespace vt

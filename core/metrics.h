@@ -31,6 +31,16 @@ class MetricsWriter {
   std::mutex mu_;
 };
 
+// Rewrites the metrics file at `path` (atomically) without its lines whose
+// "step" is greater than `step`: a run resumed from step_<step> computes
+// those steps again, and would otherwise leave two records of each (as
+// PyTorch's SummaryWriter(purge_step=step + 1) hides them in TensorBoard).
+// Lines that are not a JSON object with an integer "step" are kept. Returns
+// the number of lines dropped; 0 (and no write) when there is no file or
+// nothing to drop. Throws std::runtime_error naming the path when it cannot
+// be read or written.
+int64_t drop_metrics_after(const std::string& path, int64_t step);
+
 // The line write() appends (without the newline).
 std::string metrics_line(int64_t step, const std::vector<std::pair<std::string, double>>& scalars,
                          const std::vector<std::pair<std::string, std::string>>& strings = {});

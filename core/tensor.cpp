@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/allocator.h"
+#include "core/out_of_memory.h"
 
 #ifdef VT_CUDA
 #include <cuda_runtime.h>
@@ -69,7 +70,14 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dtype;
   t.device_ = device;
-  t.storage_ = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+  try {
+    t.storage_ = std::make_shared<Storage>(static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), device);
+  } catch (const std::bad_alloc& e) {
+    // What was asked for: a bare "std::bad_alloc" (e.g. model.img_size=4096)
+    // leaves the user guessing.
+    throw OutOfMemory(std::string(e.what()) + " for a " + dtype_name(dtype) + " tensor of shape " + shape_str(shape) +
+                      " on " + device.str());
+  }
   return t;
 }
 

@@ -57,6 +57,7 @@ struct DeviceBatch {
   Tensor targets;      // F32 [B, K] when the host batch had targets, else undefined
   Tensor host_labels;  // I32 [B] on the host: a copy of the batch's labels
   MixupDecision mix;   // the host batch's (loader-side Mixup)
+  std::vector<int64_t> indices;  // the host batch's Batch::indices (dataset indices used)
 };
 
 class BatchUploader {

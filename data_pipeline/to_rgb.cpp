@@ -39,8 +39,21 @@ cv::Mat cmyk_to_rgb(const cv::Mat& cmyk, bool inverted) {
 cv::Mat to_rgb8(const cv::Mat& decoded, const std::string& name) {
   cv::Mat x = decoded;
   if (x.depth() == CV_16U) {
-    cv::Mat y;
-    x.convertTo(y, CV_8U, 255.0 / 65535.0);
+    // As Pillow reads 16-bit files (tools/png16_fixtures.py): gray opens as
+    // mode I;16, whose conversion to RGB clips to [0, 255]; colour and
+    // gray + alpha keep the high byte of each sample (truncation, not
+    // rounding).
+    cv::Mat y(x.rows, x.cols, CV_8UC(x.channels()));
+    if (x.channels() == 1) {
+      x.convertTo(y, CV_8U);  // saturating: values above 255 become 255
+    } else {
+      const int n = x.cols * x.channels();
+      for (int r = 0; r < x.rows; ++r) {
+        const uint16_t* s = x.ptr<uint16_t>(r);
+        uint8_t* o = y.ptr<uint8_t>(r);
+        for (int i = 0; i < n; ++i) o[i] = static_cast<uint8_t>(s[i] >> 8);
+      }
+    }
     x = y;
   } else if (x.depth() != CV_8U) {
     throw CorruptImage("cannot decode '" + name + "': unsupported sample depth (OpenCV depth " +

@@ -24,13 +24,13 @@ const ConfigSchema& dittrain_schema() {
         .optional("seed", T::Int, "0", "seed of init, data order, noise, timesteps, label dropout")
         .optional("threads", T::Int, "0", "OpenMP threads for compute (0: library default; 0..1024)")
         .optional("resume", T::String, "auto", "auto (newest complete checkpoint of the run) | never (alias: none) | DIR")
-        .optional("model.preset", T::String, "~", "DiT-{S,B,L,XL}/{2,4,8}; sets depth/hidden/heads/patch")
+        .optional("model.preset", T::String, "~", "DiT-{S,B,L,XL}/{2,4,8}: defaults of depth/hidden/heads/patch (keys given override it)")
         .optional("model.input_size", T::Int, "32", "H = W of the model input (latent 32 for 256px images)")
         .optional("model.in_channels", T::Int, "4", "input channels (4 latents, 3 pixels)")
-        .optional("model.patch", T::Int, "2", "patch size (ignored with a preset)")
-        .optional("model.hidden", T::Int, "384", "width D (ignored with a preset)")
-        .optional("model.depth", T::Int, "12", "blocks (ignored with a preset)")
-        .optional("model.heads", T::Int, "6", "attention heads (ignored with a preset)")
+        .optional("model.patch", T::Int, "2", "patch size (default: the preset's, when set)")
+        .optional("model.hidden", T::Int, "384", "width D (default: the preset's, when set)")
+        .optional("model.depth", T::Int, "12", "blocks (default: the preset's, when set)")
+        .optional("model.heads", T::Int, "6", "attention heads (default: the preset's, when set)")
         .optional("model.mlp_ratio", T::Float, "4.0", "MLP hidden / D")
         .optional("model.num_classes", T::Int, "1000", "classes; the null class id is num_classes")
         .optional("model.class_dropout", T::Float, "0.1", "label -> null class probability in training")
@@ -119,10 +119,6 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   DiTConfig m;
   m.input_size = c.get<int64_t>("model.input_size");
   m.in_channels = c.get<int64_t>("model.in_channels");
-  m.patch = c.get<int64_t>("model.patch");
-  m.hidden = c.get<int64_t>("model.hidden");
-  m.depth = c.get<int64_t>("model.depth");
-  m.heads = c.get<int64_t>("model.heads");
   m.mlp_ratio = real_in(c, "model.mlp_ratio", 0, 64, /*open_lo=*/true);
   m.num_classes = c.get<int64_t>("model.num_classes");
   m.class_dropout = real_in(c, "model.class_dropout", 0, 1, false, /*open_hi=*/true);
@@ -130,7 +126,16 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   m.mixln_alpha = real_in(c, "model.norm.mixln_alpha", 0, 1);
   try {
     m.scheme = norm_scheme_from_name(c.get<std::string>("model.norm.scheme"));
-    if (c.has("model.preset")) m = dit_preset(c.get<std::string>("model.preset"), m);
+    // A preset gives the defaults of depth/hidden/heads/patch; a key given
+    // in the config overrides it, as keyword arguments of DiT's
+    // DiT_S_4(depth=...) do. Without a preset every key (defaults too) counts.
+    const bool preset = c.has("model.preset");
+    if (preset) m = dit_preset(c.get<std::string>("model.preset"), m);
+    auto from_config = [&](const char* key) { return !preset || given(c, key); };
+    if (from_config("model.patch")) m.patch = c.get<int64_t>("model.patch");
+    if (from_config("model.hidden")) m.hidden = c.get<int64_t>("model.hidden");
+    if (from_config("model.depth")) m.depth = c.get<int64_t>("model.depth");
+    if (from_config("model.heads")) m.heads = c.get<int64_t>("model.heads");
     m.normalized_input = c.get<bool>("model.norm.normalized_input");
     m.depth_scaling = c.get<bool>("model.norm.depth_scaling");
     m.validate();
@@ -201,7 +206,13 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   t.grid.seed = static_cast<uint64_t>(int_in(c, "sample.seed", 0, INT64_MAX));
   t.grid.batch = static_cast<int>(int_in(c, "sample.batch", 1, 4096));
   t.resolved = c;
-  t.digest = resume_digest(c);
+  if (c.has("model.preset")) {  // config.yaml records the model that trains
+    const std::string src = "model.preset " + c.get<std::string>("model.preset");
+    for (const auto& [key, value] : {std::pair<const char*, int64_t>{"model.patch", m.patch},
+                                     {"model.hidden", m.hidden}, {"model.depth", m.depth}, {"model.heads", m.heads}})
+      if (!given(c, key)) t.resolved.set(key, std::to_string(value), src);
+  }
+  t.digest = resume_digest(t.resolved);
   return t;
 }
 

@@ -1,6 +1,7 @@
 #include "diffusion/dit_trainer.h"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "data_pipeline/dataset.h"
 #include "data_pipeline/loader.h"
 #include "data_pipeline/sampler.h"
+#include "data_pipeline/unreadable_classes.h"
 #include "core/checkpoint_dir.h"
 #include "diffusion/gaussian_diffusion.h"
 #include "diffusion/image_grid.h"
@@ -94,6 +96,12 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   opt_ = std::make_unique<OptimizerState>(model_->params(), /*with_ema=*/true);  // DiT: EMA starts as a copy
 
   run_ = std::make_unique<RunDirectory>(cfg_.out_dir, cfg_.run_name, cfg_.resume);
+  // data.on_corrupt=skip fills an unreadable image with the next readable
+  // one: a class with none would train on other classes' images unnoticed.
+  if (const auto* images = dynamic_cast<const ImageFolderDataset*>(dataset_.get()); images && cfg_.on_corrupt == "skip")
+    for (const std::string& c : unreadable_classes(images->folder()))
+      run_->warn("data: no image of class '" + c + "' in data.root '" + cfg_.data_root +
+                 "' can be read (data.on_corrupt=skip fills them with other classes' images)");
   if (!run_->resume_path().empty()) resume_from(run_->resume_path());
 
   LoaderConfig lc;
@@ -119,10 +127,10 @@ const Tensor& DitTrainer::ema() const { return opt_->ema(); }
 
 void DitTrainer::open_run() {
   if (run_->is_open()) return;
-  run_->open(cfg_.resolved, cfg_.tensorboard);
+  run_->open(cfg_.resolved, cfg_.tensorboard, step_);
   log().info("dittrain: device {}", cfg_.compute.describe());
-  log().info("dittrain: DiT depth {} hidden {} patch {} ({} scheme), {} parameters, {} samples, batch {} ({} processes x {}), run dir {}{}",
-             cfg_.model.depth, cfg_.model.hidden, cfg_.model.patch, norm_scheme_name(cfg_.model.scheme),
+  log().info("dittrain: DiT depth {} hidden {} heads {} patch {} ({} scheme), {} parameters, {} samples, batch {} ({} processes x {}), run dir {}{}",
+             cfg_.model.depth, cfg_.model.hidden, cfg_.model.heads, cfg_.model.patch, norm_scheme_name(cfg_.model.scheme),
              model_->num_params(), dataset_->size(), cfg_.batch, dist().world(), rank_batch_, run_->path(),
              run_->resume_path().empty() ? ""
                                          : ", resumed from " + run_->resume_path() + " at step " + std::to_string(step_));
@@ -138,7 +146,12 @@ void DitTrainer::resume_from(const std::string& dir) {
   CheckpointLoadOptions lo;
   lo.require_ema = true;
   const CheckpointData ck = load_checkpoint(dir, lo);
-  model_->load(ck.model);
+  try {
+    model_->load(ck.model);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("checkpoint '" + dir + "': " + e.what() +
+                             resume_mismatch_hint(dir, ck.model, WeightsKind::DiT));
+  }
   opt_->load_ema(ck.ema, "checkpoint '" + dir + "' ema.safetensors");
   opt_->load_optimizer(ck.optimizer, "checkpoint '" + dir + "' optimizer.safetensors");
   const RunPosition p = read_run_state(ck.state, dir);
@@ -146,10 +159,10 @@ void DitTrainer::resume_from(const std::string& dir) {
   opt_->set_steps(p.optimizer_steps);
   nonfinite_.set_skipped_total(p.nonfinite_skipped);
   if (ck.state.contains("seed") && p.seed != cfg_.seed)
-    log().warn("resume: checkpoint seed {} differs from seed {}", p.seed, cfg_.seed);
+    run_->warn(fmt::format("resume: checkpoint seed {} differs from seed {}", p.seed, cfg_.seed));
   if (p.config_digest != cfg_.digest)
-    log().warn("resuming from {} written with a different config (digest {} vs {})", dir,
-               p.config_digest.empty() ? std::string("?") : p.config_digest, cfg_.digest);
+    run_->warn(fmt::format("resuming from {} written with a different config (digest {} vs {})", dir,
+                           p.config_digest.empty() ? std::string("?") : p.config_digest, cfg_.digest));
 }
 
 std::string DitTrainer::save_checkpoint() {
@@ -392,18 +405,41 @@ void DitTrainer::train_until(int64_t stop_at) {
   bar.finish();
 }
 
+void check_sample_output(const std::string& out) {
+  const std::string what = "sample: out=" + out;
+  if (out.empty()) throw std::runtime_error("sample: out= needs a path");
+  const fs::path parent = fs::path(out).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  const fs::path dir = parent.empty() ? fs::path(".") : parent;
+  if (!fs::is_directory(dir))
+    throw std::runtime_error(what + ": cannot create directory '" + dir.string() + "'" +
+                             (ec ? ": " + ec.message() : std::string(": a file of that name exists")));
+  if (access(dir.c_str(), W_OK | X_OK) != 0)
+    throw std::runtime_error(what + ": directory '" + dir.string() + "' is not writable");
+  for (const char* ext : {".npz", ".png"})
+    if (fs::is_directory(out + ext))
+      throw std::runtime_error(what + ": '" + out + ext + "' is a directory, expected a file name");
+}
+
 void dit_sample_to_files(const DitTrainConfig& cfg, const std::string& ckpt, int64_t num_samples,
                          const SampleOptions& opt, const std::string& out, bool use_ema) {
   if (num_samples < 1 || num_samples > kMaxSamples)
     throw std::invalid_argument("sample: num_samples must be in [1, " + std::to_string(kMaxSamples) + "], got " +
                                 std::to_string(num_samples));
   if (opt.batch < 1) throw std::invalid_argument("sample: batch must be >= 1, got " + std::to_string(opt.batch));
+  check_sample_output(out);
   DiT model(cfg.model);
   CheckpointLoadOptions lo;
   lo.optimizer = false;
   lo.require_ema = use_ema;
   const CheckpointData ck = load_checkpoint(ckpt, lo);
-  model.load(use_ema ? ck.ema : ck.model);
+  try {
+    model.load(use_ema ? ck.ema : ck.model);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("checkpoint '" + ckpt + "': " + e.what() +
+                             resume_mismatch_hint(ckpt, use_ema ? ck.ema : ck.model, WeightsKind::DiT));
+  }
   apply_device_choice(cfg.compute);
   log().info("sample: device {}", cfg.compute.describe());
   model.to(cfg.compute.device);
@@ -454,8 +490,6 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const std::string& ckpt, int
   std::map<std::string, NpyArray> arrays;
   arrays["labels"] = NpyArray::from(std::vector<int64_t>(labels.begin(), labels.end()), {num_samples});
   arrays[latents ? "latents" : "arr_0"] = std::move(arr);
-  const fs::path parent = fs::path(out).parent_path();
-  if (!parent.empty()) fs::create_directories(parent);
   save_npz(out + ".npz", arrays);
   save_png_grid(out + ".png", preview);
   log().info("sample: wrote {}.npz and {}.png ({} samples, {} {} steps, cfg {})", out, out, num_samples, opt.sampler,

@@ -6,6 +6,7 @@
 #include "core/config_paths.h"
 #include "core/safetensors.h"
 #include "core/checkpoint_dir.h"
+#include "core/checkpoint_kind.h"
 
 namespace fs = std::filesystem;
 
@@ -53,6 +54,10 @@ LoadedClassifier load_classifier(const Config& cfg, const std::string& config_pa
   out.options = train_options(cfg, config_path);
   out.weights_file = weights_file_of(ckpt, ema, &out.checkpoint_dir);
   const std::map<std::string, Tensor> dict = load_safetensors(out.weights_file);
+  const WeightsKind kind = weights_kind(dict);
+  if (kind != WeightsKind::VitClassifier && kind != WeightsKind::Unknown)
+    throw std::runtime_error("checkpoint '" + out.weights_file + "' holds " + weights_kind_text(kind) +
+                             ", not a vtrain classifier");
   VitConfig& vc = out.options.vit;
   if (vc.num_classes == 0) {
     auto it = dict.find("head.weight");
@@ -69,8 +74,13 @@ LoadedClassifier load_classifier(const Config& cfg, const std::string& config_pa
   try {
     out.model->params().load(dict, /*strict=*/true);
   } catch (const std::exception& e) {
+    // The run that wrote it says which model it is.
+    const std::string run_config = run_config_of_checkpoint(ckpt);
+    std::error_code ec;
+    const bool other = !run_config.empty() && !fs::equivalent(run_config, config_path, ec);
     throw std::runtime_error("checkpoint '" + out.weights_file + "' does not fit the model of config '" + config_path +
-                             "': " + e.what());
+                             "': " + e.what() +
+                             (other ? "; it was trained with " + run_config + ": give that file as CONFIG" : ""));
   }
   return out;
 }

@@ -34,8 +34,11 @@ FoundConfig load_vtrain_config(const std::string& config_arg, const std::vector<
 // step_<N>/) or a .safetensors file itself (`ema` must then be false). model.num_classes 0 in the config (= "from the dataset" in
 // vtrain) is taken from head.weight's rows. Errors (std::runtime_error, each
 // naming the path): a missing checkpoint directory or weights file; ema
-// requested but ema.safetensors absent; a checkpoint that does not fit the
-// config (lists every missing, unexpected and mis-shaped tensor).
+// requested but ema.safetensors absent; weights of another kind (a DiT, an
+// optimizer file, a VAE: core/checkpoint_kind.h) named as such; a checkpoint
+// that does not fit the config (the first few missing, unexpected and
+// mis-shaped tensors, and the run's config.yaml when the checkpoint's run
+// has one other than `config_path`).
 LoadedClassifier load_classifier(const Config& cfg, const std::string& config_path, const std::string& ckpt,
                                  bool ema);
 

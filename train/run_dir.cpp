@@ -15,6 +15,8 @@ namespace fs = std::filesystem;
 
 RunDirectory::RunDirectory(const std::string& out_dir, const std::string& name, const std::string& resume)
     : path_((fs::path(out_dir) / name).string()), writer_(dist().is_root()) {
+  // Before reading its checkpoints: another run may be writing them.
+  if (writer_ && fs::is_directory(path_)) lock_ = RunDirLock(path_);
   if (resume == "auto") {
     if (auto latest = latest_checkpoint(path_)) resume_path_ = *latest;
   } else if (resume == "never" || resume == "none") {
@@ -30,7 +32,38 @@ RunDirectory::RunDirectory(const std::string& out_dir, const std::string& name, 
 
 RunDirectory::~RunDirectory() { close(); }
 
-void RunDirectory::open(const Config& resolved, bool tensorboard) {
+namespace {
+
+// config.<step>.yaml, or config.<step>.<k>.yaml when that is taken (a run
+// resumed twice from one checkpoint).
+fs::path free_config_name(const fs::path& dir, int64_t step) {
+  const std::string stem = "config." + std::to_string(step);
+  fs::path p = dir / (stem + ".yaml");
+  for (int k = 1; fs::exists(p); ++k) p = dir / (stem + "." + std::to_string(k) + ".yaml");
+  return p;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+bool has_event_files(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return false;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename().string().find("tfevents") != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+void RunDirectory::warn(const std::string& message) {
+  if (opened_ || !writer_) log().warn("{}", message);
+  else pending_warnings_.push_back(message);
+}
+
+void RunDirectory::open(const Config& resolved, bool tensorboard, int64_t start_step) {
   if (opened_) return;
   // Collective: the other ranks wait until rank 0 has created the files
   // (they append their errors to its log.txt).
@@ -43,11 +76,32 @@ void RunDirectory::open(const Config& resolved, bool tensorboard) {
     ~BarrierAtExit() { dist().barrier(); }
   } barrier_at_exit;  // also when opening fails: the others must not hang here
   fs::create_directories(path_);
+  if (!lock_.held()) lock_ = RunDirLock(path_);  // a run that started at the same moment
   log_to_file((fs::path(path_) / "log.txt").string());
   opened_ = true;
-  resolved.save((fs::path(path_) / "config.yaml").string());
-  metrics_ = std::make_unique<MetricsWriter>((fs::path(path_) / "metrics.jsonl").string());
-  if (tensorboard) tb_ = std::make_unique<TensorBoardWriter>((fs::path(path_) / "tb").string());
+  for (const std::string& w : pending_warnings_) log().warn("{}", w);
+  pending_warnings_.clear();
+  const fs::path dir(path_);
+  const std::string config_text = resolved.to_yaml();
+  if (fs::exists(dir / "config.yaml") && read_text(dir / "config.yaml") != config_text) {
+    const fs::path kept = free_config_name(dir, start_step);
+    fs::rename(dir / "config.yaml", kept);
+    // Info, not a warning: extending train.max_steps changes it too; a
+    // change that alters the model or the recipe has the trainers' own
+    // "written with a different config" warning.
+    log().info("config.yaml: this run's config differs from the one in {}; that one is kept as {}", path_,
+               kept.filename().string());
+  }
+  resolved.save((dir / "config.yaml").string());
+  const std::string metrics_path = (dir / "metrics.jsonl").string();
+  if (const int64_t dropped = drop_metrics_after(metrics_path, start_step))
+    log().info("metrics.jsonl: dropped {} records after step {}, which this run computes again", dropped, start_step);
+  metrics_ = std::make_unique<MetricsWriter>(metrics_path);
+  if (tensorboard) {
+    const bool earlier = has_event_files(dir / "tb");
+    tb_ = std::make_unique<TensorBoardWriter>((dir / "tb").string());
+    if (earlier) tb_->add_session_start(start_step + 1);
+  }
 }
 
 void RunDirectory::write_metrics(int64_t step, const std::vector<std::pair<std::string, double>>& scalars,
@@ -90,6 +144,20 @@ void RunDirectory::close() {
   metrics_.reset();
   tb_.reset();
   log_close_file();
+}
+
+std::string resume_mismatch_hint(const std::string& checkpoint, const std::map<std::string, Tensor>& model,
+                                 WeightsKind expected) {
+  std::string hint;
+  const WeightsKind kind = weights_kind(model);
+  if (kind != expected && kind != WeightsKind::Unknown) hint += "; it holds " + weights_kind_text(kind);
+  fs::path dir = fs::path(checkpoint);
+  if (dir.filename().empty()) dir = dir.parent_path();  // "step_10/"
+  const fs::path run_config = dir.parent_path() / "config.yaml";
+  std::error_code ec;
+  if (fs::is_regular_file(run_config, ec))
+    hint += "; it was written by the run configured by " + run_config.string() + ": its model.* keys build it";
+  return hint;
 }
 
 }  // namespace vt

@@ -1,14 +1,22 @@
 // A training run's directory <out_dir>/<name>/, one layout for vtrain and
 // dittrain:
 //   config.yaml     the resolved config (absolute paths)
+//   config.<S>.yaml the config before a resume from step S changed it
 //   log.txt         the log (spdlog, also on the console)
 //   metrics.jsonl   core/metrics.h lines
 //   tb/             TensorBoard event files (log.tensorboard)
 //   step_<N>/       checkpoints (core/checkpoint_dir.h, state.json: train/run_state.h)
-// Construction only decides where to resume from (resume = auto: the newest
+//   .lock           held by the run writing the directory (train/run_dir_lock.h)
+// Construction decides where to resume from (resume = auto: the newest
 // complete checkpoint; never: none, and an error when the directory already
-// holds checkpoints; a directory: that checkpoint) and writes nothing, so a
+// holds checkpoints; a directory: that checkpoint) and creates nothing, so a
 // setup error leaves no run directory. open() creates the files.
+//
+// One writer per run directory (train/run_dir_lock.h): an existing directory
+// is locked at construction, before its checkpoints are read, and a new one
+// at open(); a second run on the same directory is refused with an error
+// naming the holder's pid and host. The lock lives as long as the object
+// (the OS drops it when the process dies).
 //
 // Data-parallel training (core/dist.h): only rank 0 writes. On the other
 // ranks open/write_metrics/save/close are no-ops (save still returns and
@@ -16,13 +24,16 @@
 // checkpoint here, before rank 0 writes anything.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/checkpoint_dir.h"
+#include "core/checkpoint_kind.h"
 #include "core/config.h"
+#include "train/run_dir_lock.h"
 
 namespace vt {
 
@@ -31,7 +42,8 @@ class TensorBoardWriter;
 
 class RunDirectory {
  public:
-  // Throws std::runtime_error for resume=never over existing checkpoints.
+  // Throws std::runtime_error for resume=never over existing checkpoints and
+  // when another run holds the directory.
   RunDirectory(const std::string& out_dir, const std::string& name, const std::string& resume);
   ~RunDirectory();
   RunDirectory(const RunDirectory&) = delete;
@@ -43,7 +55,19 @@ class RunDirectory {
   // Creates the directory, log.txt, config.yaml (`resolved`), metrics.jsonl
   // and (tensorboard) tb/. Idempotent. Collective with several ranks
   // (every rank calls it; rank 0 writes).
-  void open(const Config& resolved, bool tensorboard);
+  //
+  // `start_step` is the step the run continues from (0: a fresh start). The
+  // records an earlier attempt wrote after it are computed again, so they
+  // are dropped: metrics.jsonl lines with a greater step, and in TensorBoard
+  // by a restart event at start_step + 1 (TensorBoardWriter::
+  // add_session_start). A config.yaml that differs from `resolved` is kept
+  // as config.<start_step>.yaml (config.<start_step>.<k>.yaml when taken),
+  // noted in log.txt, before the new one is written.
+  void open(const Config& resolved, bool tensorboard, int64_t start_step);
+  // A warning (e.g. "resuming from a checkpoint written with a different
+  // config") for the console and log.txt: logged now when open, else when
+  // open() has attached log.txt.
+  void warn(const std::string& message);
   bool is_open() const { return opened_; }
   // Scalars at `step` to metrics.jsonl (with `tags`, e.g. split) and, under
   // "<tb_prefix>/<name>", to TensorBoard (flushed). open() first.
@@ -66,6 +90,16 @@ class RunDirectory {
   bool opened_ = false;
   std::unique_ptr<MetricsWriter> metrics_;
   std::unique_ptr<TensorBoardWriter> tb_;
+  RunDirLock lock_;  // rank 0 only
+  std::vector<std::string> pending_warnings_;  // warn() before open()
 };
+
+// The end of the error for a resume checkpoint whose model does not fit
+// this config's: what the weights are when they are not `expected`
+// (core/checkpoint_kind.h), and the config.yaml of the run that wrote them
+// (next to step_<N>/), whose model.* keys built them. "" when neither
+// applies.
+std::string resume_mismatch_hint(const std::string& checkpoint, const std::map<std::string, Tensor>& model,
+                                 WeightsKind expected);
 
 }  // namespace vt

@@ -1,6 +1,7 @@
 #include "vision/evaluate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -47,6 +48,18 @@ EpochOrder eval_shard_order(int64_t dataset_size, const EvalOptions& o) {
 
 namespace {
 
+// Takes a row that was counted by the batch's cross-entropy (its top-1
+// hit, the first maximum as the kernel picks it, and its loss) back out.
+void unaccount_row(const float* row, int64_t K, int32_t label, EvalResult& e) {
+  int64_t arg = 0;
+  for (int64_t k = 1; k < K; ++k)
+    if (row[k] > row[arg]) arg = k;
+  if (arg == label) --e.correct1;
+  double se = 0;
+  for (int64_t k = 0; k < K; ++k) se += std::exp(static_cast<double>(row[k] - row[arg]));
+  e.loss_sum -= static_cast<double>(row[arg]) + std::log(se) - static_cast<double>(row[label]);
+}
+
 void finish(EvalResult& e) {
   e.top1 = e.top5 = e.loss = 0;
   if (e.images > 0) {
@@ -73,6 +86,7 @@ EvalResult evaluate_classifier(VisionTransformer& model, std::shared_ptr<const D
     throw std::invalid_argument("evaluate_classifier: batch size must be positive, got " + std::to_string(o.batch_size));
   EpochOrder order = eval_shard_order(ds->size(), o);
   const int64_t total = static_cast<int64_t>(order.size());
+  const std::vector<int64_t> order_indices = order.indices;
   const Device dev = model.device();
   LoaderConfig lc;
   lc.batch_size = o.batch_size;
@@ -92,6 +106,7 @@ EvalResult evaluate_classifier(VisionTransformer& model, std::shared_ptr<const D
   std::unique_ptr<BatchUploader> upload;
   if (dev.is_cuda()) upload = std::make_unique<BatchUploader>(loader, dev);
   const int64_t K = vc.num_classes;
+  const std::vector<int64_t>& wanted = order_indices;  // dataset index of each position
   EvalResult e;
   Batch b;
   DeviceBatch db;
@@ -109,17 +124,29 @@ EvalResult evaluate_classifier(VisionTransformer& model, std::shared_ptr<const D
     e.correct1 += r.correct;
     host_logits = logits.to(Device::cpu());
     const float* l = host_logits.f32();
+    const std::vector<int64_t>& used = upload ? db.indices : b.indices;
+    const int64_t first = (upload ? db.index : b.index) * o.batch_size;
+    int64_t evaluated = 0;
     for (int64_t i = 0; i < B; ++i) {
       const float* row = l + i * K;
-      const float v = row[host_labels.i32()[i]];
+      const int32_t label = host_labels.i32()[i];
+      if (used[static_cast<size_t>(i)] != wanted[static_cast<size_t>(first + i)]) {
+        // The loader put the next readable image (and its label) in place
+        // of an unreadable one; that image is evaluated at its own
+        // position, so this row is taken out of the counts.
+        unaccount_row(row, K, label, e);
+        continue;
+      }
+      const float v = row[label];
       int64_t above = 0;
       for (int64_t k = 0; k < K; ++k) above += row[k] > v;
       e.correct5 += above < 5;
+      ++evaluated;
     }
-    e.images += B;
+    e.skipped += B - evaluated;
+    e.images += evaluated;
     if (progress) progress(e.images, total);
   }
-  e.skipped = loader.corrupt_count();
   finish(e);
   return e;
 }

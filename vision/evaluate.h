@@ -29,9 +29,11 @@ namespace vt {
 
 struct EvalResult {
   double top1 = 0, top5 = 0, loss = 0;  // top-k in percent; loss = mean cross-entropy (no smoothing)
-  int64_t images = 0;
-  // data.on_corrupt=skip: samples replaced because their file was corrupt
-  // (each such file is also warned about in the log).
+  int64_t images = 0;  // images evaluated: the figures are over these
+  // data.on_corrupt=skip: images left out because their file could not be
+  // read (each such file is also warned about in the log). The loader puts
+  // the next readable image in their row; that row is not counted, so no
+  // image counts twice.
   int64_t skipped = 0;
   // Raw counts behind the figures (what merge_eval_results adds up).
   int64_t correct1 = 0, correct5 = 0;

@@ -1,6 +1,7 @@
 #include "vision/train_config.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "core/config_checks.h"
@@ -21,13 +22,13 @@ const ConfigSchema& vtrain_schema() {
         .optional("precision", T::String, "auto", "auto | bf16 | fp32 | tf32 (auto: bf16 on a GPU, fp32 on the CPU)")
         .optional("seed", T::Int, "0", "seed of every random stream (init, data order, augmentation, drop-path)")
         .optional("threads", T::Int, "0", "OpenMP threads for compute (0: library default; 0..1024)")
-        .optional("model.preset", T::String, "deit_small", "deit_tiny | deit_small | deit_base | custom")
+        .optional("model.preset", T::String, "deit_small", "deit_tiny | deit_small | deit_base | custom (keys given below override the preset)")
         .optional("model.img_size", T::Int, "224", "input resolution")
-        .optional("model.patch_size", T::Int, "16", "patch size (custom preset)")
-        .optional("model.dim", T::Int, "384", "embedding width (custom preset)")
-        .optional("model.depth", T::Int, "12", "blocks (custom preset)")
-        .optional("model.heads", T::Int, "6", "attention heads (custom preset)")
-        .optional("model.mlp_ratio", T::Float, "4.0", "MLP hidden / dim (custom preset)")
+        .optional("model.patch_size", T::Int, "16", "patch size (default: the preset's)")
+        .optional("model.dim", T::Int, "384", "embedding width (default: the preset's)")
+        .optional("model.depth", T::Int, "12", "blocks (default: the preset's)")
+        .optional("model.heads", T::Int, "6", "attention heads (default: the preset's)")
+        .optional("model.mlp_ratio", T::Float, "4.0", "MLP hidden / dim (default: the preset's)")
         .optional("model.qkv_bias", T::Bool, "true", "bias on the qkv projection")
         .optional("model.num_classes", T::Int, "0", "classes (0: number of class folders)")
         .optional("model.drop_path", T::Float, "0.1", "stochastic depth, linear over blocks from 0")
@@ -123,27 +124,36 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   o.preset = c.get<std::string>("model.preset");
   o.drop_path = static_cast<float>(real_in(c, "model.drop_path", 0, 1));
   if (o.drop_path >= 1) bad_value(c, "model.drop_path", "must be in [0, 1)");
-  if (o.preset == "custom") {
-    o.vit.patch_size = int_in(c, "model.patch_size", 1, 4096);
-    o.vit.backbone.dim = int_in(c, "model.dim", 1, 65536);
-    o.vit.backbone.depth = int_in(c, "model.depth", 1, 4096);
-    o.vit.backbone.heads = int_in(c, "model.heads", 1, 65536);
-    o.vit.backbone.mlp_ratio = real_in(c, "model.mlp_ratio", 0, 1024, /*open_lo=*/true);
-    if (o.vit.backbone.dim % o.vit.backbone.heads != 0)
-      bad_value(c, "model.heads", "model.heads = " + std::to_string(o.vit.backbone.heads) + " must divide model.dim = " +
-                                std::to_string(o.vit.backbone.dim));
-  } else {
+  // A preset gives the defaults of the architecture keys; a key given in the
+  // config overrides it (timm: vit_small_patch16_224(depth=1) is a 1-block
+  // ViT). "custom" takes every key, defaults included.
+  const bool custom = o.preset == "custom";
+  if (!custom) {
     try {
       o.vit = vit_preset(o.preset);
     } catch (const std::invalid_argument&) {
       bad_value(c, "model.preset", "expected deit_tiny | deit_small | deit_base | custom, got '" + o.preset + "'");
     }
   }
+  auto from_config = [&](const char* key) { return custom || given(c, key); };
+  if (from_config("model.patch_size")) o.vit.patch_size = int_in(c, "model.patch_size", 1, 4096);
+  if (from_config("model.dim")) o.vit.backbone.dim = int_in(c, "model.dim", 1, 65536);
+  if (from_config("model.depth")) o.vit.backbone.depth = int_in(c, "model.depth", 1, 4096);
+  if (from_config("model.heads")) o.vit.backbone.heads = int_in(c, "model.heads", 1, 65536);
+  if (from_config("model.mlp_ratio"))
+    o.vit.backbone.mlp_ratio = real_in(c, "model.mlp_ratio", 0, 1024, /*open_lo=*/true);
+  auto origin = [&](const char* key) {
+    return from_config(key) ? std::string() : " (from model.preset " + o.preset + ")";
+  };
+  if (o.vit.backbone.dim % o.vit.backbone.heads != 0)
+    bad_value(c, "model.heads", "model.heads = " + std::to_string(o.vit.backbone.heads) + origin("model.heads") +
+                                    " must divide model.dim = " + std::to_string(o.vit.backbone.dim) +
+                                    origin("model.dim"));
   o.vit.img_size = int_in(c, "model.img_size", 1, 8192);
   if (o.vit.img_size % o.vit.patch_size != 0)
     bad_value(c, "model.img_size", "model.img_size = " + std::to_string(o.vit.img_size) +
-                                 " is not a multiple of the patch size " + std::to_string(o.vit.patch_size) +
-                                 (o.preset == "custom" ? " (model.patch_size)" : " of model.preset " + o.preset));
+                                       " is not a multiple of model.patch_size = " + std::to_string(o.vit.patch_size) +
+                                       origin("model.patch_size"));
   o.vit.num_classes = int_in(c, "model.num_classes", 0, kIntMax);
   o.vit.backbone.variant = ModelVariant::DeiT;
   o.vit.backbone.scheme = scheme;
@@ -258,6 +268,21 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   o.log_stream_rms = c.get<bool>("log.stream_rms");
   o.log_norm_scales = c.get<bool>("log.norm_scales");
   return o;
+}
+
+void record_architecture(Config& c, const TrainOptions& o) {
+  if (o.preset == "custom") return;  // every key is what trained
+  const std::string src = "model.preset " + o.preset;
+  auto record = [&](const char* key, const std::string& value) {
+    if (!given(c, key)) c.set(key, value, src);
+  };
+  record("model.patch_size", std::to_string(o.vit.patch_size));
+  record("model.dim", std::to_string(o.vit.backbone.dim));
+  record("model.depth", std::to_string(o.vit.backbone.depth));
+  record("model.heads", std::to_string(o.vit.backbone.heads));
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.17g", o.vit.backbone.mlp_ratio);
+  record("model.mlp_ratio", ratio);
 }
 
 }  // namespace vt

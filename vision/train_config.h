@@ -90,6 +90,15 @@ struct TrainOptions {
 // component, device=cuda without a visible GPU and precision=bf16 on the CPU
 // are refused (train/device_choice.h). All of this
 // happens before a run directory exists.
+// model.preset (deit_tiny | deit_small | deit_base) sets patch_size, dim,
+// depth, heads and mlp_ratio; each of these keys given in the config (file,
+// _base_ or command line) overrides the preset, as keyword arguments do in
+// timm's constructors. model.preset: custom takes all five from their keys.
 TrainOptions train_options(const Config& cfg, const std::string& config_path);
+
+// Writes into `cfg` the architecture keys a preset set (those not given),
+// with source "model.preset <name>", so the run's config.yaml records the
+// model that trained; a config with every key given is left as it is.
+void record_architecture(Config& cfg, const TrainOptions& o);
 
 }  // namespace vt

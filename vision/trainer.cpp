@@ -17,6 +17,7 @@
 #include "core/progress.h"
 #include "data_pipeline/batch_upload.h"
 #include "data_pipeline/loader.h"
+#include "data_pipeline/unreadable_classes.h"
 #include "core/allocator.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/mixup.h"
@@ -156,7 +157,7 @@ struct Trainer::Impl {
         else opt->load_ema(d.ema, "ema.safetensors");
       }
     } catch (const std::exception& e) {
-      throw std::runtime_error("checkpoint '" + path + "': " + e.what());
+      throw std::runtime_error("checkpoint '" + path + "': " + e.what() + resume_mismatch_hint(path, d.model, WeightsKind::VitClassifier));
     }
     const RunPosition p = read_run_state(d.state, path);
     step = p.step, epoch = p.epoch, batch_in_epoch = p.batch_in_epoch;
@@ -165,8 +166,8 @@ struct Trainer::Impl {
     best_top1 = d.state.value("best_top1", -1.0);
     best_step = d.state.value("best_step", int64_t(-1));
     if (p.config_digest != resume_digest(cfg))
-      log().warn("resuming from {} written with a different config (digest {} vs {})", path,
-                 p.config_digest.empty() ? std::string("?") : p.config_digest, resume_digest(cfg));
+      run->warn(fmt::format("resuming from {} written with a different config (digest {} vs {})", path,
+                            p.config_digest.empty() ? std::string("?") : p.config_digest, resume_digest(cfg)));
   }
 
   EvalResult evaluate(const std::string& label) {
@@ -176,7 +177,7 @@ struct Trainer::Impl {
     const int64_t seen = e.images;
     log().info("eval {} epoch {} step {}: top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images{})", label, epoch, step,
                e.top1, e.top5, e.loss, seen,
-               e.skipped > 0 ? fmt::format(", {} corrupt skipped and replaced", e.skipped) : std::string());
+               e.skipped > 0 ? fmt::format(", {} unreadable skipped", e.skipped) : std::string());
     std::vector<std::pair<std::string, double>> m{
         {"epoch", static_cast<double>(epoch)}, {"top1", e.top1}, {"top5", e.top5}, {"loss", e.loss}};
     if (o.on_corrupt == "skip") m.emplace_back("corrupt_skipped", static_cast<double>(e.skipped));
@@ -436,9 +437,11 @@ struct Trainer::Impl {
   // this adds the running totals to the log and metrics.jsonl.
   void report_skipped(const Loader& loader) {
     if (o.on_corrupt != "skip") return;
+    // Files, not loads: one bad file is met again every epoch, and a
+    // replacement that is itself unreadable is one more retry.
     const int64_t n = loader.corrupt_count();
     const size_t files = loader.corrupt_names().size();
-    if (n > 0) log().warn("data: {} corrupt samples skipped so far in training ({} distinct files)", n, files);
+    if (files > 0) log().warn("data: {} unreadable files skipped so far in training ({} loads replaced)", files, n);
     run->write_metrics(step, {{"epoch", static_cast<double>(epoch)}, {"corrupt_skipped", static_cast<double>(n)},
                               {"corrupt_files", static_cast<double>(files)}},
                        {{"split", "data"}}, "data");
@@ -469,6 +472,7 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   // digest in checkpoints) then means the same from any directory.
   I.cfg = with_absolute_trainer_paths(cfg, config_path);
   I.o = train_options(I.cfg, config_path);
+  record_architecture(I.cfg, I.o);  // config.yaml shows the model that trains
   TrainOptions& o = I.o;
   if (o.threads > 0) omp_set_num_threads(o.threads);
   if (!fs::is_directory(o.data_root)) throw std::runtime_error(missing_data_root_message(cfg, "data.root", config_path));
@@ -490,6 +494,17 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
                              (i < vc.size() ? vc[i] : std::string()) + "' vs '" + (i < tc.size() ? tc[i] : std::string()) +
                              "'): labels would not match");
   }
+  // data.on_corrupt=skip fills an unreadable image with the next readable
+  // one: a class with no readable image at all would train on other
+  // classes' images without a word (warned once the run directory is open).
+  std::vector<std::string> data_warnings;
+  if (o.on_corrupt == "skip")
+    for (const auto& [key, ds] : {std::pair<const char*, const ImageFolderDataset*>{"data.train_split", I.train_ds.get()},
+                                  {"data.val_split", I.val_ds.get()}})
+      for (const std::string& c : unreadable_classes(ds->folder()))
+        data_warnings.push_back("data: no image of class '" + c + "' in " + key + " '" + ds->folder().root() +
+                                "' can be read (data.on_corrupt=skip: training fills them with other classes' images, "
+                                "evaluation leaves the class out)");
   if (o.vit.num_classes == 0) o.vit.num_classes = I.train_ds->num_classes();
   if (o.vit.num_classes < I.train_ds->num_classes())
     throw ConfigError("model.num_classes = " + std::to_string(o.vit.num_classes) + " but the data has " +
@@ -533,6 +548,7 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   I.nonfinite = NonFiniteGuard(o.max_nonfinite);
   // The checkpoint to resume from is read (and validated) before anything is written.
   I.run = std::make_unique<RunDirectory>(o.out_dir, o.name, o.resume);
+  for (const std::string& w : data_warnings) I.run->warn(w);
   if (!I.run->resume_path().empty()) I.restore(load_checkpoint(I.run->resume_path()), I.run->resume_path());
 }
 
@@ -542,7 +558,7 @@ const TrainOptions& Trainer::options() const { return impl_->o; }
 
 TrainSummary Trainer::run() {
   Impl& I = *impl_;
-  I.run->open(I.cfg, I.o.tensorboard);
+  I.run->open(I.cfg, I.o.tensorboard, I.step);
   try {
     return I.loop();
   } catch (const std::exception& e) {

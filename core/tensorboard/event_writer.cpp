@@ -106,6 +106,16 @@ void TensorBoardWriter::add_scalars(const std::vector<std::pair<std::string, dou
   write_record(payload);
 }
 
+void TensorBoardWriter::add_session_start(int64_t purge_step) {
+  tbproto::Event ev;
+  ev.set_wall_time(now_seconds());
+  ev.set_step(purge_step);
+  ev.mutable_session_log()->set_status(tbproto::SessionLog::START);
+  const std::string payload = serialize(ev, path_);
+  std::lock_guard<std::mutex> lock(mu_);
+  write_record(payload);
+}
+
 void TensorBoardWriter::flush() {
   std::lock_guard<std::mutex> lock(mu_);
   if (std::fflush(f_) != 0)

@@ -42,6 +42,11 @@ class TensorBoardWriter {
   void add_scalar(const std::string& tag, double value, int64_t step);
   // Several scalars of one step in a single Event (one record).
   void add_scalars(const std::vector<std::pair<std::string, double>>& scalars, int64_t step);
+  // Marks a restart at `purge_step`: TensorBoard then hides the events of
+  // earlier files at steps >= purge_step, which a resumed run writes again
+  // (PyTorch's SummaryWriter(purge_step=...) writes the same
+  // Event{step, session_log: START}). Throws like add_scalar.
+  void add_session_start(int64_t purge_step);
   // Pushes buffered records to the OS so a running TensorBoard sees them.
   void flush();
 

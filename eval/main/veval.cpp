@@ -429,9 +429,10 @@ int cmd_top1(int argc, char** argv) {
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const vt::EvalResult& e = rep.result;
   if (!vt::dist().is_root()) return 0;  // every rank holds the reduced result; rank 0 reports
-  std::printf("top1: %.2f%%  top5: %.2f%%  loss: %.4f  (%lld images; %lld top-1 and %lld top-5 correct)\n", e.top1,
+  std::printf("top1: %.2f%%  top5: %.2f%%  loss: %.4f  (%lld images; %lld top-1 and %lld top-5 correct%s)\n", e.top1,
               e.top5, e.loss, static_cast<long long>(e.images), static_cast<long long>(e.correct1),
-              static_cast<long long>(e.correct5));
+              static_cast<long long>(e.correct5),
+              e.skipped > 0 ? ("; " + std::to_string(e.skipped) + " unreadable images skipped").c_str() : "");
   std::printf("checkpoint: %s%s\nsplit: %s (%lld classes)\nconfig: %s\n", rep.weights_file.c_str(),
               req.ema ? " (EMA)" : "", rep.split_dir.c_str(), static_cast<long long>(rep.num_classes),
               rep.config_path.c_str());

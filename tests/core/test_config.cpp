@@ -96,7 +96,7 @@ TEST(Config, BaseErrors) {
 TEST(Config, OverridesUseYamlTyping) {
   Config c = Config::parse("data: {root: a}\n", schema(),
                            {"train.lr=1e-3", "train.amp=true", "data.root=foo", "model.depths=[1,2]",
-                            "train.epochs=7", "model.extra={k: v}", "run.name=", "resume=123"});
+                            "train.epochs=7", "model.extra={k: v}", "run.name=~", "resume=123"});
   EXPECT_DOUBLE_EQ(c.get<double>("train.lr"), 1e-3);
   EXPECT_TRUE(c.get<bool>("train.amp"));
   EXPECT_EQ(c.get<std::string>("data.root"), "foo");
@@ -277,4 +277,57 @@ TEST(Config, UnknownSectionFromTheCommandLineNamesIt) {
   Config c = Config::parse("data: {root: a}\ntrain: {lr: 1}\n", schema(), {"train.epochs=3"});
   EXPECT_EQ(c.source("train.lr"), "<string>:2");  // a section the file has keeps its lines
   EXPECT_EQ(c.source("train.epochs"), "command line");
+}
+
+// A key written twice keeps one of the two values in YAML parsers; a second
+// section replaced the whole first one (its lr, epochs, ...). Every repeat is
+// an error naming the file and both lines, in the file and in its bases.
+TEST(Config, RepeatedKeysAreErrorsNamingBothLines) {
+  TmpDir d;
+  d.write("sections.yaml", "data: {root: /r}\ntrain:\n  lr: 0.1\n  epochs: 5\nrun: {name: x}\ntrain:\n  amp: true\n");
+  std::string msg = error_of([&] { Config::load(d.file("sections.yaml"), schema()); });
+  EXPECT_TRUE(contains(msg, d.file("sections.yaml") + ":6: key 'train' is repeated (first at " +
+                                d.file("sections.yaml") + ":2)")) << msg;
+  d.write("scalar.yaml", "data: {root: /r}\ntrain:\n  lr: 0.1\n  lr: 0.2\n");
+  msg = error_of([&] { Config::load(d.file("scalar.yaml"), schema()); });
+  EXPECT_TRUE(contains(msg, d.file("scalar.yaml") + ":4: key 'train.lr' is repeated (first at " +
+                                d.file("scalar.yaml") + ":3)")) << msg;
+  d.write("deep.yaml", "model:\n  extra: {a: 1, b: 2, a: 3}\n");
+  d.write("child.yaml", "_base_: deep.yaml\ndata: {root: /r}\n");
+  msg = error_of([&] { Config::load(d.file("child.yaml"), schema()); });
+  EXPECT_TRUE(contains(msg, d.file("deep.yaml") + ":2: key 'model.extra.a' is repeated")) << msg;
+  msg = error_of([] { Config::parse("data: {root: /r}\ndata: {root: /s}\n", schema()); });
+  EXPECT_TRUE(contains(msg, "<string>:2: key 'data' is repeated (first at <string>:1)")) << msg;
+  // The same key in different maps, or in a base and its child, is fine.
+  d.write("ok.yaml", "_base_: child2.yaml\ntrain: {lr: 0.3}\nmodel: {extra: {lr: 1}}\n");
+  d.write("child2.yaml", "data: {root: /r}\ntrain: {lr: 0.1}\n");
+  EXPECT_DOUBLE_EQ(Config::load(d.file("ok.yaml"), schema()).get<double>("train.lr"), 0.3);
+}
+
+// `key=` (a shell variable that was empty) was read as null and so as the
+// key's default; unsetting is spelled `key=~`.
+TEST(Config, EmptyOverrideIsAnErrorNamingTheKey) {
+  std::string msg = error_of([] { Config::parse("data: {root: a}\ntrain: {lr: 0.1}\n", schema(), {"train.lr="}); });
+  EXPECT_TRUE(contains(msg, "command line: override 'train.lr=' gives key 'train.lr' no value; write train.lr=~ to unset it"))
+      << msg;
+  msg = error_of([] { Config::parse("data: {root: a}\n", schema(), {"run.name=  "}); });
+  EXPECT_TRUE(contains(msg, "key 'run.name' no value")) << msg;
+  Config c = Config::parse("data: {root: a}\nrun: {name: n}\n", schema(), {"run.name=~"});
+  EXPECT_FALSE(c.has("run.name"));
+  c = Config::parse("data: {root: a}\nrun: {name: n}\n", schema(), {"run.name=null"});
+  EXPECT_FALSE(c.has("run.name"));
+}
+
+TEST(Config, SetChecksTheTypeAndRecordsTheSource) {
+  Config a = Config::parse("data: {root: /r}\n", schema(), {}, "a.yaml");
+  a.set("train.epochs", "12", "model.preset");
+  a.set("train.lr", "2", "x");  // an int literal is a valid float
+  a.set("model.depths", "[1, 2]", "x");
+  EXPECT_EQ(a.get<int>("train.epochs"), 12);
+  EXPECT_EQ(a.source("train.epochs"), "model.preset");
+  EXPECT_TRUE(contains(a.to_yaml(), "lr: 2.0")) << a.to_yaml();
+  EXPECT_EQ(a.get<std::vector<int>>("model.depths"), (std::vector<int>{1, 2}));
+  EXPECT_TRUE(contains(error_of([&] { a.set("train.epochs", "1.5", "src"); }), "src: key 'train.epochs': expected int"));
+  EXPECT_TRUE(contains(error_of([&] { a.set("train.epoch", "1", "x"); }), "did you mean 'train.epochs'"));
+  EXPECT_TRUE(contains(error_of([&] { a.set("model.extra", "{}", "x"); }), "not a scalar or list key"));
 }

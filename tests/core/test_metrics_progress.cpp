@@ -167,3 +167,18 @@ TEST(Log, WritesToFileSink) {
   log().info("after close");
   EXPECT_EQ(read_file(p).find("after close"), std::string::npos);
 }
+
+// A resume from step 3 drops the later lines, keeps what it cannot read.
+TEST(Metrics, DropAfterKeepsStepsUpToTheGivenOne) {
+  TmpDir d;
+  const std::string p = d.write("m.jsonl",
+                                "{\"step\":1,\"loss\":2}\n{\"step\":3,\"top1\":5}\nnot json\n{\"step\":4}\n"
+                                "{\"step\":10,\"loss\":1}\n{\"loss\":0}\n");
+  EXPECT_EQ(drop_metrics_after(p, 3), 2);
+  std::ifstream in(p);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "{\"step\":1,\"loss\":2}\n{\"step\":3,\"top1\":5}\nnot json\n{\"loss\":0}\n");
+  EXPECT_EQ(drop_metrics_after(p, 3), 0);
+  EXPECT_EQ(drop_metrics_after(d.file("absent.jsonl"), 0), 0);
+  EXPECT_FALSE(std::ifstream(d.file("absent.jsonl")).good());
+}

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "core/out_of_memory.h"
 #include "core/tensor.h"
 
 using namespace vt;
@@ -48,4 +49,21 @@ TEST(Tensor, FillZeroClone) {
   EXPECT_EQ(c.to_vector(), (std::vector<float>(4, 2.5f)));
   EXPECT_EQ(t.to_vector(), (std::vector<float>(4, 0.f)));
   EXPECT_THROW(Tensor::from_vector({1, 2}, {3}), std::invalid_argument);
+}
+
+// A host allocation that fails says what was asked for (a bare
+// "std::bad_alloc" named neither the size nor the tensor). 2^47 bytes is
+// more than a 47-bit user address space holds, so the failure is certain.
+TEST(Tensor, FailedAllocationNamesShapeAndSize) {
+  const int64_t n = int64_t{1} << 45;  // F32: 2^47 bytes = 128 TiB
+  try {
+    vt::Tensor::empty({n});
+    FAIL() << "allocated 128 TiB";
+  } catch (const std::bad_alloc& e) {  // still a bad_alloc for callers that catch one
+    const std::string m = e.what();
+    EXPECT_NE(m.find("out of host memory: cannot allocate 140737488355328 bytes (128.0 TiB)"), std::string::npos) << m;
+    EXPECT_NE(m.find("for a F32 tensor of shape [35184372088832] on cpu"), std::string::npos) << m;
+  }
+  EXPECT_EQ(vt::bytes_text(1000), "1000 bytes");
+  EXPECT_EQ(vt::bytes_text(1536), "1536 bytes (1.5 KiB)");
 }

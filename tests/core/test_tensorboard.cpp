@@ -267,3 +267,22 @@ TEST(TensorBoard, BadInputThrowsNamingThePath) {
   TensorBoardWriter w(d.path());
   EXPECT_THROW(w.add_scalar("", 1.0, 0), std::invalid_argument);
 }
+
+// A resumed run's restart marker, as PyTorch's SummaryWriter(purge_step=7)
+// writes it: Event{wall_time, step (2, varint) = 7, session_log (6, bytes) =
+// SessionLog{status (1, varint) = START (1)}} -- TensorFlow's field numbers.
+TEST(TensorBoard, SessionStartMarksThePurgeStep) {
+  TmpDir d;
+  std::string path;
+  {
+    TensorBoardWriter w(d.path());
+    path = w.path();
+    w.add_session_start(7);
+  }
+  const auto p = read_payloads(path);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[1].substr(9), std::string("\x10\x07\x32\x02\x08\x01", 6));
+  const auto ev = read_events(path);
+  EXPECT_EQ(ev[1].step(), 7);
+  EXPECT_EQ(ev[1].session_log().status(), tbproto::SessionLog::START);
+}

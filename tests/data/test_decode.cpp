@@ -103,12 +103,38 @@ TEST(Decode, PngNamedJpegAndOtherPngKinds) {
   cv::imencode(".png", bgra, png);
   EXPECT_EQ(decode_vec(png, "a.png").rgb.at<cv::Vec3b>(1, 1), cv::Vec3b(30, 20, 10));
 
+  // 16-bit gray is clipped to [0, 255], as Pillow's I;16 -> RGB (not
+  // scaled: 25700 is 255, not 100); colour keeps the high byte.
   cv::Mat g16(3, 3, CV_16UC1, cv::Scalar(65535));
   g16.at<uint16_t>(1, 1) = 257 * 100;
+  g16.at<uint16_t>(2, 2) = 77;
   cv::imencode(".png", g16, png);
   const cv::Mat d16 = decode_vec(png, "g16.png").rgb;
   EXPECT_EQ(d16.at<cv::Vec3b>(0, 0), cv::Vec3b(255, 255, 255));
-  EXPECT_EQ(d16.at<cv::Vec3b>(1, 1), cv::Vec3b(100, 100, 100));
+  EXPECT_EQ(d16.at<cv::Vec3b>(1, 1), cv::Vec3b(255, 255, 255));
+  EXPECT_EQ(d16.at<cv::Vec3b>(2, 2), cv::Vec3b(77, 77, 77));
+}
+
+// 16-bit PNGs against Pillow's convert('RGB') (torchvision's default
+// loader), fixtures from tools/png16_fixtures.py: RGB, RGBA and gray +
+// alpha keep the high byte, gray clips to [0, 255]. The decoder scaled by
+// 255/65535 with rounding: 65280 gave 254 where Pillow gives 255, 511 gave
+// 2 where Pillow gives 1, gray 25700 gave 100 where Pillow gives 255.
+TEST(Decode, SixteenBitPngsMatchPillow) {
+  const nlohmann::json want = testutil::load_fixture("png16/png16_pillow.json");
+  ASSERT_EQ(want.size(), 4u);
+  for (const auto& [file, w] : want.items()) {
+    const std::vector<uint8_t> bytes = read_file_bytes(std::string(VT_FIXTURES_DIR) + "/data/png16/" + file);
+    const cv::Mat rgb = decode_vec(bytes, file).rgb;
+    const auto& rows = w.at("rgb");
+    ASSERT_EQ(rgb.rows, static_cast<int>(rows.size())) << file;
+    ASSERT_EQ(rgb.cols, static_cast<int>(rows[0].size())) << file;
+    for (int y = 0; y < rgb.rows; ++y)
+      for (int x = 0; x < rgb.cols; ++x)
+        for (int c = 0; c < 3; ++c)
+          EXPECT_EQ(static_cast<int>(rgb.at<cv::Vec3b>(y, x)[c]), rows[y][x][c].get<int>())
+              << file << " (Pillow mode " << w.at("mode").get<std::string>() << ") pixel " << x << " channel " << c;
+  }
 }
 
 TEST(Decode, JpegMissingOnlyEoiDecodesIdentically) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "data_pipeline/image_folder.h"
+#include "data_pipeline/unreadable_classes.h"
 #include "data_test_util.h"
 
 namespace vt {
@@ -42,6 +43,23 @@ TEST(ImageFolder, RecursiveOrderExtensionsAndCase) {
   const std::vector<std::string> want = {"B/c.TIFF#0", "B/z.jpg#0", "B/a/n.webp#0", "B/a-b/k.png#0",
                                          "B/a/x/m.JPEG#0", "a/q.bmp#1"};
   EXPECT_EQ(got, want);
+}
+
+// A class with no readable image at all (all truncated or not images) is
+// named; one good image is enough for a class, wherever it is.
+TEST(ImageFolder, UnreadableClassesAreThoseWithoutOneReadableImage) {
+  TempDir t("if_unreadable");
+  const auto r = t.path;
+  const std::vector<uint8_t> jpg = testutil::encode_rgb_jpeg(testutil::synthetic_rgb(16, 12, 3));
+  const std::vector<uint8_t> cut(jpg.begin(), jpg.begin() + 40);
+  testutil::write_bytes(r / "a/0.jpg", jpg);
+  testutil::write_bytes(r / "a/1.jpg", jpg);
+  testutil::write_bytes(r / "b/0.jpg", cut);
+  testutil::write_bytes(r / "b/1.png", {1, 2, 3});
+  testutil::write_bytes(r / "c/0.jpg", cut);
+  testutil::write_bytes(r / "c/1.jpg", jpg);  // the last one reads
+  testutil::write_bytes(r / "d/0.jpg", {0xFF, 0xD8, 0xFF});
+  EXPECT_EQ(unreadable_classes(ImageFolder(r.string())), (std::vector<std::string>{"b", "d"}));
 }
 
 TEST(ImageFolder, Errors) {

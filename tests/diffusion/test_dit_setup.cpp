@@ -295,5 +295,67 @@ TEST(DitSampler, ChunksWithAnIndexBaseMatchOneCall) {
   EXPECT_NE(shifted.contiguous().to_vector(), vb);
 }
 
+// model.preset gives the defaults of depth/hidden/heads/patch; a key given in
+// the config overrides it (DiT_S_4(depth=1)), and config.yaml records what
+// trains. The keys were silently ignored under a preset.
+TEST(DitSetup, GivenModelKeysOverrideThePreset) {
+  const std::string y =
+      "name: r\nout_dir: /tmp/unused\nmodel: {preset: DiT-S/4, input_size: 8, in_channels: 3, depth: 1, num_classes: 3}\n"
+      "data: {kind: images, root: /tmp/unused, workers: 1}\ntrain: {batch_size: 2, steps: 1}\nsample: {every: 0}\n";
+  const DitTrainConfig t = cfg_from(y);
+  EXPECT_EQ(t.model.depth, 1);     // given
+  EXPECT_EQ(t.model.hidden, 384);  // DiT-S
+  EXPECT_EQ(t.model.heads, 6);
+  EXPECT_EQ(t.model.patch, 4);
+  EXPECT_EQ(t.resolved.get<int>("model.depth"), 1);
+  EXPECT_EQ(t.resolved.get<int>("model.patch"), 4);  // the schema default is 2
+  EXPECT_EQ(t.resolved.source("model.patch"), "model.preset DiT-S/4");
+  EXPECT_EQ(t.resolved.get<int>("model.hidden"), 384);
+  // The saved config builds the same model.
+  const DitTrainConfig again = cfg_from(t.resolved.to_yaml());
+  EXPECT_EQ(again.model.depth, 1);
+  EXPECT_EQ(again.model.patch, 4);
+  EXPECT_EQ(again.digest, t.digest);
+  // Without a preset the keys (defaults included) are the model.
+  const DitTrainConfig plain = cfg_from(y, {"model.preset=~"});
+  EXPECT_EQ(plain.model.patch, 2);
+  EXPECT_EQ(plain.model.depth, 1);
+}
+
+// out= is checked before the checkpoint is read and any sample drawn (it was
+// checked when the samples were written: an FID-50K job lost its hours on
+// a typo). The checkpoint here does not exist: the out= error comes first.
+TEST(DitSetup, SampleChecksItsOutputBeforeSampling) {
+  vt_test::TmpDir tmp;
+  const DitTrainConfig t = cfg_from(yaml_for(tmp.file("runs"), tmp.file("data")));
+  const std::string ckpt = tmp.file("no_checkpoint");
+  tmp.write("afile", "x");
+  std::string msg = vt_test::error_of([&] { dit_sample_to_files(t, ckpt, 2, t.grid, tmp.file("afile/s"), true); });
+  EXPECT_NE(msg.find("sample: out=" + tmp.file("afile/s") + ": cannot create directory '" + tmp.file("afile") + "'"),
+            std::string::npos) << msg;
+  fs::create_directories(tmp.file("taken.png"));
+  msg = vt_test::error_of([&] { dit_sample_to_files(t, ckpt, 2, t.grid, tmp.file("taken"), true); });
+  EXPECT_NE(msg.find("'" + tmp.file("taken.png") + "' is a directory"), std::string::npos) << msg;
+  // A good out= gets to the checkpoint, and its new parent directory exists.
+  msg = vt_test::error_of([&] { dit_sample_to_files(t, ckpt, 2, t.grid, tmp.file("new/dir/s"), true); });
+  EXPECT_NE(msg.find(ckpt), std::string::npos) << msg;
+  EXPECT_TRUE(fs::is_directory(tmp.file("new/dir")));
+}
+
+// data.on_corrupt=skip with a class of unreadable images only: a warning at
+// start, in log.txt too.
+TEST(DitSetup, AClassWithoutAReadableImageIsAWarningAtStart) {
+  vt_test::TmpDir tmp;
+  write_images(tmp.file("img"), 3);
+  for (int i = 0; i < 2; ++i) std::ofstream(tmp.file("img/c1/" + std::to_string(i) + ".png"), std::ios::trunc) << "x";
+  DitTrainer t(cfg_from(yaml_for(tmp.file("out"), tmp.file("img")), {"data.on_corrupt=skip"}));
+  t.train();
+  std::ifstream in(tmp.file("out/r/log.txt"));
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("[warning] data: no image of class 'c1' in data.root '" + tmp.file("img") + "' can be read"),
+            std::string::npos) << log;
+  EXPECT_EQ(log.find("class 'c0'"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace vt

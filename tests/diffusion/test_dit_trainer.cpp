@@ -190,7 +190,7 @@ TEST(DitTrainer, ActivationCheckpointingGivesTheSameCheckpoint) {
 TEST(DitTrainer, NonFiniteLossesAreSkippedThenStop) {
   vt_test::TmpDir tmp;
   write_latent_shard(tmp.file("nan"), /*nan=*/true);
-  DitTrainer t(tiny(tmp.path(), "n", tmp.file("nan"), "train: {batch_size: 4, steps: 7, max_nonfinite: 3}\n"));
+  DitTrainer t(tiny(tmp.path(), "n", tmp.file("nan"), "", {"train.max_nonfinite=3"}));
   const std::vector<float> w0 = flat(t.store().weights());
   try {
     t.train();
@@ -232,7 +232,7 @@ TEST(DitTrainer, IntervalsOfSkippedStepsLogNullNotZero) {
 TEST(DitTrainer, NonFiniteLossStopsAtOnceByDefault) {
   vt_test::TmpDir tmp;
   write_latent_shard(tmp.file("nan"), /*nan=*/true);
-  DitTrainer t(tiny(tmp.path(), "n", tmp.file("nan"), "train: {batch_size: 4, steps: 7}\n"));
+  DitTrainer t(tiny(tmp.path(), "n", tmp.file("nan")));
   EXPECT_THROW(t.train(), NonFiniteLoss);
   EXPECT_EQ(t.step(), 1);
 }

@@ -192,6 +192,41 @@ TEST_F(Top1Test, ShardsCoverEverySampleOnceForAnyWorld) {
   }
 }
 
+// data.on_corrupt=skip: an unreadable image is left out of the figures. The
+// loader puts the next readable image (with its label) in its row, which
+// was counted too, so that image counted twice. A folder with bad files
+// must give the counts of the same folder without them, in one process or
+// sharded, and the number skipped.
+TEST_F(Top1Test, UnreadableImagesAreSkippedNotCountedTwice) {
+  const TrainOptions o = options();
+  LoadedClassifier lc = load_classifier(Config::load(config(), vtrain_schema()), config(), run() + "/step_5", false);
+  const std::string bad = tmp_->path() + "/with_bad";
+  fs::copy(data() + "/test", bad, fs::copy_options::recursive);
+  // A bad file inside a class, and two in a row at the very end (the
+  // replacement of the first is itself unreadable; the last wraps around).
+  for (const char* f : {"/airplane/0000a.jpg", "/bird/zz1.jpg", "/bird/zz2.jpg"}) std::ofstream(bad + f) << "not a jpeg";
+  auto clean_ds = std::make_shared<ImageFolderDataset>(data() + "/test", deit_eval_pipeline(o));
+  auto bad_ds = std::make_shared<ImageFolderDataset>(bad, deit_eval_pipeline(o));
+  ASSERT_EQ(bad_ds->size(), clean_ds->size() + 3);
+  EvalOptions eo = eval_options(o);
+  eo.on_corrupt = OnCorrupt::Skip;
+  const EvalResult clean = evaluate_classifier(*lc.model, clean_ds, eo);
+  for (int world : {1, 2}) {
+    std::vector<EvalResult> shards;
+    for (int rank = 0; rank < world; ++rank) {
+      eo.rank = rank, eo.world = world;
+      shards.push_back(evaluate_classifier(*lc.model, bad_ds, eo));
+    }
+    const EvalResult m = merge_eval_results(shards);
+    EXPECT_EQ(m.images, kClasses * kTestPerClass) << world;
+    EXPECT_EQ(m.skipped, 3) << world;
+    EXPECT_EQ(m.correct1, clean.correct1) << world;
+    EXPECT_EQ(m.correct5, clean.correct5) << world;
+    EXPECT_NEAR(m.loss, clean.loss, 1e-5) << world;
+    EXPECT_NEAR(m.top1, clean.top1, 1e-9) << world;
+  }
+}
+
 TEST_F(Top1Test, MaxImagesTakesEvenlySpacedSubset) {
   EvalOptions eo;
   eo.max_images = 5;
@@ -268,6 +303,28 @@ TEST_F(Top1Test, ErrorsNameTheThing) {
       << shape;
   const std::string depth = top1(run() + "/step_5", {"model.depth=1"});
   EXPECT_NE(depth.find("unexpected: blocks.1."), std::string::npos) << depth;
+  // The first 4 names of a long list, and how many there are (every
+  // tensor of block 1 was listed).
+  EXPECT_NE(depth.find(", ... ("), std::string::npos) << depth;
+  EXPECT_LT(depth.size(), 1000u) << depth;
+  // Other kinds of weights say what they are (tensor names), instead of a
+  // list of missing tensors and a hint about num_classes.
+  Tensor w = Tensor::empty({2, 2});
+  w.fill(0.0f);
+  fs::create_directories(tmp_->path() + "/dit_ckpt");
+  save_safetensors(tmp_->path() + "/dit_ckpt/model.safetensors", {{"x_embedder.proj.weight", w}, {"pos_embed", w}});
+  const std::string dit = top1(tmp_->path() + "/dit_ckpt");
+  EXPECT_NE(dit.find("dit_ckpt/model.safetensors' holds a dittrain DiT model"), std::string::npos) << dit;
+  save_safetensors(tmp_->path() + "/optimizer.safetensors", {{"exp_avg.head.weight", w}, {"exp_avg_sq.head.weight", w}});
+  const std::string opt = top1(tmp_->path() + "/optimizer.safetensors");
+  EXPECT_NE(opt.find("holds optimizer state"), std::string::npos) << opt;
+  // A checkpoint of a run with its own config.yaml points to it.
+  fs::create_directories(tmp_->path() + "/runs2/u");
+  fs::copy(run() + "/step_5", tmp_->path() + "/runs2/u/step_5", fs::copy_options::recursive);
+  std::ofstream(tmp_->path() + "/runs2/u/config.yaml") << "model: {dim: 16}\n";
+  const std::string other = top1(tmp_->path() + "/runs2/u/step_5", {"model.dim=32"});
+  EXPECT_NE(other.find("; it was trained with " + tmp_->path() + "/runs2/u/config.yaml: give that file as CONFIG"),
+            std::string::npos) << other;
   EXPECT_NE(top1(run() + "/step_5", {"split=nope"}).find("split 'nope': folder"), std::string::npos);
   EXPECT_THROW(run_top1(request(run() + "/step_5", {"model.nope=1"}), {"configs"}), ConfigError);
   EXPECT_NE(error_of([&] { run_top1(request(run() + "/step_5", {"model.nope=1"}), {"configs"}); }).find("model.nope"),

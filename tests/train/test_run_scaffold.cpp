@@ -1,13 +1,18 @@
 // The trainers' shared scaffold: the non-finite policy (stop at once, or skip
 // up to N in a row), the state.json layout (and older layouts still read),
-// the run directory (resume choice, files, metrics, checkpoint retention)
+// the run directory (resume choice, files, metrics, checkpoint retention,
+// one writer)
 // and the step loop (hook order, update, cadences).
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 
 #include "core/checkpoint_dir.h"
 #include "core/config.h"
@@ -88,7 +93,7 @@ TEST(RunDirectory, ChoosesTheResumePointWithoutWritingAndLaysOutTheRun) {
   std::string first;
   {
     RunDirectory run(tmp.path(), "r", "never");
-    run.open(cfg, /*tensorboard=*/true);
+    run.open(cfg, /*tensorboard=*/true, 0);
     run.write_metrics(1, {{"loss", 0.5}}, {{"split", "train"}}, "train");
     CheckpointData d;
     d.state = {{"step", 1}};
@@ -113,6 +118,129 @@ TEST(RunDirectory, ChoosesTheResumePointWithoutWritingAndLaysOutTheRun) {
   EXPECT_EQ(RunDirectory(tmp.path(), "other", tmp.file("r/step_2")).resume_path(), tmp.file("r/step_2"));
 }
 
+
+// Two processes on one run directory: the second is refused up front with
+// the holder's pid and host (they used to write one directory together:
+// one run's checkpoints next to the other's config.yaml, two step-50
+// lines); the OS drops the lock when the holder dies, even by SIGKILL.
+TEST(RunDirectory, ASecondWriterIsRefusedNamingTheHolder) {
+  vt_test::TmpDir tmp;
+  ConfigSchema schema;
+  schema.optional("name", ConfigType::String, "r", "");
+  const Config cfg = Config::parse("", schema);
+  RunDirectory late(tmp.path(), "r", "auto");  // before the directory exists: locks at open()
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(ready[0]);
+    std::unique_ptr<RunDirectory> run;  // held until the process is killed
+    try {
+      run = std::make_unique<RunDirectory>(tmp.path(), "r", "auto");
+      run->open(cfg, /*tensorboard=*/false, 0);
+      (void)!write(ready[1], "1", 1);
+    } catch (...) {
+      (void)!write(ready[1], "0", 1);
+    }
+    while (true) pause();
+  }
+  close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  ASSERT_EQ(c, '1') << "the first run could not open the directory";
+  const std::string holder = "in use by another run (pid " + std::to_string(child) + " on ";
+  std::string msg = vt_test::error_of([&] { RunDirectory second(tmp.path(), "r", "auto"); });
+  EXPECT_NE(msg.find("run directory '" + tmp.file("r") + "' is " + holder), std::string::npos) << msg;
+  msg = vt_test::error_of([&] { late.open(cfg, false, 0); });
+  EXPECT_NE(msg.find(holder), std::string::npos) << msg;
+  EXPECT_FALSE(late.is_open());
+  kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_NO_THROW(late.open(cfg, false, 0));  // released by the OS
+  EXPECT_THROW(RunDirectory(tmp.path(), "r", "auto"), std::runtime_error);  // and held by `late` now
+}
+
+std::vector<int64_t> metric_steps(const std::string& path) {
+  std::vector<int64_t> steps;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) steps.push_back(std::stoll(line.substr(line.find(':') + 1)));
+  return steps;
+}
+
+std::string text_of(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A run killed after step 5 with its checkpoint at step 3 is resumed: steps
+// 4 and 5 are computed again, so their first records go (they were kept
+// and plots showed both copies). A changed config keeps the earlier one as
+// config.3.yaml and says so in log.txt (the warning went to stderr only
+// and config.yaml was overwritten).
+TEST(RunDirectory, AResumedRunDropsTheRecordsAfterItsStepAndKeepsTheEarlierConfig) {
+  vt_test::TmpDir tmp;
+  ConfigSchema schema;
+  schema.optional("name", ConfigType::String, "r", "").optional("lr", ConfigType::Float, "0.1", "");
+  const Config first = Config::parse("", schema), second = Config::parse("lr: 0.2\n", schema);
+  {
+    RunDirectory run(tmp.path(), "r", "auto");
+    run.open(first, /*tensorboard=*/true, 0);
+    CheckpointData d;
+    d.state = {{"step", 3}};
+    for (int64_t s = 1; s <= 5; ++s) {
+      run.write_metrics(s, {{"loss", 1.0 / static_cast<double>(s)}}, {}, "train");
+      if (s == 3) run.save(3, d, 0);
+    }
+  }
+  {
+    RunDirectory run(tmp.path(), "r", "auto");
+    ASSERT_EQ(run.resume_path(), tmp.file("r/step_3"));
+    run.warn("resuming from a checkpoint written with a different config");
+    run.open(second, /*tensorboard=*/true, 3);
+    EXPECT_EQ(metric_steps(tmp.file("r/metrics.jsonl")), (std::vector<int64_t>{1, 2, 3}));
+    run.write_metrics(4, {{"loss", 0.3}}, {}, "train");
+  }
+  EXPECT_EQ(metric_steps(tmp.file("r/metrics.jsonl")), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(text_of(tmp.file("r/config.3.yaml")), first.to_yaml());
+  EXPECT_EQ(text_of(tmp.file("r/config.yaml")), second.to_yaml());
+  const std::string log = text_of(tmp.file("r/log.txt"));
+  EXPECT_NE(log.find("[warning] resuming from a checkpoint written with a different config"), std::string::npos) << log;
+  EXPECT_NE(log.find("that one is kept as config.3.yaml"), std::string::npos) << log;
+  EXPECT_NE(log.find("dropped 2 records after step 3"), std::string::npos) << log;
+  // The same config again: nothing is renamed; a second resume from step 3
+  // with another config does not overwrite config.3.yaml.
+  {
+    RunDirectory run(tmp.path(), "r", "auto");
+    run.open(second, false, 3);
+  }
+  EXPECT_FALSE(fs::exists(tmp.file("r/config.3.1.yaml")));
+  {
+    RunDirectory run(tmp.path(), "r", "auto");
+    run.open(first, false, 3);
+  }
+  EXPECT_EQ(text_of(tmp.file("r/config.3.1.yaml")), second.to_yaml());
+  EXPECT_EQ(text_of(tmp.file("r/config.3.yaml")), first.to_yaml());
+}
+
+// A resume checkpoint of another model says what it holds and which
+// config.yaml built it, instead of hundreds of tensor names alone.
+TEST(RunDirectory, ResumeMismatchHintNamesTheKindAndTheRunConfig) {
+  vt_test::TmpDir tmp;
+  fs::create_directories(tmp.file("r/step_4"));
+  Tensor w = Tensor::empty({1});
+  w.fill(0.0f);
+  const std::map<std::string, Tensor> dit{{"x_embedder.proj.weight", w}}, vit{{"patch_embed.proj.weight", w}};
+  EXPECT_EQ(resume_mismatch_hint(tmp.file("r/step_4"), vit, WeightsKind::VitClassifier), "");
+  EXPECT_EQ(resume_mismatch_hint(tmp.file("r/step_4"), dit, WeightsKind::VitClassifier),
+            "; it holds a dittrain DiT model (for dittrain sample, not veval top1)");
+  std::ofstream(tmp.file("r/config.yaml")) << "model: {}\n";
+  EXPECT_EQ(resume_mismatch_hint(tmp.file("r/step_4/"), vit, WeightsKind::VitClassifier),
+            "; it was written by the run configured by " + tmp.file("r/config.yaml") + ": its model.* keys build it");
+}
 
 // A scripted StepTask on a one-parameter store: records the order of the
 // hook calls so the loop's cadences can be read off.
@@ -151,7 +279,7 @@ TEST(TrainLoop, RunsTheHooksWithTheUpdateAndTheCadencesInOrder) {
   RunDirectory run(tmp.path(), "r", "never");
   ConfigSchema schema;
   schema.optional("name", ConfigType::String, "r", "");
-  run.open(Config::parse("", schema), false);
+  run.open(Config::parse("", schema), false, 0);
   LoopOptions lo;
   lo.log_every_steps = 2, lo.ckpt_every_steps = 3, lo.log_at_end = true, lo.ckpt_at_end = true;
   lo.update.ema_decay = 0.5f;

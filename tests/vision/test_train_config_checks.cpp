@@ -9,12 +9,15 @@
 #include <vector>
 
 #include "core/config_paths.h"
+#include "test_fs.h"
 #include "core/tensor.h"
 #include "vision/train_config.h"
 #include "vision/vit.h"
 
 namespace vt {
 namespace {
+
+using vt_test::error_of;
 
 // A valid config; data.root need not exist (train_options reads no files).
 const char* kYaml =
@@ -118,9 +121,13 @@ TEST(TrainConfigChecks, RunNameIsOnePathComponent) {
 
 TEST(TrainConfigChecks, ModelShapeOfAPresetIsAModelError) {
   // deit_tiny has patch 16: 40 is not a multiple.
-  const std::string m = config_error({"model.preset=deit_tiny", "model.img_size=40"});
+  const std::string m = error_of([] {
+    train_options(Config::parse("model: {preset: deit_tiny, img_size: 40}\ndata: {root: /nonexistent}\n",
+                                vtrain_schema(), {}, "test.yaml", "."),
+                  "test.yaml");
+  });
   EXPECT_EQ(m.rfind("model.img_size", 0), 0u) << m;
-  EXPECT_NE(m.find("deit_tiny"), std::string::npos) << m;
+  EXPECT_NE(m.find("model.patch_size = 16 (from model.preset deit_tiny)"), std::string::npos) << m;
 }
 
 TEST(TrainConfigChecks, BoundaryValuesAreAccepted) {
@@ -212,6 +219,60 @@ TEST(TrainConfigChecks, ResumeNoneIsNever) {
   // with_absolute_trainer_paths must not turn the keyword into a path either.
   const Config c = Config::parse(kYaml, vtrain_schema(), {"resume=none"}, "test.yaml", ".");
   EXPECT_EQ(with_absolute_trainer_paths(c, "test.yaml").get<std::string>("resume"), "none");
+}
+
+// model.preset gives the defaults of the architecture keys; a key given in
+// the config overrides it (timm's keyword arguments). The keys were ignored
+// under a preset: a 1-block, 32-wide ViT config trained DeiT-S while its
+// config.yaml said dim 32, depth 1.
+TEST(TrainConfigChecks, GivenArchitectureKeysOverrideThePreset) {
+  const char* y = "name: t\nout_dir: /tmp/unused\nmodel: {img_size: 32, dim: 32, depth: 1, heads: 2}\n"
+                  "data: {root: /nonexistent, repeated_aug: 1}\ntrain: {epochs: 1, batch_size: 8}\n";
+  Config c = Config::parse(y, vtrain_schema(), {}, "test.yaml", ".");
+  TrainOptions o = train_options(c, "test.yaml");
+  EXPECT_EQ(o.preset, "deit_small");  // the default preset
+  EXPECT_EQ(o.vit.backbone.dim, 32);
+  EXPECT_EQ(o.vit.backbone.depth, 1);
+  EXPECT_EQ(o.vit.backbone.heads, 2);
+  EXPECT_EQ(o.vit.patch_size, 16);     // from the preset
+  EXPECT_EQ(o.vit.backbone.mlp_ratio, 4.0);
+  EXPECT_EQ(o.vit.backbone.drop_path.size(), 1u);
+
+  // Keys not given come from the preset; the saved config records them.
+  const char* tiny = "name: t\nout_dir: /tmp/unused\nmodel: {preset: deit_tiny, img_size: 32}\n"
+                     "data: {root: /nonexistent, repeated_aug: 1}\ntrain: {epochs: 1, batch_size: 8}\n";
+  Config t = Config::parse(tiny, vtrain_schema(), {"model.depth=1"}, "test.yaml", ".");
+  EXPECT_EQ(t.get<int>("model.dim"), 384);  // the schema default, which deit_tiny does not use
+  o = train_options(t, "test.yaml");
+  EXPECT_EQ(o.vit.backbone.dim, 192);
+  EXPECT_EQ(o.vit.backbone.heads, 3);
+  EXPECT_EQ(o.vit.backbone.depth, 1);
+  record_architecture(t, o);
+  EXPECT_EQ(t.get<int>("model.dim"), 192);
+  EXPECT_EQ(t.get<int>("model.heads"), 3);
+  EXPECT_EQ(t.get<int>("model.depth"), 1);
+  EXPECT_EQ(t.get<int>("model.patch_size"), 16);
+  EXPECT_EQ(t.source("model.dim"), "model.preset deit_tiny");
+  EXPECT_EQ(t.source("model.depth"), "command line");  // given: not rewritten
+  // The recorded config builds the same model again.
+  const TrainOptions again =
+      train_options(Config::parse(t.to_yaml(), vtrain_schema(), {}, "config.yaml", "."), "config.yaml");
+  EXPECT_EQ(again.vit.backbone.dim, 192);
+  EXPECT_EQ(again.vit.backbone.heads, 3);
+  EXPECT_EQ(again.vit.backbone.depth, 1);
+
+  // A preset value that does not fit a given one says where it came from.
+  const std::string msg = error_of([&] {
+    train_options(Config::parse(tiny, vtrain_schema(), {"model.preset=deit_small", "model.dim=32"}, "test.yaml", "."),
+                  "test.yaml");
+  });
+  EXPECT_NE(msg.find("model.heads = 6 (from model.preset deit_small) must divide model.dim = 32"), std::string::npos)
+      << msg;
+  // A custom model is what its keys (and their defaults) say; nothing is rewritten.
+  Config custom = Config::parse(kYaml, vtrain_schema(), {}, "test.yaml", ".");
+  const std::string before = custom.to_yaml();
+  record_architecture(custom, train_options(custom, "test.yaml"));
+  EXPECT_EQ(custom.to_yaml(), before);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <functional>
 #include <iterator>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -180,6 +181,31 @@ std::vector<nlohmann::json> metrics_lines(const std::string& run_dir, const std:
   return r;
 }
 
+// A run killed after step 5 whose newest checkpoint is step_4 is resumed:
+// step 5 is computed again, and its records (train line, final evaluation)
+// appear once in metrics.jsonl -- they were appended a second time.
+TEST_F(TrainerTest, AResumedRunRecordsEachStepOnce) {
+  const std::vector<std::string> ov{"train.max_steps=5", "ckpt.every_steps=0", "log.every_steps=1"};
+  run(parse(tiny_yaml(data(), out("once")), ov));
+  const std::string dir = out("once") + "/t";
+  ASSERT_TRUE(fs::is_directory(dir + "/step_5"));
+  ASSERT_TRUE(fs::is_directory(dir + "/step_4"));
+  const auto before = metrics_lines(dir, "train");
+  fs::remove_all(dir + "/step_5");  // as if killed before the last save
+  run(parse(tiny_yaml(data(), out("once")), ov));
+  std::vector<int64_t> train_steps;
+  for (const auto& j : metrics_lines(dir, "train")) train_steps.push_back(j.at("step").get<int64_t>());
+  EXPECT_EQ(train_steps, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(before.size(), 5u);
+  std::set<std::pair<std::string, int64_t>> seen;
+  std::ifstream f(dir + "/metrics.jsonl");
+  for (std::string line; std::getline(f, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_TRUE(seen.emplace(j.value("split", ""), j.at("step").get<int64_t>()).second) << "twice: " << line;
+  }
+  EXPECT_FALSE(fs::exists(dir + "/config.4.yaml"));  // the same config: nothing kept aside
+}
+
 // Keys of `line` starting with `prefix`.
 std::vector<std::string> keys_with(const nlohmann::json& line, const std::string& prefix) {
   std::vector<std::string> r;
@@ -265,7 +291,7 @@ TEST_F(TrainerTest, NormScalesAreLoggedAtEachEvaluation) {
 
 TEST_F(TrainerTest, NonFiniteLossNamesStepAndKeepsCheckpoint) {
   // An absurd lr blows the weights up after the first update.
-  Config c = parse(tiny_yaml(data(), out("n")), {"train.lr=1e30", "train.warmup_epochs=0", "train.clip_grad="});
+  Config c = parse(tiny_yaml(data(), out("n")), {"train.lr=1e30", "train.warmup_epochs=0", "train.clip_grad=~"});
   Trainer t(c, "test.yaml");
   try {
     t.run();
@@ -282,7 +308,7 @@ TEST_F(TrainerTest, NonFiniteLossNamesStepAndKeepsCheckpoint) {
 
 TEST_F(TrainerTest, MaxNonFiniteSkipsThatManyStepsInARowThenStops) {
   Config c = parse(tiny_yaml(data(), out("k")),
-                   {"train.lr=1e30", "train.warmup_epochs=0", "train.clip_grad=", "train.max_nonfinite=2"});
+                   {"train.lr=1e30", "train.warmup_epochs=0", "train.clip_grad=~", "train.max_nonfinite=2"});
   Trainer t(c, "test.yaml");
   try {
     t.run();
@@ -446,11 +472,12 @@ TEST_F(TrainerTest, SkippedCorruptFilesAreLoggedOnceAndCounted) {
   TrainSummary s;
   run(c, &s);
   const std::string log = read_text(out("skip") + "/t/log.txt");
-  // Every evaluation reads all 17 test samples, so the bad test file is met
-  // 3 times (once per epoch) but named once.
+  // Every evaluation reads all 17 test files, so the bad test file is met
+  // 3 times (once per epoch) but named once; the figures are over the 16
+  // readable images.
   EXPECT_EQ(count_of(log, "test/bird/zz_corrupt.jpg"), 1u) << log;
   EXPECT_EQ(s.final_eval.skipped, 1);
-  EXPECT_EQ(s.final_eval.images, 17);
+  EXPECT_EQ(s.final_eval.images, 16);
   // One "split":"data" line per epoch with the running total, never falling.
   const std::string metrics = read_text(out("skip") + "/t/metrics.jsonl");
   std::istringstream lines(metrics);
@@ -475,6 +502,19 @@ TEST_F(TrainerTest, SkippedCorruptFilesAreLoggedOnceAndCounted) {
   EXPECT_EQ(count_of(log, "train/airplane/zz_corrupt.jpg"), last > 0 ? 1u : 0u) << log;
 }
 
+// data.on_corrupt=skip and a class whose images are all unreadable: a
+// warning at start, in log.txt too (training would fill the class with
+// other classes' images without a word).
+TEST_F(TrainerTest, AClassWithoutAReadableImageIsAWarningAtStart) {
+  for (const auto& e : fs::directory_iterator(data() + "/test/bird"))
+    std::ofstream(e.path(), std::ios::trunc) << "not a jpeg";
+  run(parse(tiny_yaml(data(), out("cls")), {"data.on_corrupt=skip", "train.max_steps=1", "log.tensorboard=false"}));
+  const std::string log = read_text(out("cls") + "/t/log.txt");
+  EXPECT_NE(log.find("[warning] data: no image of class 'bird' in data.val_split '" + data() + "/test' can be read"),
+            std::string::npos) << log;
+  EXPECT_EQ(log.find("class 'airplane'"), std::string::npos) << log;
+}
+
 TEST_F(TrainerTest, FatalErrorsReachTheRunLog) {
   std::ofstream(data() + "/train/airplane/0000.jpg", std::ios::trunc) << "truncated";
   Config c = parse(tiny_yaml(data(), out("fatal")), {"log.tensorboard=false", "data.on_corrupt=error"});
@@ -483,6 +523,21 @@ TEST_F(TrainerTest, FatalErrorsReachTheRunLog) {
   EXPECT_NE(m.find("0000.jpg"), std::string::npos) << m;
   const std::string log = read_text(out("fatal") + "/t/log.txt");
   EXPECT_NE(log.find("[error] vtrain: run failed: " + m), std::string::npos) << log;
+}
+
+// Resuming with a model of another size: the error shows the first few
+// mismatches (not every tensor name) and points to the run's config.yaml,
+// whose model.* keys built the checkpoint.
+TEST_F(TrainerTest, ResumingAnotherModelPointsToTheRunConfig) {
+  run(parse(tiny_yaml(data(), out("size")), {"train.max_steps=1", "log.tensorboard=false"}));
+  const std::string m = error_of([&] {
+    Trainer t(parse(tiny_yaml(data(), out("size")), {"train.max_steps=2", "model.depth=1"}), "test.yaml");
+  });
+  EXPECT_NE(m.find("unexpected: blocks.1."), std::string::npos) << m;
+  EXPECT_NE(m.find(", ... ("), std::string::npos) << m;
+  EXPECT_NE(m.find("; it was written by the run configured by " + out("size") + "/t/config.yaml: its model.* keys build it"),
+            std::string::npos) << m;
+  EXPECT_LT(m.size(), 1000u) << m;
 }
 
 }  // namespace

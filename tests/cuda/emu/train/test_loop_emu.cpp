@@ -93,7 +93,7 @@ struct LoopRun {
     dir = std::make_unique<RunDirectory>(root, name, "never");
     ConfigSchema schema;
     schema.optional("name", ConfigType::String, name, "");
-    dir->open(Config::parse("", schema), false);
+    dir->open(Config::parse("", schema), false, 0);
     path = dir->path();
     LoopOptions lo;
     lo.log_every_steps = 4;

@@ -104,7 +104,7 @@ struct GraphRun {
     dir = std::make_unique<RunDirectory>(root, name, "never");
     ConfigSchema schema;
     schema.optional("name", ConfigType::String, name, "");
-    dir->open(Config::parse("", schema), false);
+    dir->open(Config::parse("", schema), false, 0);
     LoopOptions lo;
     lo.log_every_steps = 4;
     lo.update.clip_grad = 1.0;
