@@ -80,7 +80,7 @@ std::string missing_data_root_message(const Config& c, const std::string& key, c
   }
   const char* env = std::getenv("VT_DATA_DIR");
   const std::string name = fs::path(value).is_absolute() ? "" : fs::path(value).begin()->string();
-  msg += ".";
+  std::vector<std::string> ways;  // what the user can do, the most specific first
   if (name == "cifar10") {
     // The script that downloads it, where this config sits in a source tree.
     std::string script = "scripts/get_data.sh";
@@ -92,13 +92,17 @@ std::string missing_data_root_message(const Config& c, const std::string& key, c
         dest = (env && *env ? fs::path(env) / "cifar10" : base / "data" / "cifar10").lexically_normal().string();
       }
     }
-    msg += " To get CIFAR-10, run `" + script + " cifar10` (downloads the official release into " + dest +
-           ", where this config finds it);";
+    ways.push_back("To get CIFAR-10, run `" + script + " cifar10` (downloads the official release into " + dest +
+                   ", where this config finds it)");
   }
   if (!name.empty())
-    msg += " or set VT_DATA_DIR to a folder that holds " + value + "/ (" +
-           (env && *env ? std::string("VT_DATA_DIR is '") + env + "'" : std::string("VT_DATA_DIR is unset")) + ");";
-  return msg + " or give " + key + "=DIR.";
+    ways.push_back(std::string(ways.empty() ? "Set" : "set") + " VT_DATA_DIR to a folder that holds " + value + "/ (" +
+                   (env && *env ? std::string("VT_DATA_DIR is '") + env + "'" : std::string("VT_DATA_DIR is unset")) +
+                   ")");
+  ways.push_back(std::string(ways.empty() ? "Give " : "give ") + key + "=DIR");
+  msg += ".";
+  for (size_t i = 0; i < ways.size(); ++i) msg += (i ? "; or " : " ") + ways[i];
+  return msg + ".";
 }
 
 Config with_absolute_paths(const Config& in, const std::string& config_path, const PathKeys& keys) {

@@ -172,6 +172,20 @@ TEST(ConfigPaths, MissingCifar10SaysHowToGetIt) {
   EXPECT_TRUE(contains(msg, "or give data.root=DIR.")) << msg;
 }
 
+// An absolute folder that does not exist: no lookup, no download hint, and
+// the one remedy left reads as a sentence (not a dangling "or ...").
+TEST(ConfigPaths, MissingAbsoluteRootSaysWhatToGive) {
+  vt_test::TmpDir tmp;
+  const std::string root = tmp.file("nosuch");
+  const std::string path = tmp.write("x.yaml", "data: {root: " + root + "}\n");
+  const Config c = Config::load(path, schema());
+  const std::string msg = missing_data_root_message(c, "data.root", path);
+  EXPECT_TRUE(contains(msg, "data.root '" + root + "' (" + path + ":1) does not exist or is not a directory. Give "
+                            "data.root=DIR.")) << msg;
+  EXPECT_FALSE(contains(msg, ". or")) << msg;
+  EXPECT_FALSE(contains(msg, "VT_DATA_DIR")) << msg;
+}
+
 TEST(ConfigChecks, RangeChecksNameKeyAndSource) {
   const Config c = Config::parse("train: {lr: .inf, batch_size: 0}\nname: a/b\n", schema(), {}, "t.yaml");
   const std::string lr = vt_test::error_of([&] { real_in(c, "train.lr", 0, 1, /*open_lo=*/true); });
