@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Stop signals, end to end (label faults): SIGTERM at random moments of a
+# vtrain CIFAR run -- during a training step, around an epoch's evaluation,
+# around a checkpoint write (there twice, the second while the stop
+# checkpoint is written) -- then `resume: auto` to the end. Each stopped
+# run must
+#   exit with status 3 (core/exit_status.h) and log the signal and the step S,
+#   hold a complete step_S checkpoint and no partial one,
+#   have lost no step: S >= the last step recorded before the signal, and no
+#     step after S was recorded,
+# and the resumed run's checkpoints must be byte-identical to those of a run
+# never stopped (model, EMA, optimizer, state).
+#
+# usage: signal_resume.sh VTRAIN CIFAR_DIR   (VT_FAULTS_SEED picks the moments)
+set -u
+VTRAIN=$1
+CIFAR=$2
+source "$(dirname "$0")/common.sh"
+[ -d "$CIFAR/train" ] || { echo "no CIFAR-10 at $CIFAR: skipped"; exit 77; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+seed=${VT_FAULTS_SEED:-$RANDOM}
+RANDOM=$seed
+note "seed $seed (VT_FAULTS_SEED=$seed repeats these moments)"
+make_dataset "$tmp/data"
+out=$tmp/runs
+
+t0=$(date +%s.%N)
+run_vtrain "$tmp/data" "$out" ref >"$tmp/ref.out" 2>&1 &
+wait $! || { cat "$tmp/ref.out"; fail "the uninterrupted run failed"; }
+note "uninterrupted run: $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s"
+[ -f "$out/ref/step_30/state.json" ] || fail "the uninterrupted run has no step_30"
+
+# $1: name, $2: moment (train | eval | ckpt)
+trial() {
+  local name=$1 moment=$2 target pid rc s l0 last
+  case $moment in
+    train) target=$((RANDOM % 23 + 2)) ;;        # a step inside the run
+    eval) target=$(((RANDOM % 4 + 1) * 5)) ;;    # an epoch's last step: its evaluation follows
+    ckpt) target=$(((RANDOM % 6 + 1) * 4)) ;;    # a checkpoint step: its write follows
+  esac
+  run_vtrain "$tmp/data" "$out" "$name" >"$tmp/$name.stop.out" 2>&1 &
+  pid=$!
+  while [ "$(last_train_step "$out/$name/metrics.jsonl")" -lt "$target" ]; do
+    kill -0 "$pid" 2>/dev/null || { cat "$tmp/$name.stop.out"; fail "$name: ended before step $target"; }
+    sleep 0.01
+  done
+  l0=$(last_train_step "$out/$name/metrics.jsonl")
+  kill -TERM "$pid"
+  if [ "$moment" = ckpt ]; then
+    sleep 0.05
+    kill -TERM "$pid" 2>/dev/null  # a second signal, while the stop checkpoint is written
+  fi
+  wait "$pid"
+  rc=$?
+  [ "$rc" -eq 3 ] || { cat "$tmp/$name.stop.out"; fail "$name: exit status $rc after SIGTERM, expected 3"; }
+  s=$(sed -n 's/.*stopped by SIGTERM after step \([0-9]*\).*/\1/p' "$out/$name/log.txt" | tail -1)
+  [ -n "$s" ] || fail "$name: log.txt does not name the signal and the step: $(tail -5 "$out/$name/log.txt")"
+  grep -q "SIGTERM received: stopping after step $s" "$out/$name/log.txt" || fail "$name: no stop line in log.txt"
+  note "$name: SIGTERM at $moment step $target (last recorded $l0) -> stopped after step $s, exit 3"
+  [ "$s" -ge "$l0" ] || fail "$name: stopped at step $s, but step $l0 was already recorded"
+  last=$(last_train_step "$out/$name/metrics.jsonl")
+  [ "$last" -eq "$s" ] || fail "$name: the last recorded step is $last, the checkpoint's $s"
+  [ -f "$out/$name/step_$s/state.json" ] || fail "$name: no complete step_$s"
+  ls -a "$out/$name" | grep -q '^\.step_' && fail "$name: a partial checkpoint was left: $(ls -a "$out/$name")"
+  python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['step'] == int(sys.argv[2])" \
+    "$out/$name/step_$s/state.json" "$s" || fail "$name: step_$s/state.json does not hold step $s"
+  check_metrics_readable "$out/$name/metrics.jsonl"
+  # Resume to the end.
+  run_vtrain "$tmp/data" "$out" "$name" >"$tmp/$name.resume.out" 2>&1 &
+  wait $! || { cat "$tmp/$name.resume.out"; fail "$name: the resumed run failed"; }
+  grep -q "resumed from $out/$name/step_$s" "$tmp/$name.resume.out" "$out/$name/log.txt" ||
+    fail "$name: did not resume from step_$s"
+  local n compared=0
+  for d in "$out/ref"/step_*; do
+    n=${d##*/}
+    [ -d "$out/$name/$n" ] || fail "$name: no $n (the uninterrupted run has one)"
+    same_checkpoint "$d" "$out/$name/$n"
+    compared=$((compared + 1))
+  done
+  note "$name: $compared checkpoints byte-identical to the uninterrupted run's"
+}
+
+trial during_train train
+trial during_eval eval
+trial during_ckpt ckpt
+note "ok"
