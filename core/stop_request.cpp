@@ -1,11 +1,13 @@
 #include "core/stop_request.h"
 
+#include <pthread.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "core/dist.h"
 #include "core/exit_status.h"
@@ -42,17 +44,34 @@ std::string stop_message(int signo, int64_t step, const std::string& checkpoint)
 }  // namespace
 
 void install_stop_signals(const std::vector<int>& signals) {
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_handler = record_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
+  static bool installed = false;
+  if (installed || signals.empty()) return;
+  installed = true;
+  sigset_t set;
+  sigemptyset(&set);
   for (int s : signals) {
     if (s < 1 || s > 64 || s == SIGKILL || s == SIGSTOP)
       throw std::invalid_argument("install_stop_signals: signal " + std::to_string(s) + " cannot be handled");
-    sigaction(s, &sa, nullptr);
+    sigaddset(&set, s);
   }
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = record_stop_signal;
+  sigfillset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int s : signals) sigaction(s, &sa, nullptr);
   ::signal(SIGXFSZ, SIG_IGN);
+  // The calling thread (the one that trains) and the threads it starts
+  // later do not take the signals: a thread of its own waits for them, so
+  // no computation is interrupted. Threads started earlier (data loaders)
+  // may still take one; the handler above records it the same way.
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread([set] {
+    for (;;) {
+      int signo = 0;
+      if (sigwait(&set, &signo) == 0) record_stop_signal(signo);
+    }
+  }).detach();
 }
 
 int local_stop_signal() { return g_signal; }

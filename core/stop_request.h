@@ -23,9 +23,12 @@
 
 namespace vt {
 
-// Installs the recording handler for each signal number (SA_RESTART).
-// Process-wide; calling it again adds signals. Throws std::invalid_argument
-// for SIGKILL, SIGSTOP or a number outside 1..64.
+// Installs the recording handler for each signal number and blocks them in
+// the calling thread (and so in the threads it starts later), where a thread
+// of their own waits for them (sigwait): computation is never interrupted.
+// Process-wide and once: later calls do nothing. Call it from the thread
+// that trains. Throws std::invalid_argument for SIGKILL, SIGSTOP or a
+// number outside 1..64.
 void install_stop_signals(const std::vector<int>& signals);
 
 // The signal this process received first since install (0: none).

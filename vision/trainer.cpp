@@ -664,12 +664,14 @@ TrainSummary Trainer::Impl::loop() {
     const bool last = I.epoch >= o.epochs;
     if (last || (o.eval_every_epochs > 0 && I.epoch % o.eval_every_epochs == 0))
       last_eval = I.evaluate_all(), evaluated_now = true;
-    if (last || (o.ckpt_every_epochs > 0 && I.epoch % o.ckpt_every_epochs == 0))
-      I.save("epoch " + std::to_string(I.epoch)), saved_now = true;
+    const bool epoch_saved = last || (o.ckpt_every_epochs > 0 && I.epoch % o.ckpt_every_epochs == 0);
+    if (epoch_saved) I.save("epoch " + std::to_string(I.epoch)), saved_now = true;
     if (stop || last) break;
     // A stop requested during the epoch's last step or its evaluation: the
-    // evaluation is recorded, the checkpoint holds the epoch's end.
-    loop.check_stop(steps, I.step, saved_now);
+    // evaluation is recorded, the checkpoint holds the epoch's end (the
+    // next epoch's position and best top-1; it replaces a periodic
+    // checkpoint of the same step, written before the evaluation).
+    loop.check_stop(steps, I.step, epoch_saved);
   }
   if (!evaluated_now) last_eval = I.evaluate_all();
   // Re-evaluating a finished run leaves its checkpoint (and the digest in
