@@ -32,7 +32,7 @@ all_bytes=$(cat "$out/disk/step_4"/* | wc -c)
 limit_kib=$((model_bytes / 1024 / 2))  # half a model file: every checkpoint write fails
 note "checkpoint: $all_bytes bytes (model.safetensors $model_bytes); limit ${limit_kib} KiB"
 
-(ulimit -f "$limit_kib" && run_vtrain "$tmp/data" "$out" disk train.max_steps=8) >"$tmp/b.out" 2>&1 &
+(ulimit -S -f "$limit_kib" && run_vtrain "$tmp/data" "$out" disk train.max_steps=8) >"$tmp/b.out" 2>&1 &
 wait $!
 rc=$?
 note "stop: exit status $rc"
@@ -56,7 +56,7 @@ note "stop: step_4 intact, no partial checkpoint, metrics readable; the message:
 # retry: the failed step_8 is logged; the limit is lifted; a later
 # checkpoint (step_12, or step_16 when the lift comes late) and the end's
 # (step_20) are written.
-(ulimit -f "$limit_kib" && run_vtrain "$tmp/data" "$out" disk train.max_steps=20 ckpt.on_write_error=retry) \
+(ulimit -S -f "$limit_kib" && run_vtrain "$tmp/data" "$out" disk train.max_steps=20 ckpt.on_write_error=retry) \
   >"$tmp/c.out" 2>&1 &
 pid=$!
 for _ in $(seq 600); do
@@ -69,6 +69,7 @@ wait $pid
 rc=$?
 note "retry: exit status $rc"
 [ "$rc" -eq 0 ] || { cat "$tmp/c.out"; fail "exit status $rc with ckpt.on_write_error=retry"; }
+grep -q "resumed from $out/disk/step_4" "$tmp/c.out" || fail "the run after the failure did not resume from step_4"
 grep -q "step_8': cannot write: .*retrying at the next checkpoint" "$out/disk/log.txt" || fail "no retry line in log.txt"
 [ -f "$out/disk/step_20/state.json" ] || fail "no step_20 after the limit was lifted"
 [ -e "$out/disk/step_8" ] && fail "a step_8 was left"
