@@ -31,6 +31,17 @@ run_vtrain() {  # DATA OUT NAME [overrides...]  (exec: run it in the background 
     ckpt.keep_last=0 data.workers=1 threads=1 log.tensorboard=false "$@"
 }
 
+# A tiny pixel DiT on the same images: 30 steps, a sample grid every 5
+# steps, a checkpoint every 10.
+run_dittrain() {  # DATA OUT NAME [overrides...]  (exec, as run_vtrain)
+  local data=$1 out=$2 name=$3
+  shift 3
+  exec "$DITTRAIN" cifar10_dit_siamese "data.root=$data/train" "out_dir=$out" "name=$name" model.hidden=32 \
+    model.depth=2 model.heads=2 model.patch=8 model.num_classes=4 train.batch_size=24 train.steps=30 \
+    log.every_steps=1 sample.every=5 sample.num=4 sample.steps=10 ckpt.every_steps=10 data.workers=1 threads=1 \
+    log.tensorboard=false resume=auto "$@"
+}
+
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 
 # The last step of a complete train metrics line in metrics.jsonl (0: none).

@@ -11,10 +11,13 @@
 # and the resumed run's checkpoints must be byte-identical to those of a run
 # never stopped (model, EMA, optimizer, state).
 #
-# usage: signal_resume.sh VTRAIN CIFAR_DIR   (VT_FAULTS_SEED picks the moments)
+# The same for dittrain, with the signal around a sample grid.
+#
+# usage: signal_resume.sh VTRAIN DITTRAIN CIFAR_DIR   (VT_FAULTS_SEED picks the moments)
 set -u
 VTRAIN=$1
-CIFAR=$2
+DITTRAIN=$2
+CIFAR=$3
 source "$(dirname "$0")/common.sh"
 [ -d "$CIFAR/train" ] || { echo "no CIFAR-10 at $CIFAR: skipped"; exit 77; }
 
@@ -26,21 +29,24 @@ note "seed $seed (VT_FAULTS_SEED=$seed repeats these moments)"
 make_dataset "$tmp/data"
 out=$tmp/runs
 
-t0=$(date +%s.%N)
-run_vtrain "$tmp/data" "$out" ref >"$tmp/ref.out" 2>&1 &
-wait $! || { cat "$tmp/ref.out"; fail "the uninterrupted run failed"; }
-note "uninterrupted run: $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s"
-[ -f "$out/ref/step_30/state.json" ] || fail "the uninterrupted run has no step_30"
+for prog in vtrain dittrain; do
+  t0=$(date +%s.%N)
+  run_$prog "$tmp/data" "$out" ref_$prog >"$tmp/ref_$prog.out" 2>&1 &
+  wait $! || { cat "$tmp/ref_$prog.out"; fail "the uninterrupted $prog run failed"; }
+  note "uninterrupted $prog run: $(python3 -c "print(round($(date +%s.%N) - $t0, 1))") s"
+  [ -f "$out/ref_$prog/step_30/state.json" ] || fail "the uninterrupted $prog run has no step_30"
+done
 
-# $1: name, $2: moment (train | eval | ckpt)
+# $1: program, $2: name, $3: moment (train | eval | ckpt | sample)
 trial() {
-  local name=$1 moment=$2 target pid rc s l0 last
+  local prog=$1 name=$2 moment=$3 target pid rc s l0 last
   case $moment in
     train) target=$((RANDOM % 23 + 2)) ;;        # a step inside the run
     eval) target=$(((RANDOM % 4 + 1) * 5)) ;;    # an epoch's last step: its evaluation follows
     ckpt) target=$(((RANDOM % 6 + 1) * 4)) ;;    # a checkpoint step: its write follows
+    sample) target=$(((RANDOM % 5 + 1) * 5)) ;;  # a sample grid's step: the grid follows
   esac
-  run_vtrain "$tmp/data" "$out" "$name" >"$tmp/$name.stop.out" 2>&1 &
+  run_$prog "$tmp/data" "$out" "$name" >"$tmp/$name.stop.out" 2>&1 &
   pid=$!
   while [ "$(last_train_step "$out/$name/metrics.jsonl")" -lt "$target" ]; do
     kill -0 "$pid" 2>/dev/null || { cat "$tmp/$name.stop.out"; fail "$name: ended before step $target"; }
@@ -68,12 +74,12 @@ trial() {
     "$out/$name/step_$s/state.json" "$s" || fail "$name: step_$s/state.json does not hold step $s"
   check_metrics_readable "$out/$name/metrics.jsonl"
   # Resume to the end.
-  run_vtrain "$tmp/data" "$out" "$name" >"$tmp/$name.resume.out" 2>&1 &
+  run_$prog "$tmp/data" "$out" "$name" >"$tmp/$name.resume.out" 2>&1 &
   wait $! || { cat "$tmp/$name.resume.out"; fail "$name: the resumed run failed"; }
   grep -q "resumed from $out/$name/step_$s" "$tmp/$name.resume.out" "$out/$name/log.txt" ||
     fail "$name: did not resume from step_$s"
   local n compared=0
-  for d in "$out/ref"/step_*; do
+  for d in "$out/ref_$prog"/step_*; do
     n=${d##*/}
     [ -d "$out/$name/$n" ] || fail "$name: no $n (the uninterrupted run has one)"
     if [ "$n" = "step_$s" ]; then
@@ -89,7 +95,12 @@ trial() {
   note "$name: $compared checkpoints byte-identical to the uninterrupted run's"
 }
 
-trial during_train train
-trial during_eval eval
-trial during_ckpt ckpt
+trial vtrain during_train train
+trial vtrain during_eval eval
+trial vtrain during_ckpt ckpt
+trial dittrain dit_during_sample sample
+# Every grid of the uninterrupted run, each written once and complete.
+for g in "$out/ref_dittrain/samples"/*.png; do
+  cmp -s "$g" "$out/dit_during_sample/samples/${g##*/}" || fail "sample grid ${g##*/} differs from the uninterrupted run's"
+done
 note "ok"
