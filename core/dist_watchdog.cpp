@@ -69,7 +69,7 @@ double dist_timeout() { return g_timeout.load(); }
 void dist_set_step(int64_t step) { g_step.store(step); }
 
 CollectiveWatch::CollectiveWatch(const char* op, size_t count, const char* type, bool timed) {
-  if (!timed || g_timeout.load() <= 0) return;
+  if (!timed || g_timeout.load() <= 0 || g_since.load() != 0) return;  // (inside an outer watch: its name stays)
   g_op.store(op), g_count.store(count), g_type.store(type);
   g_since.store(now_ns());
   armed_ = true;

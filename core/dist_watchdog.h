@@ -25,7 +25,9 @@ void dist_set_step(int64_t step);
 
 // Arms the watchdog for one collective (`op`, `count` elements of `type`)
 // while it lives; `timed` false: never times out (a wait with no bound of
-// its own, e.g. for rank 0's checkpoint write).
+// its own, e.g. for rank 0's checkpoint write). Inside another watch it
+// does nothing: a caller names the collective ("MPI_Allreduce of the
+// gradients") around Dist's generic watch.
 class CollectiveWatch {
  public:
   CollectiveWatch(const char* op, size_t count, const char* type, bool timed = true);

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/dist.h"
+#include "core/dist_watchdog.h"
 #include "core/exit_status.h"
 
 namespace vt {
@@ -85,6 +86,7 @@ int agreed_stop_signal() {
   // Per signal number, how many ranks received it.
   int64_t counts[65] = {0};
   if (local > 0 && local <= 64) counts[local] = 1;
+  CollectiveWatch w("MPI_Allreduce of the stop-request agreement", 65, "int64s");
   d.allreduce_sum(counts, 65);
   for (int s = 1; s <= 64; ++s)
     if (counts[s] > 0) return s;

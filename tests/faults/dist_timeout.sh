@@ -34,9 +34,11 @@ note "2 ranks, rank 1 asleep at step 3, dist.timeout_s=5: exit status $rc after 
 [ "$rc" -ne 124 ] || { cat "$tmp/hang.out"; fail "the job hung (killed by timeout 120)"; }
 [ "$rc" -eq 4 ] || { cat "$tmp/hang.out"; fail "exit status $rc, expected 4 (distributed timeout)"; }
 [ "$secs" -le 35 ] || fail "took $secs s, more than dist.timeout_s + 30"
-msg="rank 0 of 2 (host $(hostname)): distributed timeout: MPI_Allreduce"
+# Rank 0 waits for rank 1 in the step's gradient all-reduce.
+msg="rank 0 of 2 (host $(hostname)): distributed timeout: MPI_Allreduce of the gradients"
 grep -q "$msg" "$tmp/hang.out" || { cat "$tmp/hang.out"; fail "no '$msg' on stderr"; }
 grep -q "at step 3 did not complete within 5 s (dist.timeout_s)" "$tmp/hang.out" ||
   { cat "$tmp/hang.out"; fail "the message does not name step 3 and the timeout"; }
-grep -q "distributed timeout: MPI_Allreduce" "$out/hang/log.txt" || fail "rank 0's log.txt lacks the message"
+grep -q "distributed timeout: MPI_Allreduce of the gradients" "$out/hang/log.txt" || fail "rank 0's log.txt lacks the message"
+note "$(grep -m1 'distributed timeout' "$tmp/hang.out")"
 note "ok"
