@@ -100,11 +100,7 @@ TEST(ClusterKeys, BadValuesNameTheKeyAndTheValue) {
 // 64 Ki floats (256 KiB per file) under a 64 KiB limit: every write fails.
 TEST(CheckpointWrite, AFailedWriteKeepsThePreviousCheckpointAndNamesTheBytes) {
   vt_test::TmpDir tmp;
-  ConfigSchema schema;
-  schema.optional("name", ConfigType::String, "r", "");
-  const Config cfg = Config::parse("", schema);
-  RunDirectory run(tmp.path(), "r", "never");
-  run.open(cfg, /*tensorboard=*/false);
+  RunDirectory run(tmp.path(), "r", "never");  // save() alone: no log or metrics files needed
   const CheckpointData small = checkpoint_of(16, 1.0f), big = checkpoint_of(65536, 2.0f);
   const std::string first = run.save(1, small, 0);
   const std::string model_before = read_file(first + "/model.safetensors");
@@ -133,17 +129,14 @@ TEST(CheckpointWrite, AFailedWriteKeepsThePreviousCheckpointAndNamesTheBytes) {
   EXPECT_FALSE(fs::exists(tmp.file("r/step_3")));
   for (const auto& e : fs::directory_iterator(tmp.file("r")))
     EXPECT_NE(e.path().filename().string().rfind(".step_", 0), 0u) << "partial checkpoint left: " << e.path();
-  // The run's last save failed: closing it is that error.
-  EXPECT_THROW(run.close(), CheckpointWriteError);
+  // The run's last save failed: ending the run is that error.
+  EXPECT_THROW(run.throw_if_write_failed(), CheckpointWriteError);
+  EXPECT_NO_THROW(run.throw_if_write_failed());  // reported once
 }
 
 TEST(CheckpointWrite, ARetriedWriteThatSucceedsClearsTheFailure) {
   vt_test::TmpDir tmp;
-  ConfigSchema schema;
-  schema.optional("name", ConfigType::String, "r", "");
-  const Config cfg = Config::parse("", schema);
-  RunDirectory run(tmp.path(), "r", "never");
-  run.open(cfg, false);
+  RunDirectory run(tmp.path(), "r", "never");  // save() alone: no log or metrics files needed
   run.set_retry_checkpoint_write(true);
   const CheckpointData big = checkpoint_of(65536, 2.0f);
   {
@@ -151,6 +144,6 @@ TEST(CheckpointWrite, ARetriedWriteThatSucceedsClearsTheFailure) {
     EXPECT_EQ(run.save(2, big, 0), "");
   }
   EXPECT_EQ(run.save(4, big, 0), tmp.file("r/step_4"));
-  EXPECT_NO_THROW(run.close());
+  EXPECT_NO_THROW(run.throw_if_write_failed());
   EXPECT_EQ(load_checkpoint(tmp.file("r/step_4")).model.at("w").f32()[65535], 2.0f);
 }
