@@ -1,9 +1,11 @@
 #include "core/checkpoint_dir.h"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 
@@ -37,7 +39,26 @@ void save_map(const std::string& path, const std::map<std::string, Tensor>& m) {
   save_safetensors(path, {m.begin(), m.end()}, {{"format", "pt"}});
 }
 
+uint64_t map_bytes(const std::map<std::string, Tensor>& m) {
+  // Per tensor: its bytes and a header entry (name, dtype, shape, offsets:
+  // under 128 bytes beyond the name); 8 + 64 for the header's frame.
+  uint64_t b = 72;
+  for (const auto& [name, t] : m) b += static_cast<uint64_t>(t.nbytes()) + name.size() + 128;
+  return b;
+}
+
+std::string mib(uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
 }  // namespace
+
+uint64_t checkpoint_bytes(const CheckpointData& data) {
+  return map_bytes(data.model) + (data.ema.empty() ? 0 : map_bytes(data.ema)) + map_bytes(data.optimizer) +
+         data.state.dump(2).size() + 1;
+}
 
 std::string save_checkpoint(const std::string& run_dir, int64_t step, const CheckpointData& data) {
   if (step < 0) throw std::invalid_argument("save_checkpoint: negative step " + std::to_string(step));
@@ -46,8 +67,8 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
       (fs::path(run_dir) / (".step_" + std::to_string(step) + ".tmp." + std::to_string(getpid()))).string();
   std::error_code ec;
   fs::remove_all(tmp, ec);
-  fs::create_directories(tmp);
   try {
+    fs::create_directories(tmp);
     save_map(tmp + "/model.safetensors", data.model);
     if (!data.ema.empty()) save_map(tmp + "/ema.safetensors", data.ema);
     save_map(tmp + "/optimizer.safetensors", data.optimizer);
@@ -68,7 +89,17 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
     sync_dir(run_dir);
   } catch (const std::exception& e) {
     fs::remove_all(tmp, ec);
-    throw std::runtime_error("checkpoint '" + final_dir + "': cannot write: " + e.what());
+    const uint64_t need = checkpoint_bytes(data);
+    std::string free_text;
+    struct statvfs vfs;
+    if (::statvfs(run_dir.c_str(), &vfs) == 0) {
+      const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+      free_text = ", " + std::to_string(avail) + " bytes (" + mib(avail) + ") free on its file system";
+    }
+    throw CheckpointWriteError("checkpoint '" + final_dir + "': cannot write: " + e.what() +
+                                   "; the checkpoint needs " + std::to_string(need) + " bytes (" + mib(need) + ")" +
+                                   free_text + "; the partial checkpoint was removed",
+                               need);
   }
   return final_dir;
 }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,10 +37,29 @@ struct CheckpointData {
   nlohmann::json state;
 };
 
+// A checkpoint that could not be written (ENOSPC, EDQUOT, EIO, EFBIG under a
+// file-size limit, ...). what() names the checkpoint, the file and the
+// system's reason, the bytes the checkpoint needs and the bytes free on the
+// file system; the partial checkpoint is removed by then, and every other
+// checkpoint of the run (including an older step_<step>) is untouched.
+class CheckpointWriteError : public std::runtime_error {
+ public:
+  CheckpointWriteError(const std::string& what, uint64_t bytes_needed)
+      : std::runtime_error(what), bytes_needed_(bytes_needed) {}
+  uint64_t bytes_needed() const { return bytes_needed_; }
+
+ private:
+  uint64_t bytes_needed_;
+};
+
+// The bytes save_checkpoint writes for `data`: the tensors' bytes plus the
+// safetensors headers (an upper estimate) and state.json.
+uint64_t checkpoint_bytes(const CheckpointData& data);
+
 // Writes run_dir/step_<step> (creating run_dir; replacing an existing
 // step_<step>, which stays intact until the new one is complete) and returns
-// its path. Throws std::runtime_error (naming the file) when a write fails;
-// the temporary directory is removed then.
+// its path. Throws CheckpointWriteError when a write fails; the temporary
+// directory is removed then.
 std::string save_checkpoint(const std::string& run_dir, int64_t step, const CheckpointData& data);
 
 struct CheckpointLoadOptions {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "core/dist_watchdog.h"
 #include "core/log.h"
 
 #ifdef VT_MPI
@@ -56,12 +57,15 @@ bool dist_built_with_mpi() {
 
 #ifdef VT_MPI
 void Dist::allreduce_sum(float* data, size_t n) const {
+  CollectiveWatch w("MPI_Allreduce", n, "floats");
   if (mpi_ && world_ > 1) MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 }
 void Dist::allreduce_sum(double* data, size_t n) const {
+  CollectiveWatch w("MPI_Allreduce", n, "doubles");
   if (mpi_ && world_ > 1) MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 }
 void Dist::allreduce_sum(int64_t* data, size_t n) const {
+  CollectiveWatch w("MPI_Allreduce", n, "int64s");
   if (mpi_ && world_ > 1)
     MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
 }
@@ -71,6 +75,7 @@ std::vector<unsigned char> Dist::gather_bytes(const void* data, size_t bytes, in
   constexpr size_t kMax = static_cast<size_t>(std::numeric_limits<int>::max());
   if (bytes > kMax)
     throw std::invalid_argument("Dist::gather_bytes: " + std::to_string(bytes) + " bytes exceed MPI's int count");
+  CollectiveWatch w("MPI_Gatherv", bytes, "bytes");
   int mine = static_cast<int>(bytes);
   std::vector<int> counts(static_cast<size_t>(world_)), displs(static_cast<size_t>(world_));
   // Every rank learns the counts, so all take the same decision on the total.
@@ -95,6 +100,7 @@ std::vector<unsigned char> Dist::allgather_bytes(const void* data, size_t bytes,
   constexpr size_t kMax = static_cast<size_t>(std::numeric_limits<int>::max());
   if (bytes > kMax)
     throw std::invalid_argument("Dist::allgather_bytes: " + std::to_string(bytes) + " bytes exceed MPI's int count");
+  CollectiveWatch w("MPI_Allgatherv", bytes, "bytes");
   int mine = static_cast<int>(bytes);
   std::vector<int> counts(static_cast<size_t>(world_)), displs(static_cast<size_t>(world_));
   MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
@@ -111,9 +117,11 @@ std::vector<unsigned char> Dist::allgather_bytes(const void* data, size_t bytes,
   return out;
 }
 void Dist::broadcast(void* data, size_t bytes, int root) const {
+  CollectiveWatch w("MPI_Bcast", bytes, "bytes");
   if (mpi_ && world_ > 1) MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD);
 }
-void Dist::barrier() const {
+void Dist::barrier(const char* what, bool timed) const {
+  CollectiveWatch w(what ? what : "MPI_Barrier", 0, "values", timed);
   if (mpi_ && world_ > 1) MPI_Barrier(MPI_COMM_WORLD);
 }
 void Dist::abort(int code) const {
@@ -136,7 +144,7 @@ std::vector<unsigned char> Dist::gather_bytes(const void* data, size_t bytes, in
   return std::vector<unsigned char>(p, p + bytes);
 }
 void Dist::broadcast(void*, size_t, int) const {}
-void Dist::barrier() const {}
+void Dist::barrier(const char*, bool) const {}
 void Dist::abort(int code) const {
   std::fflush(stdout);
   std::fflush(stderr);

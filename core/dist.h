@@ -14,6 +14,11 @@
 // OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or SLURM_LOCALID, else
 // MPI_Comm_split_type(MPI_COMM_TYPE_SHARED); 0 in a single process.
 //
+// Timeout (dist.timeout_s, core/dist_watchdog.h): with several ranks, a
+// collective that has not completed within the timeout ends the whole job
+// with exit status kExitDistTimeout (core/exit_status.h) and a message naming
+// the rank, the step and the operation.
+//
 // Errors: a failed MPI call aborts the job (MPI_ERRORS_ARE_FATAL);
 // DistSession throws std::runtime_error when the build has no MPI but the
 // launcher started several processes (they would all train alone).
@@ -50,7 +55,9 @@ class Dist {
   std::vector<unsigned char> gather_bytes(const void* data, size_t bytes, int root = 0) const;
   // Copies `bytes` bytes of rank `root`'s buffer into every rank's (MPI_Bcast).
   void broadcast(void* data, size_t bytes, int root = 0) const;
-  void barrier() const;
+  // `what` names the wait in a timeout message; timed false: no
+  // dist.timeout_s (a wait for work of unknown length on another rank).
+  void barrier(const char* what = nullptr, bool timed = true) const;
   // Ends every rank of the job with exit status `code` (MPI_Abort; exit()
   // in a single process). For a failure on one rank: the others may be
   // waiting in a collective and would otherwise hang.

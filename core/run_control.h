@@ -3,7 +3,8 @@
 // sample.*), where it resumes from, how many threads it uses and how it
 // buckets the gradient all-reduce (rounding only) and whether it recomputes
 // activations (train.activation_checkpointing: memory only) or replays the
-// step as a CUDA Graph (train.cuda_graph: launch overhead only), but not
+// step as a CUDA Graph (train.cuda_graph: launch overhead only), how it
+// meets a cluster (run.stop_signals, dist.timeout_s, ckpt.on_write_error), but not
 // what its training computes. They are left out of the config digest
 // that checkpoints record, so resuming a run with, e.g., resume=auto or a
 // larger train.max_steps is not reported as "written with a different

@@ -8,6 +8,7 @@
 #include "core/config_paths.h"
 #include "core/run_control.h"
 #include "train/activation_checkpointing.h"
+#include "train/cluster_keys.h"
 #include "train/cuda_graph_key.h"
 #include "train/device_choice.h"
 
@@ -86,6 +87,7 @@ const ConfigSchema& dittrain_schema() {
         .renamed("ckpt.every", "ckpt.every_steps");
     declare_activation_checkpointing(c);
     declare_cuda_graph(c);
+    declare_cluster_keys(c);
     return c;
   }();
   return s;
@@ -180,6 +182,7 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   t.max_nonfinite = static_cast<int>(int_in(c, "train.max_nonfinite", 0));
   t.allreduce_bucket_mb = real_in(c, "train.allreduce_bucket_mb", 0, 1e9);
   t.cuda_graph = cuda_graph_enabled(c);
+  t.cluster = cluster_options(c);
   t.activation_checkpointing = activation_checkpointing(c);
   t.log_every_steps = int_in(c, "log.every_steps", 0, INT64_MAX);
   t.log_every_s = real_in(c, "log.every_s", 0, std::numeric_limits<double>::infinity());

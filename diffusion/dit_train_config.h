@@ -18,6 +18,7 @@
 
 #include "core/config.h"
 #include "diffusion/dit_model.h"
+#include "train/cluster_keys.h"
 #include "train/device_choice.h"
 #include "diffusion/gaussian_diffusion.h"
 #include "diffusion/sampler.h"
@@ -51,6 +52,7 @@ struct DitTrainConfig {
   int max_nonfinite = 0;  // train/nonfinite.h
   double allreduce_bucket_mb = 25;  // train/loop.h LoopOptions
   bool cuda_graph = true;  // train.cuda_graph: auto (true) | off (train/cuda_graph_key.h)
+  ClusterOptions cluster;  // run.stop_signals, dist.timeout_s, ckpt.on_write_error (train/cluster_keys.h)
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::None;  // train/activation_checkpointing.h
   // logging / checkpoints / periodic samples
   int64_t log_every_steps = 100, ckpt_every_steps = 50000, sample_every = 10000;

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/npz.h"
 #include "core/philox.h"
+#include "core/stop_request.h"
 #include "core/progress.h"
 #include "data_pipeline/batch_upload.h"
 #include "data_pipeline/dataset.h"
@@ -336,9 +337,11 @@ void DitTrainer::append_mechanism_scalars(std::vector<std::pair<std::string, dou
 }
 
 void DitTrainer::after_step(int64_t s) {
-  if (!dist().is_root()) return;  // rank 0 writes the grids
-  if (cfg_.sample_every > 0 && (s % cfg_.sample_every == 0 || s == cfg_.steps))
+  if (!(cfg_.sample_every > 0 && (s % cfg_.sample_every == 0 || s == cfg_.steps))) return;
+  // Rank 0 draws the grid; the others wait for it (without dist.timeout_s).
+  if (dist().is_root())
     save_sample_grid((fs::path(run_->path()) / "samples" / ("step_" + std::to_string(s) + ".png")).string());
+  dist().barrier("waiting for rank 0's sample grid", /*timed=*/false);
 }
 
 void DitTrainer::save_sample_grid(const std::string& path) {
@@ -360,6 +363,11 @@ void DitTrainer::train(int64_t stop_at) {
   open_run();
   try {
     train_until(stop_at);
+    run_->throw_if_write_failed();  // ckpt.on_write_error: retry, and the last write failed
+  } catch (const StopRequested& e) {
+    if (dist().is_root()) log().warn("dittrain: {}", e.what());
+    run_->close();
+    throw;
   } catch (const std::exception& e) {
     // main() prints the error on stderr; the run's log must hold it too.
     run_->close_with_error(std::string("dittrain: run failed: ") + e.what());
@@ -390,6 +398,7 @@ void DitTrainer::train_until(int64_t stop_at) {
   lo.log_at_end = lo.ckpt_at_end = true;
   lo.allreduce_bucket_mb = cfg_.allreduce_bucket_mb;
   lo.cuda_graph = cfg_.cuda_graph;
+  lo.cluster = cfg_.cluster;
   lo.update.clip_grad = cfg_.clip_grad;
   lo.update.adamw.beta1 = cfg_.beta1, lo.update.adamw.beta2 = cfg_.beta2, lo.update.adamw.eps = cfg_.adam_eps;
   lo.update.adamw.weight_decay = cfg_.weight_decay;

@@ -17,8 +17,10 @@
 // (diffusion/dit_vae_commands.h).
 // Training runs under mpirun/srun as vtrain does (diffusion/dit_trainer.h);
 // sample and extract refuse a multi-process launch.
-// Exit codes (as vtrain): 0 done, 1 runtime error (data, checkpoint,
-// non-finite loss), 2 usage or configuration error.
+// Exit statuses (core/exit_status.h, as vtrain): 0 done, 1 runtime error
+// (data, checkpoint, non-finite loss), 2 usage or configuration error,
+// 3 stopped by a stop signal after writing a checkpoint (resumable),
+// 4 distributed timeout, 5 a checkpoint could not be written (disk full).
 //
 // OpenMP wait policy: unless OMP_WAIT_POLICY is set, dittrain re-executes
 // itself once with OMP_WAIT_POLICY=passive (core/omp_policy.h; 11.6 -> 45
@@ -34,7 +36,10 @@
 
 #include "core/config.h"
 #include "core/config_paths.h"
+#include "core/checkpoint_dir.h"
 #include "core/dist.h"
+#include "core/exit_status.h"
+#include "core/stop_request.h"
 #include "core/omp_policy.h"
 #include "diffusion/dit_sample_args.h"
 #include "diffusion/dit_train_config.h"
@@ -132,9 +137,14 @@ int main(int argc, char** argv) {
   try {
     session = std::make_unique<vt::DistSession>(&argc, &argv);
     return run(argc, argv);
+  } catch (const vt::StopRequested&) {
+    return vt::kExitStopped;  // every rank agreed on the stop; logged by the trainer
   } catch (const vt::ConfigError& e) {
     std::fprintf(stderr, "dittrain: config error: %s\n", e.what());
     return vt::dist_fail(2);
+  } catch (const vt::CheckpointWriteError& e) {
+    std::fprintf(stderr, "dittrain: error%s: %s\n", vt::dist_rank_tag().c_str(), e.what());
+    return vt::dist_fail(vt::kExitCheckpointWrite);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dittrain: error: %s\n", e.what());
     return vt::dist_fail(1);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/dist.h"
+#include "core/dist_watchdog.h"
 #ifdef VT_NCCL
 #include "train/grad_allreduce_nccl.h"
 #endif
@@ -30,6 +31,7 @@ void MpiGradientAllReduce::mean_range(Tensor& grads, int64_t offset, int64_t num
   if (d.world() == 1) return;
   float* g = grads.f32() + offset;
   const size_t n = static_cast<size_t>(numel);
+  CollectiveWatch w("MPI_Allreduce of the gradients", n, "floats");
   d.allreduce_sum(g, n);
   const float inv = 1.0f / static_cast<float>(d.world());
   for (size_t i = 0; i < n; ++i) g[i] *= inv;
@@ -49,6 +51,7 @@ std::unique_ptr<GradientAllReduce> make_gradient_allreduce(Device device) {
 double mean_over_ranks(double value) {
   const Dist& d = dist();
   if (d.world() == 1) return value;
+  CollectiveWatch w("MPI_Allreduce of the step's loss", 1, "doubles");
   d.allreduce_sum(&value, 1);
   return value / d.world();
 }

@@ -1,8 +1,16 @@
 #include "train/loop.h"
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
+#include "core/dist.h"
+#include "core/dist_watchdog.h"
+#include "core/log.h"
+#include "core/stop_request.h"
 #include "train/run_dir.h"
 
 namespace vt {
@@ -10,10 +18,51 @@ namespace vt {
 namespace {
 // Records between two reads when no metrics line bounds them.
 constexpr int64_t kUnloggedReadEvery = 256;
+
+// VT_TEST_RANK_SLEEP="RANK:STEP:SECONDS" (train/loop.h): this rank sleeps
+// before step STEP.
+void test_rank_sleep(int64_t step) {
+  static const char* spec = std::getenv("VT_TEST_RANK_SLEEP");
+  if (!spec || !*spec) return;
+  int rank = -1;
+  long long at = -1;
+  double seconds = 0;
+  if (std::sscanf(spec, "%d:%lld:%lf", &rank, &at, &seconds) != 3) return;
+  if (rank != dist().rank() || at != step) return;
+  std::fprintf(stderr, "rank %d: VT_TEST_RANK_SLEEP: sleeping %.0f s before step %lld\n", rank, seconds, at);
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
+
 }  // namespace
+
+TrainLoop::TrainLoop(ParamStore& params, OptimizerState& opt, NonFiniteGuard& guard, RunDirectory& run, LoopOptions o)
+    : params_(params), opt_(opt), guard_(guard), run_(run), o_(std::move(o)) {
+  if (!o_.cluster.stop_signals.empty()) install_stop_signals(o_.cluster.stop_signals);
+  dist_set_timeout(o_.cluster.dist_timeout_s);
+  run_.set_retry_checkpoint_write(o_.cluster.retry_checkpoint_write);
+}
+
+void TrainLoop::check_stop(StepTask& task, int64_t step, bool saved) {
+  if (const int sig = agreed_stop_signal()) stop(task, step, sig, saved);
+}
+
+void TrainLoop::stop(StepTask& task, int64_t step, int signo, bool saved) {
+  if (dist().is_root())
+    log().warn("{} received: stopping after step {}{}", signal_name(signo), step,
+               saved ? " (its checkpoint is written)" : ", writing a checkpoint");
+  if (device_) read_device(task);
+  graph_.reset();
+  if (!saved) {
+    run_.set_retry_checkpoint_write(false);  // the run ends here: a failed write is an error
+    task.save("stop: " + signal_name(signo));
+  }
+  throw StopRequested(signo, step, run_.last_checkpoint());
+}
 
 int64_t TrainLoop::run(StepTask& task, int64_t first, int64_t end) {
   for (int64_t s = first + 1; s <= end; ++s) {
+    dist_set_step(s);
+    test_rank_sleep(s);
     if (!allreduce_made_) {
       allreduce_ = make_gradient_allreduce(params_.device());
       const int64_t cap = bucket_cap_elements(o_.allreduce_bucket_mb);
@@ -50,10 +99,14 @@ int64_t TrainLoop::run(StepTask& task, int64_t first, int64_t end) {
     }
     if (log_now) run_.write_metrics(s, task.log_scalars(s), {{"split", "train"}}, "train");
     task.after_step(s);
+    bool saved = true;
     if (o_.ckpt_every_steps > 0 && s % o_.ckpt_every_steps == 0)
       task.save("every " + std::to_string(o_.ckpt_every_steps) + " steps");
     else if (o_.ckpt_at_end && s == end)
       task.save("end");
+    else
+      saved = false;
+    if (s < end) check_stop(task, s, saved);
   }
   if (device_) read_device(task);  // the epoch's or run's end: evaluation and the caller see every step
   graph_.reset();  // evaluation between two runs may plan other workspaces

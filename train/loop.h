@@ -31,6 +31,22 @@
 // gradients (NCCL) are reduced in buckets issued during the backward pass
 // (train/grad_allreduce_bucketed.h, LoopOptions::allreduce_bucket_mb); CPU
 // gradients in one MPI_Allreduce after it.
+//
+// Stop requests (core/stop_request.h, LoopOptions::cluster.stop_signals,
+// installed when the loop is made): after each step but the last of run(),
+// the ranks agree on whether a stop signal arrived (one small all-reduce;
+// rank 0 alone in a single process); if one did, the loop reads the pending
+// device records, writes a checkpoint of that step (unless the step's
+// periodic one was just written) and throws StopRequested. The caller
+// checks at its own boundaries with check_stop() (vtrain: after an epoch's
+// evaluation). The loop also sets the collective timeout
+// (cluster.dist_timeout_s, core/dist_watchdog.h), the step it names, and the
+// run directory's checkpoint write policy (cluster.retry_checkpoint_write;
+// a stop checkpoint is never deferred).
+//
+// Test hook: VT_TEST_RANK_SLEEP="RANK:STEP:SECONDS" makes rank RANK sleep
+// SECONDS before step STEP (a rank that stops answering, for the
+// collective-timeout test); read here only.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -39,6 +55,7 @@
 #include <vector>
 
 #include "backbone/optimizer_state.h"
+#include "train/cluster_keys.h"
 #include "train/device_update.h"
 #include "train/grad_allreduce.h"
 #include "train/grad_allreduce_bucketed.h"
@@ -114,19 +131,27 @@ struct LoopOptions {
   // on the CPU.
   bool cuda_graph = false;
   UpdateOptions update;
+  // Stop signals (none by default), dist.timeout_s, ckpt.on_write_error.
+  ClusterOptions cluster;
 };
 
 class TrainLoop {
  public:
   // All referenced objects must outlive the loop.
-  TrainLoop(ParamStore& params, OptimizerState& opt, NonFiniteGuard& guard, RunDirectory& run, LoopOptions o)
-      : params_(params), opt_(opt), guard_(guard), run_(run), o_(std::move(o)) {}
+  // Installs o.cluster's stop signals and sets the collective timeout.
+  TrainLoop(ParamStore& params, OptimizerState& opt, NonFiniteGuard& guard, RunDirectory& run, LoopOptions o);
 
   // Runs steps first + 1 .. end; returns end (every step read and
   // accounted for). Throws NonFiniteLoss when the policy stops (on a GPU at
   // the first read after the stopping step; no update is applied after
-  // it), and whatever the task throws.
+  // it), StopRequested after a stop request (see above), and whatever the
+  // task throws.
   int64_t run(StepTask& task, int64_t first, int64_t end);
+
+  // Collective (every rank at the same point): when a stop was requested,
+  // writes a checkpoint of the current state through task.save (unless
+  // `saved`: the state at `step` is already in one) and throws StopRequested.
+  void check_stop(StepTask& task, int64_t step, bool saved);
 
   // Device->host reads of step records so far (GPU; counts DeviceUpdate::read calls that copied).
   int64_t reads() const { return reads_; }
@@ -159,6 +184,7 @@ class TrainLoop {
   // the policy and task.after_update.
   void read_device(StepTask& task);
   void make_device_update();
+  [[noreturn]] void stop(StepTask& task, int64_t step, int signo, bool saved);
 };
 
 }  // namespace vt

@@ -1,5 +1,6 @@
 #include "train/run_dir.h"
 
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -119,8 +120,25 @@ void RunDirectory::write_metrics(int64_t step, const std::vector<std::pair<std::
 }
 
 std::string RunDirectory::save(int64_t step, const CheckpointData& data, int keep_last, int64_t keep_step) {
+  // Several ranks: the others wait here, however long rank 0's write takes.
+  struct WaitForRoot {
+    ~WaitForRoot() {
+      if (!std::uncaught_exceptions()) dist().barrier("waiting for rank 0's checkpoint write", /*timed=*/false);
+    }
+  } wait;
   if (!writer_) return last_ckpt_ = (fs::path(path_) / ("step_" + std::to_string(step))).string();
-  last_ckpt_ = save_checkpoint(path_, step, data);
+  try {
+    last_ckpt_ = save_checkpoint(path_, step, data);
+    write_failure_.reset();
+  } catch (const CheckpointWriteError& e) {
+    const std::string prev =
+        last_ckpt_.empty() ? "there is no earlier checkpoint" : "the newest complete checkpoint is " + last_ckpt_;
+    const std::string msg = std::string(e.what()) + "; " + prev;
+    if (!retry_write_) throw CheckpointWriteError(msg, e.bytes_needed());
+    log().error("{}; retrying at the next checkpoint (ckpt.on_write_error: retry)", msg);
+    write_failure_ = std::make_unique<CheckpointWriteError>(msg, e.bytes_needed());
+    return last_ckpt_;
+  }
   if (keep_last > 0) prune_checkpoints(path_, keep_last, keep_step);
   else remove_stale_checkpoint_temps(path_);
   return last_ckpt_;
@@ -137,8 +155,17 @@ void RunDirectory::close_with_error(const std::string& message) {
   close();
 }
 
+void RunDirectory::throw_if_write_failed() {
+  if (!write_failure_) return;
+  const CheckpointWriteError e = *write_failure_;
+  write_failure_.reset();
+  close_with_error(std::string("run failed: ") + e.what());
+  throw e;
+}
+
 void RunDirectory::close() {
   if (!opened_) return;
+  throw_if_write_failed();  // the run's last checkpoint was never written
   opened_ = false;
   if (!writer_) return;
   metrics_.reset();

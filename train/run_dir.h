@@ -74,8 +74,19 @@ class RunDirectory {
   void write_metrics(int64_t step, const std::vector<std::pair<std::string, double>>& scalars,
                      const std::vector<std::pair<std::string, std::string>>& tags, const std::string& tb_prefix);
   // Writes step_<step>; then keeps the newest keep_last (0: all) and step
-  // keep_step (-1: none). Returns the checkpoint's path.
+  // keep_step (-1: none). Returns the checkpoint's path. Collective with
+  // several ranks: every rank calls it and waits (without dist.timeout_s)
+  // until rank 0 has written. A write that fails (core/checkpoint_dir.h:
+  // disk full, quota, I/O error) removes the partial checkpoint and leaves
+  // the others untouched; then it throws CheckpointWriteError (naming the
+  // path, the bytes needed and the newest complete checkpoint), or, with
+  // set_retry_checkpoint_write(true), logs that error, returns
+  // last_checkpoint() unchanged, and the next save tries again (when the
+  // last save of a run failed, close() and throw_if_write_failed() throw
+  // that CheckpointWriteError, closing the files).
   std::string save(int64_t step, const CheckpointData& data, int keep_last, int64_t keep_step = -1);
+  // ckpt.on_write_error: retry (true) or stop (false, the default).
+  void set_retry_checkpoint_write(bool retry) { retry_write_ = retry; }
   // The newest checkpoint written or resumed from ("" when none).
   const std::string& last_checkpoint() const { return last_ckpt_; }
   // Appends `message` to log.txt only (the console already showed it) and
@@ -83,11 +94,14 @@ class RunDirectory {
   // line (with the rank) is appended to rank 0's log.txt.
   void close_with_error(const std::string& message);
   void close();
+  void throw_if_write_failed();
 
  private:
   std::string path_, resume_path_, last_ckpt_;
   bool writer_ = true;  // rank 0
   bool opened_ = false;
+  bool retry_write_ = false;
+  std::unique_ptr<CheckpointWriteError> write_failure_;  // the last save's, under retry
   std::unique_ptr<MetricsWriter> metrics_;
   std::unique_ptr<TensorBoardWriter> tb_;
   RunDirLock lock_;  // rank 0 only

@@ -7,6 +7,7 @@
 #include "core/config_checks.h"
 #include "core/config_paths.h"
 #include "train/activation_checkpointing.h"
+#include "train/cluster_keys.h"
 #include "train/cuda_graph_key.h"
 #include "train/device_choice.h"
 
@@ -94,6 +95,7 @@ const ConfigSchema& vtrain_schema() {
         .optional("log.norm_scales", T::Bool, "false", "mean |weight| of each affine LayerNorm (norm_scale/<name>) at each evaluation");
     declare_activation_checkpointing(s);
     declare_cuda_graph(s);
+    declare_cluster_keys(s);
     return s;
   }();
   return schema;
@@ -244,6 +246,7 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   o.max_nonfinite = static_cast<int>(int_in(c, "train.max_nonfinite", 0, kIntMax));
   o.allreduce_bucket_mb = real_in(c, "train.allreduce_bucket_mb", 0, 1e9);
   o.cuda_graph = cuda_graph_enabled(c);
+  o.cluster = cluster_options(c);
   o.activation_checkpointing = activation_checkpointing(c);
 
   o.eval_every_epochs = int_in(c, "eval.every_epochs", 0, kIntMax);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "train/cluster_keys.h"
 #include "train/device_choice.h"
 #include "vision/lr_schedule.h"
 #include "vision/vit.h"
@@ -57,6 +58,7 @@ struct TrainOptions {
   int max_nonfinite = 0;  // train/nonfinite.h
   double allreduce_bucket_mb = 25;  // train/loop.h LoopOptions
   bool cuda_graph = true;  // train.cuda_graph: auto (true) | off (train/cuda_graph_key.h)
+  ClusterOptions cluster;  // run.stop_signals, dist.timeout_s, ckpt.on_write_error (train/cluster_keys.h)
   ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::None;  // train/activation_checkpointing.h
   // eval
   int64_t eval_every_epochs = 1, eval_batch_size = 256;

@@ -25,6 +25,7 @@
 #include "core/checkpoint_dir.h"
 #include "core/config_paths.h"
 #include "core/run_control.h"
+#include "core/stop_request.h"
 #include "backbone/optimizer_state.h"
 #include "train/run_dir.h"
 #include "train/run_state.h"
@@ -561,6 +562,10 @@ TrainSummary Trainer::run() {
   I.run->open(I.cfg, I.o.tensorboard, I.step);
   try {
     return I.loop();
+  } catch (const StopRequested& e) {
+    if (dist().is_root()) log().warn("vtrain: {}", e.what());
+    I.run->close();
+    throw;
   } catch (const std::exception& e) {
     // main() prints the error on stderr; the run's log must hold it too.
     I.run->close_with_error(std::string("vtrain: run failed: ") + e.what());
@@ -605,6 +610,7 @@ TrainSummary Trainer::Impl::loop() {
   lo.log_at_end = true;
   lo.allreduce_bucket_mb = o.allreduce_bucket_mb;
   lo.cuda_graph = o.cuda_graph;
+  lo.cluster = o.cluster;
   AdamWParams& hp = lo.update.adamw;
   hp.beta1 = o.beta1, hp.beta2 = o.beta2, hp.eps = o.adam_eps, hp.weight_decay = o.weight_decay;
   lo.update.clip_grad = o.clip_grad;
@@ -672,9 +678,14 @@ TrainSummary Trainer::Impl::loop() {
     const bool last = I.epoch >= o.epochs;
     if (last || (o.eval_every_epochs > 0 && I.epoch % o.eval_every_epochs == 0))
       last_eval = I.evaluate_all(), evaluated_now = true;
-    if (last || (o.ckpt_every_epochs > 0 && I.epoch % o.ckpt_every_epochs == 0))
-      I.save("epoch " + std::to_string(I.epoch)), saved_now = true;
-    if (stop) break;
+    const bool epoch_saved = last || (o.ckpt_every_epochs > 0 && I.epoch % o.ckpt_every_epochs == 0);
+    if (epoch_saved) I.save("epoch " + std::to_string(I.epoch)), saved_now = true;
+    if (stop || last) break;
+    // A stop requested during the epoch's last step or its evaluation: the
+    // evaluation is recorded, the checkpoint holds the epoch's end (the
+    // next epoch's position and best top-1; it replaces a periodic
+    // checkpoint of the same step, written before the evaluation).
+    loop.check_stop(steps, I.step, epoch_saved);
   }
   if (!evaluated_now) last_eval = I.evaluate_all();
   // Re-evaluating a finished run leaves its checkpoint (and the digest in

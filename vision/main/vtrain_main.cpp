@@ -1,9 +1,12 @@
 // vtrain CONFIG.yaml [key.path=value ...]   (docs/design.md §6)
 //
 // CONFIG is looked up as given, then in the installed configs
-// (<prefix>/share/vtrain/configs), then in the source tree's configs/. Exit
-// codes: 0 done, 1 runtime error (data, checkpoint, non-finite loss),
-// 2 usage or configuration error.
+// (<prefix>/share/vtrain/configs), then in the source tree's configs/.
+//
+// Exit statuses (core/exit_status.h): 0 done, 1 runtime error (data,
+// checkpoint, non-finite loss), 2 usage or configuration error, 3 stopped by
+// a stop signal after writing a checkpoint (resumable), 4 distributed
+// timeout, 5 a checkpoint could not be written (disk full, quota).
 //
 // Data parallel: `mpirun -np N vtrain CONFIG` or `srun vtrain CONFIG`
 // (core/dist.h); train.batch_size stays the global batch. Any rank's error
@@ -21,7 +24,10 @@
 
 #include "core/config.h"
 #include "core/config_paths.h"
+#include "core/checkpoint_dir.h"
 #include "core/dist.h"
+#include "core/exit_status.h"
+#include "core/stop_request.h"
 #include "core/log.h"
 #include "core/omp_policy.h"
 #include "vision/trainer.h"
@@ -75,9 +81,14 @@ int main(int argc, char** argv) {
     if (o.ema && o.eval_ema) std::printf(", EMA top-1 %.2f%%", s.final_eval_ema.top1);
     std::printf(", best top-1 %.2f%%\n", s.best_top1);
     return 0;
+  } catch (const vt::StopRequested&) {
+    return vt::kExitStopped;  // every rank agreed on the stop; logged by the trainer
   } catch (const vt::ConfigError& e) {
     std::fprintf(stderr, "vtrain: config error%s: %s\n", vt::dist_rank_tag().c_str(), e.what());
     return vt::dist_fail(2);
+  } catch (const vt::CheckpointWriteError& e) {
+    std::fprintf(stderr, "vtrain: error%s: %s\n", vt::dist_rank_tag().c_str(), e.what());
+    return vt::dist_fail(vt::kExitCheckpointWrite);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vtrain: error%s: %s\n", vt::dist_rank_tag().c_str(), e.what());
     return vt::dist_fail(1);
