@@ -131,7 +131,7 @@ TEST(ConfigPaths, DataRootIsLookedUpAsGivenThenVtDataDirThenDataThenShared) {
   EXPECT_TRUE(contains(msg, "data.root 'set1/part' (" + path + ":1) does not exist or is not a directory; looked in: " +
                                 want[0] + ", " + want[1] + ", " + want[2] + ", " + want[3] + "."))
       << msg;
-  EXPECT_TRUE(contains(msg, "set VT_DATA_DIR to a folder that holds set1/part/ (VT_DATA_DIR is '" + tmp.file("env") + "')"))
+  EXPECT_TRUE(contains(msg, ". Set VT_DATA_DIR to a folder that holds set1/part/ (VT_DATA_DIR is '" + tmp.file("env") + "')"))
       << msg;
   EXPECT_FALSE(contains(msg, "get_data.sh")) << msg;  // only for a dataset the script knows
   // Each place wins over the ones after it; a file of that name does not count.
