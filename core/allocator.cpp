@@ -280,6 +280,21 @@ CudaDeviceInfo cuda_device_info(int device) {
   return {prop.name, prop.totalGlobalMem};
 }
 
+size_t cuda_free_bytes(int device) {
+  int prev = 0;
+  cudaGetDevice(&prev);
+  size_t free = 0, total = 0;
+  cudaError_t err = cudaSetDevice(device);
+  if (err == cudaSuccess) err = cudaMemGetInfo(&free, &total);
+  cudaSetDevice(prev);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    throw std::runtime_error("cuda:" + std::to_string(device) + ": cannot read the free memory (" +
+                             cudaGetErrorString(err) + ")");
+  }
+  return free + cuda_bytes_cached();
+}
+
 int cuda_device_count() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -311,6 +326,7 @@ CudaStreamHandle cuda_capture_pool_begin() { throw std::runtime_error("this buil
 void cuda_capture_pool_end() {}
 void cuda_capture_pool_release(CudaStreamHandle) {}
 CudaDeviceInfo cuda_device_info(int) { throw std::runtime_error("this build has no CUDA support"); }
+size_t cuda_free_bytes(int) { throw std::runtime_error("this build has no CUDA support"); }
 int cuda_device_count() { return 0; }
 bool cuda_available() { return false; }
 void cuda_set_device(int) { throw std::runtime_error("this build has no CUDA support"); }

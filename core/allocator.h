@@ -71,6 +71,11 @@ struct CudaDeviceInfo {
   size_t total_bytes = 0;
 };
 CudaDeviceInfo cuda_device_info(int device);
+// Bytes a new allocation on `device` can still get: the runtime's free
+// memory (cudaMemGetInfo) plus what this process's cache holds unused and
+// would give back. Throws std::runtime_error when the runtime cannot say, or
+// without VT_CUDA.
+size_t cuda_free_bytes(int device);
 
 // Whether a CUDA device is visible (false in builds without VT_CUDA).
 bool cuda_available();

@@ -31,6 +31,7 @@
 #include "kernels/diffusion.h"
 #include "kernels/elementwise.h"
 #include "kernels/optim.h"
+#include "train/memory_estimate.h"
 #include "train/run_dir.h"
 #include "train/run_state.h"
 #include "train/loop.h"
@@ -89,6 +90,10 @@ DitTrainer::DitTrainer(const DitTrainConfig& cfg)
   apply_device_choice(cfg_.compute);
   model_ = std::make_unique<DiT>(cfg_.model);
   model_->init_weights(cfg_.seed);
+  if (cfg_.compute.device.is_cuda())  // refused before the first GPU allocation when the step cannot fit
+    check_gpu_memory_before_step({model_->backbone().config(), model_->params().numel(), rank_batch_,
+                                  cfg_.model.tokens(), cfg_.compute.bf16(), /*ema=*/true, cfg_.activation_checkpointing},
+                                 cfg_.compute.device.index);
   // Initialised on the host (Philox draws written through host pointers),
   // then moved: a GPU run starts from the CPU run's exact weights.
   model_->to(cfg_.compute.device);

@@ -30,6 +30,7 @@
 #include "train/run_dir.h"
 #include "train/run_state.h"
 #include "train/loop.h"
+#include "train/memory_estimate.h"
 #include "train/mechanism_scalars.h"
 #include "vision/evaluate.h"
 #include "vision/train_step.h"
@@ -538,6 +539,10 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   apply_device_choice(o.compute);
   I.model = std::make_unique<VisionTransformer>(o.vit);
   I.model->init(o.seed);
+  if (o.compute.device.is_cuda())  // refused before the first GPU allocation when the step cannot fit
+    check_gpu_memory_before_step({I.model->backbone().config(), I.model->params().numel(), I.rank_batch,
+                                  o.vit.tokens(), o.compute.bf16(), o.ema, o.activation_checkpointing},
+                                 o.compute.device.index);
   // Initialised on the host (Philox draws written through host pointers),
   // then moved: a GPU run starts from the CPU run's exact weights.
   I.model->to(o.compute.device);

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 #include "emu.h"
 #include "emu_trace.h"
 uint3 threadIdx;
@@ -33,16 +35,43 @@ bool reverse_thread_order() {
 }
 // "Device" memory is host memory. cudaMalloc calls are counted, so a test
 // can check that a steady-state step allocates nothing (vt_emu_malloc_count).
+// The bytes live are tracked for cudaMemGetInfo: its total is
+// VT_EMU_MEMORY_BYTES when set (a test hook: a test makes a configuration
+// "not fit" by giving the device little memory), else totalGlobalMem's
+// 1 GiB; free is the total less the bytes live (the emulator itself never
+// refuses a cudaMalloc).
 namespace vt_emu {
 size_t malloc_count = 0;
+size_t live_bytes = 0;
+std::unordered_map<void*, size_t> live;
+std::mutex live_mu;
+size_t total_memory() {
+  const char* e = std::getenv("VT_EMU_MEMORY_BYTES");
+  return e && std::strtoull(e, nullptr, 10) > 0 ? static_cast<size_t>(std::strtoull(e, nullptr, 10)) : size_t(1) << 30;
+}
 }
 size_t vt_emu_malloc_count() { return vt_emu::malloc_count; }
 cudaError_t cudaMalloc(void** p, size_t n) {
   ++vt_emu::malloc_count;
   *p = std::malloc(n ? n : 1);
+  std::lock_guard<std::mutex> lock(vt_emu::live_mu);
+  vt_emu::live[*p] = n;
+  vt_emu::live_bytes += n;
   return cudaSuccess;
 }
-cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
+cudaError_t cudaFree(void* p) {
+  std::lock_guard<std::mutex> lock(vt_emu::live_mu);
+  auto it = vt_emu::live.find(p);
+  if (it != vt_emu::live.end()) vt_emu::live_bytes -= it->second, vt_emu::live.erase(it);
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  std::lock_guard<std::mutex> lock(vt_emu::live_mu);
+  *total = vt_emu::total_memory();
+  *free = *total > vt_emu::live_bytes ? *total - vt_emu::live_bytes : 0;
+  return cudaSuccess;
+}
 // Device->host copies are counted: the host waits for the GPU at each, so a
 // test can check how often a training loop reads (vt_emu_d2h_count).
 namespace vt_emu {
@@ -100,7 +129,7 @@ cudaError_t cudaGetDeviceCount(int* n) {
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
   std::memset(p, 0, sizeof *p);
   std::strcpy(p->name, "CUDA emulator (host memory)");
-  p->totalGlobalMem = size_t(1) << 30;
+  p->totalGlobalMem = vt_emu::total_memory();
   return cudaSuccess;
 }
 const char* cudaGetErrorString(cudaError_t) { return "emu"; }
