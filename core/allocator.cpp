@@ -171,9 +171,8 @@ void* cuda_alloc(size_t bytes, int device, CudaStreamHandle stream) {
   cudaSetDevice(prev);
   if (err != cudaSuccess) {
     cudaGetLastError();
-    throw std::runtime_error("CUDA out of memory: asked " + std::to_string(size) + " bytes on cuda:" +
-                             std::to_string(device) + " with " + std::to_string(c.in_use) +
-                             " bytes in use (" + cudaGetErrorString(err) + ")");
+    throw OutOfMemory("CUDA out of memory: asked " + std::to_string(size) + " bytes on cuda:" + std::to_string(device) +
+                      " with " + std::to_string(c.in_use) + " bytes in use (" + cudaGetErrorString(err) + ")");
   }
   c.live[p] = {key, {}};
   c.in_use += size;

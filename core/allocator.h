@@ -33,6 +33,9 @@ using CudaStreamHandle = void*;
 // each of those streams, and the block becomes reusable (on its own stream)
 // only once all those events have completed (polled, never waited for, by
 // later cuda_alloc calls). The cache is shared by all host threads (a mutex).
+// Throws vt::OutOfMemory (a std::bad_alloc naming the size, the device and
+// the bytes in use) when the device has no room even after the cache was
+// given back; Tensor::empty adds the tensor's shape and dtype.
 void* cuda_alloc(size_t bytes, int device, CudaStreamHandle stream = nullptr);
 void cuda_free(void* p, int device);
 // Declares that the live block p is used by work queued on `stream` (other

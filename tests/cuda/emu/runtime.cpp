@@ -38,8 +38,9 @@ bool reverse_thread_order() {
 // The bytes live are tracked for cudaMemGetInfo: its total is
 // VT_EMU_MEMORY_BYTES when set (a test hook: a test makes a configuration
 // "not fit" by giving the device little memory), else totalGlobalMem's
-// 1 GiB; free is the total less the bytes live (the emulator itself never
-// refuses a cudaMalloc).
+// 1 GiB; free is the total less the bytes live. With VT_EMU_MEMORY_BYTES
+// set, a cudaMalloc past the total fails (cudaErrorMemoryAllocation), as on
+// a full device; without it none does.
 namespace vt_emu {
 size_t malloc_count = 0;
 size_t live_bytes = 0;
@@ -53,8 +54,12 @@ size_t total_memory() {
 size_t vt_emu_malloc_count() { return vt_emu::malloc_count; }
 cudaError_t cudaMalloc(void** p, size_t n) {
   ++vt_emu::malloc_count;
-  *p = std::malloc(n ? n : 1);
   std::lock_guard<std::mutex> lock(vt_emu::live_mu);
+  if (std::getenv("VT_EMU_MEMORY_BYTES") && vt_emu::live_bytes + n > vt_emu::total_memory()) {
+    *p = nullptr;
+    return cudaErrorMemoryAllocation;
+  }
+  *p = std::malloc(n ? n : 1);
   vt_emu::live[*p] = n;
   vt_emu::live_bytes += n;
   return cudaSuccess;

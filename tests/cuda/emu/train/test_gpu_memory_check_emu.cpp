@@ -7,6 +7,8 @@
 //  - vtrain and dittrain on a device too small for their parameters and
 //    optimizer state alone: refused with an error naming the need, the free
 //    memory and the keys that lower it, before any cudaMalloc;
+//  - an allocation past the device's memory fails naming the size and the
+//    tensor's shape, dtype and device;
 //  - a configuration that fits passes the check, and the step's counted peak
 //    (the caching allocator's bytes in use) is at least the estimate: the
 //    estimate is a lower bound, so the check never refuses a config that fits.
@@ -76,6 +78,26 @@ TEST(GpuMemoryCheckEmu, SavedActivationClosedFormIsALowerBound) {
           EXPECT_LE(bound, counted) << what;
           if (s == NormScheme::Siamese) EXPECT_EQ(bound, counted) << what;  // the closed form is exact there
         }
+}
+
+// A device allocation past the device's memory (the emulator fails a
+// cudaMalloc past VT_EMU_MEMORY_BYTES) names the size and the tensor.
+TEST(GpuMemoryCheckEmu, OutOfMemoryNamesTheTensor) {
+  cuda_empty_cache();
+  {
+    DeviceMemory mem(size_t(1) << 20);  // 1 MiB; the tensor is 4 MiB
+    try {
+      Tensor t = Tensor::empty({1024, 1024}, DType::F32, Device::cuda(0));
+      FAIL() << "allocated past the device's memory";
+    } catch (const std::bad_alloc& e) {
+      const std::string m = e.what();
+      for (const char* want : {"CUDA out of memory: asked 4194304 bytes on cuda:0",
+                               "for a F32 tensor of shape [1024, 1024] on cuda:0"})
+        EXPECT_NE(m.find(want), std::string::npos) << "'" << want << "' missing from: " << m;
+    }
+  }
+  const Tensor t = Tensor::empty({1024, 1024}, DType::F32, Device::cuda(0));  // fits once the device has room
+  EXPECT_EQ(t.nbytes(), size_t(4) << 20);
 }
 
 // vtrain: 4 classes x 8 CIFAR images at 16x16, patch 8 (5 tokens), batch 4.
