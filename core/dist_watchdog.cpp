@@ -48,9 +48,13 @@ int64_t now_ns() {
   d.abort(status);
 }
 
+// "<op> (<count> <type>) at step S": the collective, as messages name it.
+std::string named(const std::string& op, size_t count, const char* type) {
+  return op + " (" + std::to_string(count) + " " + type + ") at step " + std::to_string(g_step.load());
+}
+
 [[noreturn]] void time_out(const std::string& op, size_t count, const char* type, double timeout) {
-  end_job("distributed timeout: " + op + " (" + std::to_string(count) + " " + type + ") at step " +
-              std::to_string(g_step.load()) + " did not complete within " +
+  end_job("distributed timeout: " + named(op, count, type) + " did not complete within " +
               std::to_string(static_cast<int64_t>(timeout)) + " s (dist.timeout_s); a rank is dead or stuck",
           kExitDistTimeout);
 }
@@ -62,9 +66,7 @@ void poll_async(double timeout) {
     if (!src->oldest_running(&r)) continue;
     if (!r.error.empty()) {
       src->abort();
-      end_job(r.op + " (" + std::to_string(r.count) + " " + r.type + ") at step " + std::to_string(g_step.load()) +
-                  " failed: " + r.error,
-              kExitError);
+      end_job(named(r.op, r.count, r.type) + " failed: " + r.error, kExitError);
     }
     if (r.seconds > timeout) {
       src->abort();

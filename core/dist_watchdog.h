@@ -8,7 +8,8 @@
 // to stderr and to the run's log, and ends the job with exit status
 // kExitDistTimeout (core/exit_status.h) through MPI_Abort, which also ends
 // the ranks that are stuck elsewhere (a sleeping or dead peer). Internal to
-// core/dist.cpp and the training loop (which names the step).
+// core/dist.cpp, the training loop (which names the step) and the NCCL
+// gradient all-reduce.
 //
 // Collectives a device runs while the host goes on (NCCL's on its stream,
 // train/grad_allreduce_nccl.h) are watched through an AsyncCollectives
