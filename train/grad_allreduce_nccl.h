@@ -36,7 +36,8 @@
 // Checked without a GPU under the CUDA emulator (tests/cuda/emu/nccl_emu.cpp
 // forwards the NCCL calls to MPI; ctest emu.nccl_allreduce_np2/np3); the
 // real NCCL runs only on a GPU machine (scripts/gpu_check.sh, a world of 1).
-// The timeout: ctest emu.nccl_timeout_np2.
+// The timeout and the asynchronous error: ctest emu.nccl_timeout_np2,
+// emu.nccl_async_error_np2.
 #pragma once
 #include <memory>
 

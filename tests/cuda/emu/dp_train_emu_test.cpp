@@ -116,11 +116,13 @@ TEST(DataParallelEmu, MixupCutmixCudaRanksMatchCpuRanks) {
   EXPECT_EQ(calls, 8u * 2u);
 }
 
-// The NCCL timeout (emu.nccl_timeout_np2, run by nccl_timeout_emu.sh, which
-// sets VT_EMU_TIMEOUT_DIR, dist.timeout_s through VT_EMU_TIMEOUT_S and puts
-// one rank to sleep with VT_TEST_RANK_SLEEP): the GPU run with small
-// buckets must never return, because the watchdog aborts the communicator
-// and ends the job; the script checks the exit status and the messages.
+// The NCCL timeout and asynchronous error (emu.nccl_timeout_np2,
+// emu.nccl_async_error_np2, run by nccl_timeout_emu.sh, which sets
+// VT_EMU_TIMEOUT_DIR, dist.timeout_s through VT_EMU_TIMEOUT_S, puts one rank
+// to sleep with VT_TEST_RANK_SLEEP and may inject the error): the GPU run
+// with small buckets must never return, because the watchdog aborts the
+// communicator and ends the job; the script checks the exit status, the
+// time and the messages.
 TEST(NcclTimeoutEmu, StuckBucketAllReduceEndsTheJob) {
   const char* dir = std::getenv("VT_EMU_TIMEOUT_DIR");
   const char* timeout = std::getenv("VT_EMU_TIMEOUT_S");
@@ -135,7 +137,7 @@ TEST(NcclTimeoutEmu, StuckBucketAllReduceEndsTheJob) {
                           "test.yaml", "."),
             "test.yaml");
   t.run();
-  ADD_FAILURE() << "rank " << d.rank() << ": the run finished although a rank slept past dist.timeout_s";
+  ADD_FAILURE() << "rank " << d.rank() << ": the run finished although a rank slept past the watchdog's limit";
 }
 
 }  // namespace
