@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/dist.h"
 #include "core/exit_status.h"
@@ -25,27 +26,53 @@ std::atomic<const char*> g_op{nullptr};
 std::atomic<const char*> g_type{nullptr};
 std::atomic<size_t> g_count{0};
 std::once_flag g_thread_once;
+// The registered device-side sources; held while one is polled.
+std::mutex g_async_mu;
+std::vector<AsyncCollectives*> g_async;
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
-[[noreturn]] void time_out(double timeout) {
+// Writes "rank R of W (host H): <what>; aborting the job (exit status
+// <status>)" to stderr and the run's log, and ends the job with `status`.
+[[noreturn]] void end_job(const std::string& what, int status) {
   const Dist& d = dist();
-  char what[256];
-  std::snprintf(what, sizeof what, "%s (%zu %s)", g_op.load() ? g_op.load() : "collective", g_count.load(),
-                g_type.load() ? g_type.load() : "values");
   const std::string msg = "rank " + std::to_string(d.rank()) + " of " + std::to_string(d.world()) + " (host " +
-                          d.host() + "): distributed timeout: " + what + " at step " + std::to_string(g_step.load()) +
-                          " did not complete within " + std::to_string(static_cast<int64_t>(timeout)) +
-                          " s (dist.timeout_s); a rank is dead or stuck; aborting the job (exit status " +
-                          std::to_string(kExitDistTimeout) + ")";
+                          d.host() + "): " + what + "; aborting the job (exit status " + std::to_string(status) + ")";
   std::fprintf(stderr, "%s\n", msg.c_str());
   try {
     log_file_only(spdlog::level::err, msg);
   } catch (...) {
   }
-  d.abort(kExitDistTimeout);
+  d.abort(status);
+}
+
+// "<op> (<count> <type>) at step S": the collective, as messages name it.
+std::string named(const std::string& op, size_t count, const char* type) {
+  return op + " (" + std::to_string(count) + " " + type + ") at step " + std::to_string(g_step.load());
+}
+
+[[noreturn]] void time_out(const std::string& op, size_t count, const char* type, double timeout) {
+  end_job("distributed timeout: " + named(op, count, type) + " did not complete within " +
+              std::to_string(static_cast<int64_t>(timeout)) + " s (dist.timeout_s); a rank is dead or stuck",
+          kExitDistTimeout);
+}
+
+void poll_async(double timeout) {
+  std::lock_guard<std::mutex> lock(g_async_mu);
+  for (AsyncCollectives* src : g_async) {
+    AsyncCollectives::Running r;
+    if (!src->oldest_running(&r)) continue;
+    if (!r.error.empty()) {
+      src->abort();
+      end_job(named(r.op, r.count, r.type) + " failed: " + r.error, kExitError);
+    }
+    if (r.seconds > timeout) {
+      src->abort();
+      time_out(r.op, r.count, r.type, timeout);
+    }
+  }
 }
 
 void watch() {
@@ -53,7 +80,10 @@ void watch() {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const double timeout = g_timeout.load();
     const int64_t since = g_since.load();
-    if (timeout > 0 && since != 0 && static_cast<double>(now_ns() - since) * 1e-9 > timeout) time_out(timeout);
+    if (timeout > 0 && since != 0 && static_cast<double>(now_ns() - since) * 1e-9 > timeout)
+      time_out(g_op.load() ? g_op.load() : "collective", g_count.load(), g_type.load() ? g_type.load() : "values",
+               timeout);
+    if (timeout > 0) poll_async(timeout);
   }
 }
 
@@ -67,6 +97,20 @@ void dist_set_timeout(double seconds) {
 double dist_timeout() { return g_timeout.load(); }
 
 void dist_set_step(int64_t step) { g_step.store(step); }
+
+void dist_watch_async(AsyncCollectives* source) {
+  std::lock_guard<std::mutex> lock(g_async_mu);
+  g_async.push_back(source);
+}
+
+void dist_unwatch_async(AsyncCollectives* source) {
+  std::lock_guard<std::mutex> lock(g_async_mu);
+  for (size_t i = 0; i < g_async.size(); ++i)
+    if (g_async[i] == source) {
+      g_async.erase(g_async.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+}
 
 CollectiveWatch::CollectiveWatch(const char* op, size_t count, const char* type, bool timed) {
   if (!timed || g_timeout.load() <= 0 || g_since.load() != 0) return;  // (inside an outer watch: its name stays)

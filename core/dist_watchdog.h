@@ -8,10 +8,23 @@
 // to stderr and to the run's log, and ends the job with exit status
 // kExitDistTimeout (core/exit_status.h) through MPI_Abort, which also ends
 // the ranks that are stuck elsewhere (a sleeping or dead peer). Internal to
-// core/dist.cpp and the training loop (which names the step).
+// core/dist.cpp, the training loop (which names the step) and the NCCL
+// gradient all-reduce.
+//
+// Collectives a device runs while the host goes on (NCCL's on its stream,
+// train/grad_allreduce_nccl.h) are watched through an AsyncCollectives
+// source the watchdog polls, as PyTorch's NCCL watchdog polls its work
+// items: when the oldest one still running has run longer than the timeout,
+// the watchdog first aborts the source's communicator (ncclCommAbort), then
+// ends the job as above with the source's name of the collective. When the
+// source reports an asynchronous error instead (ncclCommGetAsyncError), it
+// aborts the communicator and ends the job with kExitError and
+//   "rank R of W (host H): <operation> at step S failed: <error>; aborting
+//    the job (exit status 1)".
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace vt {
 
@@ -38,5 +51,29 @@ class CollectiveWatch {
  private:
   bool armed_ = false;
 };
+
+// A source of collectives running on a device, polled by the watchdog
+// thread every 100 ms (its methods are called from that thread).
+class AsyncCollectives {
+ public:
+  struct Running {
+    std::string op;        // e.g. "NCCL all-reduce of gradient bucket 2"
+    size_t count = 0;      // elements of `type`
+    const char* type = "values";
+    double seconds = 0;    // since it was issued
+    std::string error;     // non-empty: it failed (the communicator's asynchronous error)
+  };
+  virtual ~AsyncCollectives() = default;
+  // The oldest collective not yet complete; false when none is running.
+  virtual bool oldest_running(Running* r) = 0;
+  // Aborts the communicator; the job ends right after.
+  virtual void abort() = 0;
+};
+
+// Registers `source` with the watchdog (which polls it while a timeout is
+// set and several ranks run); dist_unwatch_async removes it, waiting for a
+// poll in progress, so the source may be destroyed after it returns.
+void dist_watch_async(AsyncCollectives* source);
+void dist_unwatch_async(AsyncCollectives* source);
 
 }  // namespace vt

@@ -116,6 +116,30 @@ TEST(DataParallelEmu, MixupCutmixCudaRanksMatchCpuRanks) {
   EXPECT_EQ(calls, 8u * 2u);
 }
 
+// The NCCL timeout and asynchronous error (emu.nccl_timeout_np2,
+// emu.nccl_async_error_np2, run by nccl_timeout_emu.sh, which sets
+// VT_EMU_TIMEOUT_DIR, dist.timeout_s through VT_EMU_TIMEOUT_S, puts one rank
+// to sleep with VT_TEST_RANK_SLEEP and may inject the error): the GPU run
+// with small buckets must never return, because the watchdog aborts the
+// communicator and ends the job; the script checks the exit status, the
+// time and the messages.
+TEST(NcclTimeoutEmu, StuckBucketAllReduceEndsTheJob) {
+  const char* dir = std::getenv("VT_EMU_TIMEOUT_DIR");
+  const char* timeout = std::getenv("VT_EMU_TIMEOUT_S");
+  if (!dir || !timeout) GTEST_SKIP() << "run by nccl_timeout_emu.sh";
+  const Dist& d = dist();
+  ASSERT_GE(d.world(), 2) << "run under mpirun -np 2 or more";
+  if (d.is_root()) vt_test::make_cifar_subset(std::string(dir) + "/data", 4, 9, 2);
+  d.barrier();
+  Trainer t(Config::parse(tiny_yaml(std::string(dir) + "/data", std::string(dir) + "/gpu"), vtrain_schema(),
+                          {"device=cuda", "precision=fp32", "train.allreduce_bucket_mb=0.001",
+                           std::string("dist.timeout_s=") + timeout},
+                          "test.yaml", "."),
+            "test.yaml");
+  t.run();
+  ADD_FAILURE() << "rank " << d.rank() << ": the run finished although a rank slept past the watchdog's limit";
+}
+
 }  // namespace
 }  // namespace vt
 

@@ -15,6 +15,25 @@
 // Built without MPI (VT_MPI unset) it serves a world of 1 only, so any
 // emulator binary that links vt_train (whose all-reduce factory references
 // NCCL) can include it. Every ncclAllReduce is logged (nccl_emu.h).
+//
+// Work runs at launch: ncclAllReduce returns once MPI_Allreduce has, so the
+// all-reduce of a rank whose peer sleeps is "not complete" for as long as
+// its launch blocks (the caller's watchdog thread sees it running), and the
+// stream is idle again once it returns.
+// ncclCommGetAsyncError and ncclCommAbort follow nccl.h ("Checks whether the
+// comm has encountered any asynchronous errors"; "Frees resources associated
+// with communicator object and aborts any operations that might still be
+// running on the device"): an MPI failure ends the job (MPI's default error
+// handler), so no asynchronous error arises by itself and the call reports
+// ncclSuccess, unless a test asks for one: VT_EMU_NCCL_ASYNC_ERROR=RANK:N
+// makes rank RANK's communicators report ncclRemoteError (a peer that
+// died) once its N-th ncclAllReduce (from 1) has begun; the abort marks the communicator aborted (any later call on
+// it returns ncclInvalidUsage) and writes "NCCL emulator: ncclCommAbort on
+// rank R" to stderr, for tests. An MPI_Allreduce in progress on another
+// thread cannot be interrupted: it stays blocked until the caller ends the
+// job (as train/grad_allreduce_nccl.cpp does right after), and the
+// communicator's memory is left to the process's end, since that thread
+// still uses it.
 #ifdef VT_MPI
 #include <mpi.h>
 #endif
@@ -22,9 +41,13 @@
 
 #include "nccl_emu.h"
 
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #ifndef VT_MPI
 using MPI_Comm = int;
@@ -33,6 +56,8 @@ using MPI_Comm = int;
 struct ncclComm {
   MPI_Comm comm;
   int rank, nranks;
+  std::atomic<bool> aborted{false};
+  std::atomic<size_t> calls{0};  // ncclAllReduce calls begun
 };
 
 namespace {
@@ -80,7 +105,8 @@ const char* ncclGetErrorString(ncclResult_t r) {
   switch (r) {
     case ncclSuccess: return "no error";
     case ncclInvalidArgument: return "invalid argument (NCCL emulator: unsupported type or op, or bad rank)";
-    case ncclInvalidUsage: return "invalid usage (NCCL emulator: MPI not initialised)";
+    case ncclRemoteError: return "remote process exited or there was a network error (NCCL emulator: VT_EMU_NCCL_ASYNC_ERROR)";
+    case ncclInvalidUsage: return "invalid usage (NCCL emulator: MPI not initialised, or the communicator was aborted)";
     default: return "NCCL emulator error";
   }
 }
@@ -101,11 +127,11 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
   }
   if (nranks != size || rank != me) return ncclInvalidArgument;
-  auto* c = new ncclComm{MPI_COMM_NULL, rank, nranks};
+  auto* c = new ncclComm{MPI_COMM_NULL, rank, nranks, {}, {}};
   if (init) MPI_Comm_dup(MPI_COMM_WORLD, &c->comm);
 #else
   if (nranks != 1 || rank != 0) return ncclInvalidArgument;
-  auto* c = new ncclComm{0, 0, 1};
+  auto* c = new ncclComm{0, 0, 1, {}, {}};
 #endif
   *comm = c;
   return ncclSuccess;
@@ -137,7 +163,9 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
                            ncclComm_t comm, cudaStream_t) {
   const size_t size = type_size(type);
   if (!comm || size == 0) return ncclInvalidArgument;
+  if (comm->aborted.load()) return ncclInvalidUsage;
   if (op != ncclSum && op != ncclAvg && op != ncclProd && op != ncclMax && op != ncclMin) return ncclInvalidArgument;
+  ++comm->calls;
   vt_emu::nccl_calls().push_back({recv, count});
   if (comm->nranks == 1) {
     if (send != recv) std::memmove(recv, send, count * size);
@@ -162,6 +190,28 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
       default: scale<int64_t>(recv, count, comm->nranks); break;
     }
   }
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  if (!comm || !asyncError) return ncclInvalidArgument;
+  if (comm->aborted.load()) return ncclInvalidUsage;
+  static const auto injected = [] {  // {rank, call}: VT_EMU_NCCL_ASYNC_ERROR (above); {-1, 0}: none
+    int rank = -1;
+    size_t call = 0;
+    const char* v = std::getenv("VT_EMU_NCCL_ASYNC_ERROR");
+    if (v && std::sscanf(v, "%d:%zu", &rank, &call) != 2) rank = -1;
+    return std::pair<int, size_t>(rank, call);
+  }();
+  const bool failed = comm->rank == injected.first && comm->calls.load() >= injected.second;
+  *asyncError = failed ? ncclRemoteError : ncclSuccess;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (!comm) return ncclSuccess;
+  if (comm->aborted.exchange(true)) return ncclInvalidUsage;
+  std::fprintf(stderr, "NCCL emulator: ncclCommAbort on rank %d\n", comm->rank);
   return ncclSuccess;
 }
 
