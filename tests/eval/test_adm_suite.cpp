@@ -56,7 +56,8 @@ TEST(AdmTaps, PytorchFidProtocolGivesPytorchFidFeatures) {
   // Logits: pool x fc.weight^T, no bias (float64 recomputation).
   Tensor lg = Tensor::empty({n, 1008});
   net().logits(pool, lg);
-  const Tensor& fw = w16_state(true).at("fc.weight");
+  const auto fc_state = w16_state(true);  // kept alive: fw refers into it
+  const Tensor& fw = fc_state.at("fc.weight");
   for (int64_t i = 0; i < n; ++i)
     for (int64_t c = 0; c < 1008; c += 97) {
       double s = 0;
