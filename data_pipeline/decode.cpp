@@ -24,10 +24,24 @@ struct TjHandle {
     if (h) tjDestroy(h);
   }
 };
+thread_local TjHandle t_decompressor;
 tjhandle thread_decompressor() {
-  thread_local TjHandle handle;
-  if (!handle.h) throw std::runtime_error("decode_image: tjInitDecompress failed");
-  return handle.h;
+  if (!t_decompressor.h) throw std::runtime_error("decode_image: tjInitDecompress failed");
+  return t_decompressor.h;
+}
+// libjpeg-turbo 2.x's tjDecompressHeader3 returns from a libjpeg error
+// without aborting the decompressor, which stays mid-header: the next image
+// on this thread would then fail with the same error. A failed call
+// therefore replaces the thread's handle.
+void reset_thread_decompressor() {
+  if (t_decompressor.h) tjDestroy(t_decompressor.h);
+  t_decompressor.h = tjInitDecompress();
+}
+// The error text of a failed call on `h`, after which the handle is replaced.
+std::string take_tj_error(tjhandle h) {
+  std::string msg = tjGetErrorStr2(h);
+  reset_thread_decompressor();
+  return msg;
 }
 
 // Scans the marker segments before the first SOS for an Adobe APP14 marker
@@ -64,7 +78,7 @@ DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& na
   tjhandle h = thread_decompressor();
   int w = 0, hgt = 0, subsamp = 0, colorspace = 0;
   if (tjDecompressHeader3(h, data, static_cast<unsigned long>(size), &w, &hgt, &subsamp, &colorspace) != 0)
-    throw CorruptImage("cannot decode '" + name + "': bad JPEG header (" + tjGetErrorStr2(h) + ")");
+    throw CorruptImage("cannot decode '" + name + "': bad JPEG header (" + take_tj_error(h) + ")");
   check_pixel_limit(w, hgt, name);
 
   // libjpeg reports a missing EOI as a warning and fills the rest; appending
@@ -93,8 +107,8 @@ DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& na
   const int rc = tjDecompress2(h, data, static_cast<unsigned long>(size), buf.data, sw,
                                static_cast<int>(buf.step[0]), sh, cmyk ? TJPF_CMYK : TJPF_RGB, 0);
   if (rc != 0) {
-    const std::string msg = tjGetErrorStr2(h);
     const bool warning = tjGetErrorCode(h) == TJERR_WARNING;
+    const std::string msg = take_tj_error(h);
     std::string lower = msg;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -131,7 +145,7 @@ ImageSize probe_image(const uint8_t* data, size_t size, const std::string& name)
     int w = 0, h = 0, ss = 0, cs = 0;
     tjhandle hd = thread_decompressor();
     if (tjDecompressHeader3(hd, data, static_cast<unsigned long>(size), &w, &h, &ss, &cs) != 0)
-      throw CorruptImage("cannot decode '" + name + "': bad JPEG header (" + tjGetErrorStr2(hd) + ")");
+      throw CorruptImage("cannot decode '" + name + "': bad JPEG header (" + take_tj_error(hd) + ")");
     check_pixel_limit(w, h, name);
     return {w, h};
   }

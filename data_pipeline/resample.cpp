@@ -160,6 +160,19 @@ cv::Mat resize_pil(const cv::Mat& src, int out_w, int out_h, ResampleFilter filt
   const bool need_v = out_h != src.rows || box[1] != 0 || box[3] != src.rows;
   const Coeffs ch = precompute(src.cols, box[0], box[2], out_w, filter);
   Coeffs cv_ = precompute(src.rows, box[1], box[3], out_h, filter);
+  // Pillow 13 (python-pillow/Pillow#9549) runs the vertical pass first when
+  // the height shrinks by more than twice as many pixels as the width; the
+  // passes round to 8 bits in between, so the order changes the bytes (by a
+  // few levels). Pillow <= 12 always ran the horizontal pass first.
+  const bool vertical_first = src.rows - out_h > 0 && src.rows - out_h > (src.cols - out_w) * 2;
+  if (vertical_first) {  // out_h < src.rows: the vertical pass is needed
+    cv::Mat tmp(out_h, src.cols, CV_8UC3);
+    resample_vertical(src, tmp, cv_);
+    if (!need_h) return tmp;
+    cv::Mat out(out_h, out_w, CV_8UC3);
+    resample_horizontal(tmp, out, 0, ch);
+    return out;
+  }
   // Only input rows the vertical pass reads go through the horizontal pass.
   const int yfirst = cv_.bounds[0];
   const int ylast = cv_.bounds[2 * out_h - 2] + cv_.bounds[2 * out_h - 1];

@@ -1,11 +1,15 @@
 // PIL-compatible resampling of 8-bit RGB images (cv::Mat CV_8UC3).
 //
 // resize_pil reproduces Pillow's Image.resize(size, filter, box)
-// (libImaging/Resample.c): separable convolution, horizontal pass first,
-// filter support scaled by the downscale factor (antialiasing), coefficients
-// normalised then quantised to 22-bit fixed point, 8-bit rounding and
-// clipping after each pass. Bicubic uses a = -0.5 (OpenCV's INTER_CUBIC
-// uses a = -0.75 and no antialias, so it cannot stand in for it).
+// (libImaging/Resample.c): separable convolution, filter support scaled by
+// the downscale factor (antialiasing), coefficients normalised then
+// quantised to 22-bit fixed point, 8-bit rounding and clipping after each
+// pass. The pass order is Pillow 13's (python-pillow/Pillow#9549): vertical
+// first when the height shrinks by more than twice as many pixels as the
+// width, else horizontal first. Pillow <= 12 always went horizontal first,
+// so those resizes differ from an older Pillow by a few levels. Bicubic
+// uses a = -0.5 (OpenCV's INTER_CUBIC uses a = -0.75 and no antialias, so it
+// cannot stand in for it).
 //
 // affine_pil reproduces Image.transform(size, AFFINE, (a,b,c,d,e,f),
 // resample, fillcolor) (libImaging/Geometry.c): output pixel centre

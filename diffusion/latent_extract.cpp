@@ -111,10 +111,8 @@ bool load_image(const std::string& path, const ExtractOptions& o, float* out, fl
   try {
     const std::vector<uint8_t> bytes = read_file_bytes(path);
     cv::Mat rgb = decode_image(bytes.data(), bytes.size(), path).rgb;
-    if (std::min(rgb.cols, rgb.rows) < o.image_size)
-      throw CorruptImage("image '" + path + "' is " + std::to_string(rgb.cols) + "x" + std::to_string(rgb.rows) +
-                         ", smaller than the crop " + std::to_string(o.image_size) +
-                         " (model.input_size times the VAE's downsampling)");
+    // Images smaller than the crop are upsampled, as DiT's center_crop_arr
+    // does (its BICUBIC resize scales the shorter side up to image_size).
     cv::Mat img = adm_center_crop(rgb, static_cast<int>(o.image_size));
     to_chw_normalized(img, {0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}, out);
     if (flipped) {

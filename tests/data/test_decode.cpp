@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -153,6 +155,26 @@ TEST(Decode, TruncatedMidScanAndGarbageAreCorruptNamingTheFile) {
   const std::string text = "this is not an image, just text\n";
   expect_corrupt_naming(std::vector<uint8_t>(text.begin(), text.end()), "notes_named.jpg");
   expect_corrupt_naming({}, "empty.jpg");
+}
+
+TEST(Decode, ACorruptJpegDoesNotBreakTheNextDecodeOnTheSameThread) {
+  // libjpeg-turbo 2.x leaves a decompressor mid-header after a header error;
+  // the next file on that thread used to fail with the same message.
+  const auto jpg = testutil::encode_rgb_jpeg(testutil::synthetic_rgb(48, 32, 3));
+  const std::string junk = "\xFF\xD8\xFF not really a jpeg";
+  const std::vector<uint8_t> bad(junk.begin(), junk.end());
+  cv::Mat fresh;  // the same file decoded on a thread that saw no error
+  std::thread([&] { fresh = decode_vec(jpg, "fresh.jpg").rgb; }).join();
+  for (int round = 0; round < 2; ++round) {
+    expect_corrupt_naming(bad, "broken.jpg");
+    EXPECT_EQ(testutil::max_abs_diff(decode_vec(jpg, "after_broken.jpg").rgb, fresh), 0);
+    expect_corrupt_naming(std::vector<uint8_t>(jpg.begin(), jpg.begin() + jpg.size() / 2), "half.jpg");
+    EXPECT_EQ(testutil::max_abs_diff(decode_vec(jpg, "after_half.jpg").rgb, fresh), 0);
+    EXPECT_THROW(probe_image(bad.data(), bad.size(), "broken.jpg"), CorruptImage);
+    const ImageSize sz = probe_image(jpg.data(), jpg.size(), "after_probe.jpg");
+    EXPECT_EQ(sz.width, 48);
+    EXPECT_EQ(sz.height, 32);
+  }
 }
 
 TEST(Decode, DctScaleChoice) {
