@@ -19,6 +19,20 @@ class OutOfMemory : public std::bad_alloc {
   std::string what_;
 };
 
+// Runs f() and returns what it returns; a vt::OutOfMemory thrown by it is
+// rethrown with `context` in front (what was being computed and the key
+// that lowers it, e.g. "evaluation batch (eval.batch_size=256; lower it)"),
+// so an out-of-memory after step 1 says which phase asked. Nothing else is
+// caught.
+template <class F>
+decltype(auto) naming_out_of_memory(const std::string& context, F&& f) {
+  try {
+    return f();
+  } catch (const OutOfMemory& e) {
+    throw OutOfMemory(context + ": " + e.what());
+  }
+}
+
 // "1234 bytes (1.2 KiB)" for messages (the unit only from 1 KiB on).
 std::string bytes_text(size_t bytes);
 

@@ -1,5 +1,6 @@
 #include "diffusion/dit_trainer.h"
 
+
 #include <omp.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "core/dist.h"
 #include "core/log.h"
 #include "core/npz.h"
+#include "core/out_of_memory.h"
 #include "core/philox.h"
 #include "core/stop_request.h"
 #include "core/progress.h"
@@ -350,18 +352,25 @@ void DitTrainer::after_step(int64_t s) {
 }
 
 void DitTrainer::save_sample_grid(const std::string& path) {
-  DiT ema_model(cfg_.model);
-  ema_model.to(cfg_.compute.device);  // sampled where training runs
-  Tensor w = ema_model.params().weights();
-  w.copy_from(opt_->ema());
-  if (cfg_.compute.bf16()) ema_model.params().enable_bf16_copy();
   std::vector<int32_t> labels(static_cast<size_t>(std::max(1, cfg_.grid_images)));
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % static_cast<size_t>(cfg_.model.num_classes));
-  Tensor x = sample_images(ema_model, cfg_.grid, labels);
-  if (cfg_.data_kind == "latents") scale(x, static_cast<float>(1.0 / cfg_.latent_scale), x);
-  // Latent grids are decoded to images when a VAE is configured (vae.path).
-  if (cfg_.data_kind == "latents" && !cfg_.vae_path.empty()) x = AutoencoderKL::load(cfg_.vae_path).decode(x);
-  save_png_grid(path, to_uint8_nhwc(x));
+  // Nothing is written before the grid is complete; a device out-of-memory
+  // (the EMA copy, sampling or the VAE decode) names the grid and its key.
+  const std::string oom_context = "sample grid of " + std::to_string(labels.size()) + " images (sample.batch=" +
+                                  std::to_string(cfg_.grid.batch) + " per model call, doubled under guidance; lower it)";
+  const Tensor images = naming_out_of_memory(oom_context, [&] {
+    DiT ema_model(cfg_.model);
+    ema_model.to(cfg_.compute.device);  // sampled where training runs
+    Tensor w = ema_model.params().weights();
+    w.copy_from(opt_->ema());
+    if (cfg_.compute.bf16()) ema_model.params().enable_bf16_copy();
+    Tensor x = sample_images(ema_model, cfg_.grid, labels);
+    if (cfg_.data_kind == "latents") scale(x, static_cast<float>(1.0 / cfg_.latent_scale), x);
+    // Latent grids are decoded to images when a VAE is configured (vae.path).
+    if (cfg_.data_kind == "latents" && !cfg_.vae_path.empty()) x = AutoencoderKL::load(cfg_.vae_path).decode(x);
+    return to_uint8_nhwc(x);
+  });
+  save_png_grid(path, images);
 }
 
 void DitTrainer::train(int64_t stop_at) {

@@ -1,5 +1,6 @@
 #include "vision/evaluate.h"
 
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "core/dist.h"
+#include "core/out_of_memory.h"
 #include "data_pipeline/batch_upload.h"
 #include "kernels/cross_entropy.h"
 
@@ -111,42 +113,48 @@ EvalResult evaluate_classifier(VisionTransformer& model, std::shared_ptr<const D
   Batch b;
   DeviceBatch db;
   Tensor logits, host_logits;
-  while (upload ? upload->next(db) : loader.next(b)) {
-    const Tensor& images = upload ? db.images : b.images;
-    const Tensor& labels = upload ? db.labels : b.labels;
-    const Tensor& host_labels = upload ? db.host_labels : b.labels;
-    const int64_t B = images.shape()[0];
-    if (!logits.defined() || logits.shape()[0] != B) logits = Tensor::empty({B, K}, DType::F32, dev);
-    model.forward(images, logits, false);
-    if (upload) upload->prefetch();  // the next batch's copy overlaps this one's forward
-    CrossEntropyResult r = cross_entropy_forward_backward(logits, labels, 0.0f, Tensor());
-    e.loss_sum += r.loss * static_cast<double>(B);
-    e.correct1 += r.correct;
-    host_logits = logits.to(Device::cpu());
-    const float* l = host_logits.f32();
-    const std::vector<int64_t>& used = upload ? db.indices : b.indices;
-    const int64_t first = (upload ? db.index : b.index) * o.batch_size;
-    int64_t evaluated = 0;
-    for (int64_t i = 0; i < B; ++i) {
-      const float* row = l + i * K;
-      const int32_t label = host_labels.i32()[i];
-      if (used[static_cast<size_t>(i)] != wanted[static_cast<size_t>(first + i)]) {
-        // The loader put the next readable image (and its label) in place
-        // of an unreadable one; that image is evaluated at its own
-        // position, so this row is taken out of the counts.
-        unaccount_row(row, K, label, e);
-        continue;
+  // A device out-of-memory here (after training fitted) names the
+  // evaluation batch and its key; nothing has been recorded yet.
+  const std::string oom_context =
+      "evaluation batch (eval.batch_size=" + std::to_string(o.batch_size) + " per process; lower it)";
+  naming_out_of_memory(oom_context, [&] {
+    while (upload ? upload->next(db) : loader.next(b)) {
+      const Tensor& images = upload ? db.images : b.images;
+      const Tensor& labels = upload ? db.labels : b.labels;
+      const Tensor& host_labels = upload ? db.host_labels : b.labels;
+      const int64_t B = images.shape()[0];
+      if (!logits.defined() || logits.shape()[0] != B) logits = Tensor::empty({B, K}, DType::F32, dev);
+      model.forward(images, logits, false);
+      if (upload) upload->prefetch();  // the next batch's copy overlaps this one's forward
+      CrossEntropyResult r = cross_entropy_forward_backward(logits, labels, 0.0f, Tensor());
+      e.loss_sum += r.loss * static_cast<double>(B);
+      e.correct1 += r.correct;
+      host_logits = logits.to(Device::cpu());
+      const float* l = host_logits.f32();
+      const std::vector<int64_t>& used = upload ? db.indices : b.indices;
+      const int64_t first = (upload ? db.index : b.index) * o.batch_size;
+      int64_t evaluated = 0;
+      for (int64_t i = 0; i < B; ++i) {
+        const float* row = l + i * K;
+        const int32_t label = host_labels.i32()[i];
+        if (used[static_cast<size_t>(i)] != wanted[static_cast<size_t>(first + i)]) {
+          // The loader put the next readable image (and its label) in place
+          // of an unreadable one; that image is evaluated at its own
+          // position, so this row is taken out of the counts.
+          unaccount_row(row, K, label, e);
+          continue;
+        }
+        const float v = row[label];
+        int64_t above = 0;
+        for (int64_t k = 0; k < K; ++k) above += row[k] > v;
+        e.correct5 += above < 5;
+        ++evaluated;
       }
-      const float v = row[label];
-      int64_t above = 0;
-      for (int64_t k = 0; k < K; ++k) above += row[k] > v;
-      e.correct5 += above < 5;
-      ++evaluated;
+      e.skipped += B - evaluated;
+      e.images += evaluated;
+      if (progress) progress(e.images, total);
     }
-    e.skipped += B - evaluated;
-    e.images += evaluated;
-    if (progress) progress(e.images, total);
-  }
+  });
   finish(e);
   return e;
 }

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,12 +23,15 @@
 #include "backbone/backbone.h"
 #include "core/allocator.h"
 #include "core/config.h"
+#include "core/out_of_memory.h"
+#include "data_pipeline/dataset.h"
 #include "core/philox.h"
 #include "diffusion/dit_model.h"
 #include "diffusion/dit_train_config.h"
 #include "diffusion/dit_trainer.h"
 #include "train/memory_estimate.h"
 #include "train_emu_util.h"
+#include "vision/evaluate.h"
 #include "vision/trainer.h"
 #include "vision/vit.h"
 #include "vision_test_util.h"
@@ -166,6 +170,31 @@ TEST_F(VtrainMemoryEmu, FittingConfigPassesAndItsPeakIsAtLeastTheEstimate) {
   EXPECT_GE(static_cast<int64_t>(peak), e.total()) << "estimate " << e.total() << " above the step's counted peak";
 }
 
+// An out-of-memory after the check (here: evaluation on a device left with
+// no room beyond the model) names the evaluation batch and the key that
+// lowers it, and the tensor it could not allocate.
+TEST_F(VtrainMemoryEmu, EvaluationOutOfMemoryNamesTheBatchAndItsKey) {
+  TrainOptions o = train_options(cfg({"device=cuda", "precision=fp32", "eval.batch_size=8"}), "test.yaml");
+  auto ds = std::make_shared<ImageFolderDataset>(tmp_.path() + "/data/test", deit_eval_pipeline(o));
+  o.vit.num_classes = ds->num_classes();  // the trainer takes it from the data
+  VisionTransformer model(o.vit);
+  model.to(Device::cuda(0));
+  const EvalOptions eo = eval_options(o);
+  const EvalResult fits = evaluate_classifier(model, ds, eo);  // with the device's full memory
+  EXPECT_GT(fits.images, 0);
+  cuda_empty_cache();
+  DeviceMemory mem(cuda_bytes_in_use() + 256);  // the model's weights and 256 bytes
+  try {
+    evaluate_classifier(model, ds, eo);
+    FAIL() << "evaluated on a device without room";
+  } catch (const OutOfMemory& e) {
+    const std::string m = e.what();
+    for (const char* want : {"evaluation batch (eval.batch_size=8 per process; lower it): ", "CUDA out of memory",
+                             "tensor of shape"})
+      EXPECT_NE(m.find(want), std::string::npos) << "'" << want << "' missing from: " << m;
+  }
+}
+
 // dittrain: latents [4, 8, 8], patch 2 (16 tokens), batch 4.
 class DittrainMemoryEmu : public ::testing::Test {
  protected:
@@ -217,6 +246,28 @@ TEST_F(DittrainMemoryEmu, OversizedConfigRefusedBeforeAnyAllocation) {
       EXPECT_NE(m.find(want), std::string::npos) << "'" << want << "' missing from: " << m;
   }
   EXPECT_EQ(vt_emu_malloc_count(), mallocs);
+}
+
+// The periodic sample grid on a device with no room beyond training's
+// state: the error names the grid and sample.batch, and no file is written.
+TEST_F(DittrainMemoryEmu, SampleGridOutOfMemoryNamesTheGridAndWritesNothing) {
+  const DitTrainConfig c = cfg({"device=cuda", "precision=fp32", "sample.num=4", "sample.batch=2", "sample.steps=2"});
+  DitTrainer t(c);
+  const std::string grid = tmp_.path() + "/grid.png";
+  t.save_sample_grid(grid);  // fits with the device's full memory
+  ASSERT_TRUE(std::filesystem::exists(grid));
+  std::filesystem::remove(grid);
+  cuda_empty_cache();
+  DeviceMemory mem(cuda_bytes_in_use() + 256);
+  try {
+    t.save_sample_grid(grid);
+    FAIL() << "sampled on a device without room";
+  } catch (const OutOfMemory& e) {
+    const std::string m = e.what();
+    for (const char* want : {"sample grid of 4 images (sample.batch=2 per model call", "CUDA out of memory"})
+      EXPECT_NE(m.find(want), std::string::npos) << "'" << want << "' missing from: " << m;
+  }
+  EXPECT_FALSE(std::filesystem::exists(grid));
 }
 
 }  // namespace
