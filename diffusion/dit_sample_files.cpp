@@ -259,7 +259,9 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
           saved += n;
           test_kill_after_chunk(++written);
         }
-        if (const int sig = local_stop_signal()) {
+        // Once every chunk is written only the assembly is left: a request is ignored.
+        const int sig = saved < N ? local_stop_signal() : 0;
+        if (sig) {
           const std::string msg =
               "stopped by " + signal_name(sig) + ": " + std::to_string(saved) + " of " + std::to_string(N) +
               " samples are saved in " + partial.dir() +

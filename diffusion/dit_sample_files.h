@@ -26,8 +26,9 @@
 // acted on after the batch in flight: the chunk in progress is abandoned
 // (its finished batches are drawn again by the rerun) unless that batch was
 // its last one, in which case the chunk is written first; then
-// StopRequested is thrown (exit status 3, kExitStopped). During the final
-// assembly a request is ignored (it only reads and writes files).
+// StopRequested is thrown (exit status 3, kExitStopped). Once the last chunk
+// is written a request is ignored: only the assembly of the final npz (files
+// read and written) is left.
 //
 // Test hook: VT_TEST_SAMPLE_KILL_AFTER_CHUNKS=K[:SIGNAL] sends SIGNAL
 // (default SIGKILL; names as run.stop_signals) to the process itself right
