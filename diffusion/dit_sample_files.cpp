@@ -92,19 +92,93 @@ std::map<std::string, NpyArray> read_chunk(const SamplePartial& p, int64_t k, in
   }
   Shape want{n};
   want.insert(want.end(), lay.row.begin(), lay.row.end());
-  auto bad = [&](const std::string& what) { return std::runtime_error("sample: chunk file '" + path + "': " + what + redo); };
+  auto bad = [&](const std::string& what) {
+    return std::runtime_error("sample: chunk file '" + path + "': " + what + redo);
+  };
   if (a.size() != 2 || !a.count(lay.key) || !a.count("labels"))
     throw bad("expected the arrays '" + lay.key + "' and 'labels'");
   if (a.at(lay.key).dtype != lay.dtype || a.at(lay.key).shape != want)
     throw bad("'" + lay.key + "' is " + a.at(lay.key).dtype + " " + shape_str(a.at(lay.key).shape) + ", expected " +
               lay.dtype + " " + shape_str(want));
-  if (a.at("labels").dtype != "<i8" || a.at("labels").shape != Shape{n}) throw bad("'labels' is not int64 [" + std::to_string(n) + "]");
+  if (a.at("labels").dtype != "<i8" || a.at("labels").shape != Shape{n})
+    throw bad("'labels' is not int64 [" + std::to_string(n) + "]");
   const std::vector<int64_t> got = a.at("labels").as<int64_t>();
   for (int64_t i = 0; i < n; ++i)
     if (got[static_cast<size_t>(i)] != labels[static_cast<size_t>(first + i)])
       throw bad("label of sample " + std::to_string(first + i) + " is " + std::to_string(got[static_cast<size_t>(i)]) +
                 ", this run draws " + std::to_string(labels[static_cast<size_t>(first + i)]));
   return a;
+}
+
+// The final npz's arrays from the chunk files (each checked as at the start).
+std::map<std::string, NpyArray> assemble(const SamplePartial& partial, int64_t chunk, const OutputLayout& lay,
+                                         const std::vector<int32_t>& labels) {
+  const int64_t N = static_cast<int64_t>(labels.size());
+  NpyArray arr;
+  arr.dtype = lay.dtype;
+  arr.shape = Shape{N};
+  arr.shape.insert(arr.shape.end(), lay.row.begin(), lay.row.end());
+  const size_t per = lay.row_bytes();
+  arr.bytes.resize(static_cast<size_t>(N) * per);
+  for (int64_t first = 0, k = 0; first < N; first += chunk, ++k) {
+    const int64_t n = std::min(chunk, N - first);
+    const auto a = read_chunk(partial, k, first, n, lay, labels);
+    std::memcpy(arr.bytes.data() + static_cast<size_t>(first) * per, a.at(lay.key).bytes.data(),
+                static_cast<size_t>(n) * per);
+  }
+  std::map<std::string, NpyArray> arrays;
+  arrays["labels"] = NpyArray::from(std::vector<int64_t>(labels.begin(), labels.end()), {N});
+  arrays[lay.key] = std::move(arr);
+  return arrays;
+}
+
+// The first (up to) 64 samples as U8 NHWC for the PNG grid; latents are
+// shown as if they were pixels (channels 0..2).
+Tensor grid_preview(const NpyArray& arr, const OutputLayout& lay) {
+  const int64_t shown = std::min<int64_t>(64, arr.shape.at(0));
+  Shape ps{shown};
+  ps.insert(ps.end(), lay.row.begin(), lay.row.end());
+  Tensor t = Tensor::empty(ps, lay.key == "latents" ? DType::F32 : DType::U8);
+  std::memcpy(t.raw(), arr.bytes.data(), static_cast<size_t>(shown) * lay.row_bytes());
+  return lay.key == "latents" ? to_uint8_nhwc(t) : t;
+}
+
+// VAE images per call: sample.batch, as the training grids.
+int64_t vae_decode_batch(const DitTrainConfig& cfg) { return cfg.grid.batch; }
+
+// What determines the samples, for the manifest (sample_partial.h). `weights`:
+// the model's parameters as loaded, on the CPU (before any device copy), so
+// other weights at the same checkpoint path are told apart.
+SamplePartial::Keys sample_keys(const DitTrainConfig& cfg, const SampleRequest& req, int64_t chunk,
+                                const OutputLayout& lay, const Tensor& weights) {
+  const SampleOptions& opt = req.options;
+  const bool latents = cfg.data_kind == "latents";
+  const AutoencoderKL* vae = latents ? req.vae : nullptr;
+  Sha256 wh;
+  wh.add(weights.raw(), static_cast<size_t>(weights.numel()) * sizeof(float));
+  std::string compute = cfg.compute.device.is_cpu() ? "cpu" : "cuda (" + cfg.compute.gpu_name + ")";
+  compute += ", precision " + std::string(precision_name(cfg.compute.precision));
+  return {
+      {"weights", req.use_ema ? "ema" : "model"},
+      {"weights_sha256", wh.hex()},
+      {"model", describe_model(cfg.model)},
+      {"num_timesteps", std::to_string(opt.num_timesteps)},
+      {"sampler", opt.sampler},
+      {"steps", std::to_string(opt.steps)},
+      {"eta", num(opt.eta)},
+      {"cfg_scale", num(opt.cfg_scale)},
+      {"guided_channels", std::to_string(opt.guided_channels)},
+      {"clip_denoised", opt.clip_denoised ? "true" : "false"},
+      {"seed", std::to_string(opt.seed)},
+      {"num_samples", std::to_string(req.num_samples)},
+      {"batch", std::to_string(opt.batch)},
+      {"chunk", std::to_string(chunk)},
+      {"labels", "uniform in [0, " + std::to_string(cfg.model.num_classes) + ") from Philox(seed, labels)"},
+      {"latent_scale", latents ? num(cfg.latent_scale) : "none"},
+      {"vae_sha256", vae ? vae_fingerprint(req.vae_source) : "none"},
+      {"vae_batch", vae ? std::to_string(vae_decode_batch(cfg)) : "none"},
+      {"output", lay.str()},
+      {"compute", compute}};
 }
 
 }  // namespace
@@ -160,12 +234,6 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
     throw std::runtime_error("checkpoint '" + req.ckpt + "': " + e.what() +
                              resume_mismatch_hint(req.ckpt, req.use_ema ? ck.ema : ck.model, WeightsKind::DiT));
   }
-  // The weights as sampled (on the CPU, before any device copy): other
-  // weights at the same checkpoint path are told apart.
-  Sha256 wh;
-  const Tensor w = model.params().weights();
-  wh.add(w.raw(), static_cast<size_t>(w.numel()) * sizeof(float));
-  const std::string weights_sha = wh.hex();
 
   const int64_t C = cfg.model.in_channels, S = cfg.model.input_size;
   OutputLayout lay;
@@ -175,31 +243,9 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
   } else {
     lay = latents ? OutputLayout{"latents", "<f4", {C, S, S}} : OutputLayout{"arr_0", "|u1", {S, S, C}};
   }
-  const int64_t decode_batch = cfg.grid.batch;  // VAE images per call, as the training grids
+  const int64_t decode_batch = vae_decode_batch(cfg);
   const int64_t num_chunks = (N + chunk - 1) / chunk;
-  std::string compute = cfg.compute.device.is_cpu() ? "cpu" : "cuda (" + cfg.compute.gpu_name + ")";
-  compute += ", precision " + std::string(precision_name(cfg.compute.precision));
-  const SamplePartial::Keys keys = {
-      {"weights", req.use_ema ? "ema" : "model"},
-      {"weights_sha256", weights_sha},
-      {"model", describe_model(cfg.model)},
-      {"num_timesteps", std::to_string(opt.num_timesteps)},
-      {"sampler", opt.sampler},
-      {"steps", std::to_string(opt.steps)},
-      {"eta", num(opt.eta)},
-      {"cfg_scale", num(opt.cfg_scale)},
-      {"guided_channels", std::to_string(opt.guided_channels)},
-      {"clip_denoised", opt.clip_denoised ? "true" : "false"},
-      {"seed", std::to_string(opt.seed)},
-      {"num_samples", std::to_string(N)},
-      {"batch", std::to_string(bs)},
-      {"chunk", std::to_string(chunk)},
-      {"labels", "uniform in [0, " + std::to_string(cfg.model.num_classes) + ") from Philox(seed, labels)"},
-      {"latent_scale", latents ? num(cfg.latent_scale) : "none"},
-      {"vae_sha256", vae ? vae_fingerprint(req.vae_source) : "none"},
-      {"vae_batch", vae ? std::to_string(decode_batch) : "none"},
-      {"output", lay.str()},
-      {"compute", compute}};
+  const SamplePartial::Keys keys = sample_keys(cfg, req, chunk, lay, model.params().weights());
   std::error_code ec;
   const fs::path ckpt_abs = fs::weakly_canonical(req.ckpt, ec);
   const SamplePartial::Keys info = {
@@ -254,7 +300,8 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
                                : latents ? x : to_uint8_nhwc(x);
           std::map<std::string, NpyArray> arrays;
           arrays[lay.key] = NpyArray::from_tensor(o);
-          arrays["labels"] = NpyArray::from(std::vector<int64_t>(labels.begin() + first, labels.begin() + first + n), {n});
+          arrays["labels"] =
+              NpyArray::from(std::vector<int64_t>(labels.begin() + first, labels.begin() + first + n), {n});
           partial.write(k, arrays);
           saved += n;
           test_kill_after_chunk(++written);
@@ -276,35 +323,9 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
   }
 
   // Every chunk is on disk: the final arrays, rows in order.
-  NpyArray arr;
-  arr.dtype = lay.dtype;
-  arr.shape = Shape{N};
-  arr.shape.insert(arr.shape.end(), lay.row.begin(), lay.row.end());
-  const size_t per = lay.row_bytes();
-  arr.bytes.resize(static_cast<size_t>(N) * per);
-  for (int64_t k = 0; k < num_chunks; ++k) {
-    const auto a = read_chunk(partial, k, k * chunk, chunk_rows(k), lay, labels);
-    std::memcpy(arr.bytes.data() + static_cast<size_t>(k * chunk) * per, a.at(lay.key).bytes.data(),
-                static_cast<size_t>(chunk_rows(k)) * per);
-  }
-  const int64_t shown = std::min<int64_t>(64, N);
-  Tensor preview;
-  if (lay.key == "latents") {
-    // Shown as if they were pixels (no VAE): channels 0..2.
-    Tensor lat = Tensor::empty({shown, C, S, S});
-    std::memcpy(lat.raw(), arr.bytes.data(), static_cast<size_t>(shown) * per);
-    preview = to_uint8_nhwc(lat);
-  } else {
-    Shape ps{shown};
-    ps.insert(ps.end(), lay.row.begin(), lay.row.end());
-    preview = Tensor::empty(ps, DType::U8);
-    std::memcpy(preview.raw(), arr.bytes.data(), static_cast<size_t>(shown) * per);
-  }
-  std::map<std::string, NpyArray> arrays;
-  arrays["labels"] = NpyArray::from(std::vector<int64_t>(labels.begin(), labels.end()), {N});
-  arrays[lay.key] = std::move(arr);
+  const std::map<std::string, NpyArray> arrays = assemble(partial, chunk, lay, labels);
   save_npz(req.out + ".npz", arrays);
-  save_png_grid(req.out + ".png", preview);
+  save_png_grid(req.out + ".png", grid_preview(arrays.at(lay.key), lay));
   partial.remove();
   log().info("sample: wrote {}.npz ({} {}) and {}.png ({} samples, {} {} steps, cfg {}{})", req.out, lay.key,
              shape_str(arrays.at(lay.key).shape), req.out, N, opt.sampler, opt.steps, opt.cfg_scale,

@@ -92,8 +92,9 @@ SamplePartial::SamplePartial(const std::string& out, const Keys& keys, const Key
   for (const auto& item : have.items()) {
     bool known = false;
     for (const auto& kv : keys) known = known || kv.first == item.key();
-    if (!known)
-      throw differs(item.key(), item.value().is_string() ? item.value().get<std::string>() : item.value().dump(), "(none)");
+    if (known) continue;
+    const nlohmann::json& v = item.value();
+    throw differs(item.key(), v.is_string() ? v.get<std::string>() : v.dump(), "(none)");
   }
 }
 
