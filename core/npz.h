@@ -15,7 +15,9 @@
 // npz): missing file, not a zip archive, bad magic, truncated header,
 // unparsable header dict, unsupported dtype, shape whose element count,
 // strides or byte count overflow int64 (even with zero elements,
-// vt::check_shape_fits), shape whose byte count differs from the data present. Writes are atomic (core/atomic_file.h).
+// vt::check_shape_fits), shape whose byte count differs from the data present. Writes are atomic (core/atomic_file.h)
+// and reproducible: every member carries the fixed time 1980-01-01 00:00 (numpy
+// writes the current time), so the same arrays give the same bytes.
 #pragma once
 #include <cstdint>
 #include <cstring>

@@ -111,4 +111,7 @@ int signal_number(const std::string& name) {
 StopRequested::StopRequested(int signo, int64_t step, const std::string& checkpoint)
     : std::runtime_error(stop_message(signo, step, checkpoint)), signo_(signo), step_(step) {}
 
+StopRequested::StopRequested(int signo, const std::string& message)
+    : std::runtime_error(message), signo_(signo), step_(-1) {}
+
 }  // namespace vt

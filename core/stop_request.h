@@ -49,9 +49,13 @@ void clear_stop_signal();
 
 // Thrown by the training loop once the stop checkpoint is written; what()
 // is the message for the log (signal, step, checkpoint, how to resume).
+// `dittrain sample` throws it too once its finished chunks are safe
+// (diffusion/dit_sample_files.h), with its own message (step() is -1).
+// Either way the program exits with kExitStopped.
 class StopRequested : public std::runtime_error {
  public:
   StopRequested(int signo, int64_t step, const std::string& checkpoint);
+  StopRequested(int signo, const std::string& message);
   int signo() const { return signo_; }
   int64_t step() const { return step_; }
 

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "diffusion/dit_trainer.h"
+#include "diffusion/dit_sample_files.h"
 
 namespace vt {
 namespace {
@@ -51,7 +51,7 @@ std::string one_of(const std::string& key, const std::string& v, const std::set<
 
 const std::set<std::string>& dit_sample_arg_keys() {
   static const std::set<std::string> k = {"ckpt",    "num_samples", "steps", "cfg_scale", "seed",
-                                          "sampler", "eta",         "batch", "weights",   "out"};
+                                          "sampler", "eta",         "batch", "weights",   "out", "chunk"};
   return k;
 }
 
@@ -72,6 +72,10 @@ DitSampleArgs parse_dit_sample_args(const std::map<std::string, std::string>& op
   if (has("seed")) so.seed = static_cast<uint64_t>(parse_int("seed", at("seed"), 0, INT64_MAX));
   if (has("batch")) so.batch = static_cast<int>(parse_int("batch", at("batch"), 1, 4096));
   if (has("num_samples")) a.num_samples = parse_int("num_samples", at("num_samples"), 1, kMaxSamples);
+  if (has("chunk")) {
+    a.chunk = parse_int("chunk", at("chunk"), 1, kMaxSamples);
+    if (a.chunk % so.batch != 0) bad("chunk", at("chunk"), "expected a multiple of batch (" + std::to_string(so.batch) + ")");
+  }
   if (has("weights")) a.use_ema = one_of("weights", at("weights"), {"ema", "model"}) == "ema";
   if (has("out")) {
     if (at("out").empty()) bad("out", "", "expected a path");

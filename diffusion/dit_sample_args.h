@@ -17,9 +17,10 @@ struct DitSampleArgs {
   int64_t num_samples = 64;  // [1, kMaxSamples]
   SampleOptions options;     // the config's sample.* keys, overridden by the arguments
   bool use_ema = true;       // weights=ema (default) | model
+  int64_t chunk = 0;         // samples per resumable chunk (0: default_sample_chunk, diffusion/dit_sample_files.h)
 };
 
-// ckpt num_samples steps cfg_scale seed sampler eta batch weights out
+// ckpt num_samples steps cfg_scale seed sampler eta batch weights out chunk
 const std::set<std::string>& dit_sample_arg_keys();
 
 // `opts` maps argument keys to their text. Defaults: sampler, steps, eta,
@@ -30,7 +31,8 @@ const std::set<std::string>& dit_sample_arg_keys();
 // is not entirely a number of the key's type, or a value out of range
 // (steps in [1, diffusion.num_timesteps], num_samples in [1, kMaxSamples],
 // batch in [1, 4096], seed in [0, 2^63 - 1], cfg_scale and eta finite in
-// [0, 1000], sampler ddpm | ddim, weights ema | model, out non-empty).
+// [0, 1000], sampler ddpm | ddim, weights ema | model, out non-empty, chunk
+// a multiple of the batch in [batch, kMaxSamples]).
 DitSampleArgs parse_dit_sample_args(const std::map<std::string, std::string>& opts, const DitTrainConfig& cfg);
 
 }  // namespace vt

@@ -42,7 +42,6 @@
 namespace vt {
 namespace fs = std::filesystem;
 namespace {
-constexpr uint64_t kPurposeSampleLabels = 0xD1F70004;  // kPurposeTimestep/kPurposeNoise: diffusion/dit_step.cpp
 
 std::shared_ptr<Dataset> make_dataset(const DitTrainConfig& c) {
   if (c.data_kind == "images") {
@@ -426,97 +425,6 @@ void DitTrainer::train_until(int64_t stop_at) {
   }
   bar_ = nullptr;
   bar.finish();
-}
-
-void check_sample_output(const std::string& out) {
-  const std::string what = "sample: out=" + out;
-  if (out.empty()) throw std::runtime_error("sample: out= needs a path");
-  const fs::path parent = fs::path(out).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) fs::create_directories(parent, ec);
-  const fs::path dir = parent.empty() ? fs::path(".") : parent;
-  if (!fs::is_directory(dir))
-    throw std::runtime_error(what + ": cannot create directory '" + dir.string() + "'" +
-                             (ec ? ": " + ec.message() : std::string(": a file of that name exists")));
-  if (access(dir.c_str(), W_OK | X_OK) != 0)
-    throw std::runtime_error(what + ": directory '" + dir.string() + "' is not writable");
-  for (const char* ext : {".npz", ".png"})
-    if (fs::is_directory(out + ext))
-      throw std::runtime_error(what + ": '" + out + ext + "' is a directory, expected a file name");
-}
-
-void dit_sample_to_files(const DitTrainConfig& cfg, const std::string& ckpt, int64_t num_samples,
-                         const SampleOptions& opt, const std::string& out, bool use_ema) {
-  if (num_samples < 1 || num_samples > kMaxSamples)
-    throw std::invalid_argument("sample: num_samples must be in [1, " + std::to_string(kMaxSamples) + "], got " +
-                                std::to_string(num_samples));
-  if (opt.batch < 1) throw std::invalid_argument("sample: batch must be >= 1, got " + std::to_string(opt.batch));
-  check_sample_output(out);
-  DiT model(cfg.model);
-  CheckpointLoadOptions lo;
-  lo.optimizer = false;
-  lo.require_ema = use_ema;
-  const CheckpointData ck = load_checkpoint(ckpt, lo);
-  try {
-    model.load(use_ema ? ck.ema : ck.model);
-  } catch (const std::exception& e) {
-    throw std::runtime_error("checkpoint '" + ckpt + "': " + e.what() +
-                             resume_mismatch_hint(ckpt, use_ema ? ck.ema : ck.model, WeightsKind::DiT));
-  }
-  apply_device_choice(cfg.compute);
-  log().info("sample: device {}", cfg.compute.describe());
-  model.to(cfg.compute.device);
-  if (cfg.compute.bf16()) model.params().enable_bf16_copy();
-  std::vector<int32_t> labels(static_cast<size_t>(num_samples));
-  Philox rng(opt.seed, philox_stream(kPurposeSampleLabels));
-  for (auto& y : labels) y = static_cast<int32_t>(rng.integer(0, cfg.model.num_classes - 1));
-
-  // Chunks of whole batches: only the output array (uint8 pixels, or F32
-  // latents) is held for all samples, not N float images.
-  const int64_t C = cfg.model.in_channels, S = cfg.model.input_size, bs = opt.batch;
-  const int64_t chunk = bs * std::max<int64_t>(1, 1024 / bs);
-  const bool latents = cfg.data_kind == "latents";
-  NpyArray arr;
-  arr.dtype = latents ? "<f4" : "|u1";
-  arr.shape = latents ? Shape{num_samples, C, S, S} : Shape{num_samples, S, S, C};
-  const size_t per_bytes = static_cast<size_t>(C * S * S) * (latents ? sizeof(float) : 1);
-  arr.bytes.resize(static_cast<size_t>(num_samples) * per_bytes);
-  const int64_t K = sampling_diffusion(opt).num_steps(), total = (num_samples + bs - 1) / bs * K;
-  ProgressOptions po;
-  po.unit = "step";
-  ProgressBar pb("sample", total, po);
-  int64_t done_before = 0;
-  for (int64_t first = 0; first < num_samples; first += chunk) {
-    const int64_t n = std::min(chunk, num_samples - first);
-    const std::vector<int32_t> part(labels.begin() + first, labels.begin() + first + n);
-    int64_t done_here = 0;
-    Tensor x = sample_images(
-        model, opt, part, [&](int64_t done, int64_t) { pb.update(done_before + (done_here = done)); }, first);
-    done_before += done_here;
-    Tensor o = latents ? x : to_uint8_nhwc(x);
-    if (latents) scale(o, static_cast<float>(1.0 / cfg.latent_scale), o);
-    std::memcpy(arr.bytes.data() + static_cast<size_t>(first) * per_bytes, o.contiguous().raw(),
-                static_cast<size_t>(n) * per_bytes);
-  }
-  pb.finish();
-  const int64_t shown = std::min<int64_t>(64, num_samples);
-  Tensor preview;
-  if (latents) {
-    // Shown as if they were pixels (no VAE decoder yet): channels 0..2.
-    Tensor lat = Tensor::empty({shown, C, S, S});
-    std::memcpy(lat.raw(), arr.bytes.data(), static_cast<size_t>(shown) * per_bytes);
-    preview = to_uint8_nhwc(lat);
-  } else {
-    preview = Tensor::empty({shown, S, S, C}, DType::U8);
-    std::memcpy(preview.raw(), arr.bytes.data(), static_cast<size_t>(shown) * per_bytes);
-  }
-  std::map<std::string, NpyArray> arrays;
-  arrays["labels"] = NpyArray::from(std::vector<int64_t>(labels.begin(), labels.end()), {num_samples});
-  arrays[latents ? "latents" : "arr_0"] = std::move(arr);
-  save_npz(out + ".npz", arrays);
-  save_png_grid(out + ".png", preview);
-  log().info("sample: wrote {}.npz and {}.png ({} samples, {} {} steps, cfg {})", out, out, num_samples, opt.sampler,
-             opt.steps, opt.cfg_scale);
 }
 
 }  // namespace vt

@@ -123,27 +123,4 @@ class DitTrainer : private StepTask {
   Tensor x0_fixed_;    // CUDA Graph steps: the batch's fixed home
 };
 
-// Creates the parent directory of `out` (as the sampler would at the end) and
-// checks that <out>.npz and <out>.png can be written there: a typo in out=
-// must fail before hours of sampling, not after. Throws std::runtime_error
-// naming out= and the culprit (a parent that is a file or not writable, an
-// output name that is a directory).
-void check_sample_output(const std::string& out);
-
-// Upper bound of dit_sample_to_files's num_samples (ADM's FID-50K needs 5e4).
-constexpr int64_t kMaxSamples = 1000000;
-
-// `dittrain sample`: loads `ckpt` (EMA weights unless use_ema = false),
-// draws num_samples images with labels uniform in [0, num_classes) from
-// opt.seed, and writes <out>.npz (ADM: arr_0 uint8 [N, H, W, 3] and labels
-// int64 [N]; for latent models `latents` F32 [N, C, H, W] divided by
-// data.latent_scale instead of arr_0) and <out>.png (a grid of up to 64).
-// Samples are drawn in chunks of whole batches; only the output array is
-// held for all of them. Throws std::invalid_argument for num_samples outside
-// [1, kMaxSamples] or opt.batch < 1, std::runtime_error for a bad checkpoint
-// or an output that cannot be written (check_sample_output, before any
-// sampling).
-void dit_sample_to_files(const DitTrainConfig& cfg, const std::string& ckpt, int64_t num_samples,
-                         const SampleOptions& opt, const std::string& out, bool use_ema = true);
-
 }  // namespace vt

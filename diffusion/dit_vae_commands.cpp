@@ -6,7 +6,6 @@
 
 #include "core/log.h"
 #include "diffusion/latent_extract.h"
-#include "diffusion/vae_decode_samples.h"
 
 namespace vt {
 namespace {
@@ -92,19 +91,13 @@ std::optional<AutoencoderKL> dit_sample_vae(const DitTrainConfig& cfg, const std
     return std::nullopt;
   }
   const std::string path = dit_vae_path(cfg, opts);
-  if (path.empty()) return std::nullopt;
+  if (path.empty()) {
+    log().info("sample: no VAE given (vae=PATH or vae.path): the npz will hold latents, not images");
+    return std::nullopt;
+  }
   AutoencoderKL vae = AutoencoderKL::load(path);
   check_vae_fits_model(cfg, vae, path);
   return vae;
-}
-
-void dit_decode_samples(const DitTrainConfig& cfg, const AutoencoderKL* vae, const std::string& out) {
-  if (cfg.data_kind != "latents") return;
-  if (!vae) {
-    log().info("sample: no VAE given (vae=PATH or vae.path): {}.npz holds latents, not images", out);
-    return;
-  }
-  vae_decode_sample_files(*vae, out, cfg.grid.batch);
 }
 
 }  // namespace vt

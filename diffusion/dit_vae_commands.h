@@ -4,7 +4,8 @@
 // encodes an ImageFolder into latent shards (diffusion/latent_extract.h) at
 // the crop model.input_size * 8 with the config's seed and data.on_corrupt;
 // and `dittrain sample` of a latent model with vae=PATH (or the config's
-// vae.path) decodes its samples (diffusion/vae_decode_samples.h).
+// vae.path) decodes its samples (diffusion/vae_decode_samples.h,
+// diffusion/dit_sample_files.h).
 // Argument errors are ConfigError naming the argument and its value.
 #pragma once
 #include <map>
@@ -33,11 +34,9 @@ void run_dit_extract(const DitTrainConfig& cfg, const std::map<std::string, std:
 // warning), or nullopt when none is given. vae= for a pixel-space model is a
 // ConfigError naming vae (an error, not a warning: the user expects decoded
 // images and would silently get none of what they asked for). A missing or
-// bad VAE throws here, so no samples are drawn in vain.
+// bad VAE throws here, so no samples are drawn in vain. A latent model
+// without a VAE is said on the log (its npz will hold latents, not images).
+// The samples are decoded chunk by chunk (diffusion/dit_sample_files.h).
 std::optional<AutoencoderKL> dit_sample_vae(const DitTrainConfig& cfg, const std::map<std::string, std::string>& opts);
-
-// After `dittrain sample` wrote <out>.npz: decodes it with `vae` when the model
-// is a latent one and a VAE is given; says so on the log and does nothing otherwise.
-void dit_decode_samples(const DitTrainConfig& cfg, const AutoencoderKL* vae, const std::string& out);
 
 }  // namespace vt

@@ -3,7 +3,7 @@
 //   dittrain CONFIG.yaml [key.path=value ...]
 //   dittrain sample CONFIG.yaml ckpt=DIR [num_samples=N] [steps=S] [cfg_scale=G]
 //            [seed=K] [sampler=ddpm|ddim] [eta=E] [batch=B] [weights=ema|model]
-//            [out=PATH] [vae=PATH] [key.path=value ...]
+//            [out=PATH] [vae=PATH] [chunk=C] [key.path=value ...]
 //   dittrain extract CONFIG.yaml images=DIR out=DIR [vae=PATH] [store=posterior|sample]
 //            [hflip=true|false] [shard_size=N] [batch=N] [key.path=value ...]
 //
@@ -13,13 +13,16 @@
 // batch from the config's sample.* keys unless given; it writes PATH.npz and
 // PATH.png (default PATH: <ckpt>/samples_<N>_<sampler><steps>_cfg<G>_seed<K>);
 // a latent model's samples are decoded to images with the VAE (vae=PATH or
-// vae.path). `extract` encodes an ImageFolder to latent shards
+// vae.path). It draws C samples at a time (chunk=C, default a multiple of
+// the batch near 1024) into PATH.partial/, so a killed or stopped run
+// continues when rerun with the same arguments (diffusion/dit_sample_files.h). `extract` encodes an ImageFolder to latent shards
 // (diffusion/dit_vae_commands.h).
 // Training runs under mpirun/srun as vtrain does (diffusion/dit_trainer.h);
 // sample and extract refuse a multi-process launch.
 // Exit statuses (core/exit_status.h, as vtrain): 0 done, 1 runtime error
 // (data, checkpoint, non-finite loss), 2 usage or configuration error,
-// 3 stopped by a stop signal after writing a checkpoint (resumable),
+// 3 stopped by a stop signal after writing a checkpoint, or for `sample` its
+//   finished chunks (resumable),
 // 4 distributed timeout, 5 a checkpoint could not be written (disk full).
 //
 // OpenMP wait policy: unless OMP_WAIT_POLICY is set, dittrain re-executes
@@ -42,6 +45,7 @@
 #include "core/stop_request.h"
 #include "core/omp_policy.h"
 #include "diffusion/dit_sample_args.h"
+#include "diffusion/dit_sample_files.h"
 #include "diffusion/dit_train_config.h"
 #include "diffusion/dit_trainer.h"
 #include "diffusion/dit_vae_commands.h"
@@ -58,14 +62,17 @@ void usage(std::ostream& os) {
   os << "usage: dittrain CONFIG.yaml [key.path=value ...]\n"
         "       dittrain sample CONFIG.yaml ckpt=DIR [num_samples=N] [steps=S] [cfg_scale=G] [seed=K]\n"
         "                [sampler=ddpm|ddim] [eta=E] [batch=B] [weights=ema|model] [out=PATH] [vae=PATH]\n"
-        "                [key.path=value ...]\n"
+        "                [chunk=C] [key.path=value ...]\n"
         "       dittrain extract CONFIG.yaml images=DIR out=DIR [vae=PATH] [store=posterior|sample]\n"
         "                [hflip=true|false] [shard_size=N] [batch=N] [key.path=value ...]\n"
         "  CONFIG: a file, or a name in "
      << dirs << "\n"
         "  sample: sampler, steps, cfg_scale, seed, eta, batch default to the config's sample.* keys;\n"
         "          num_samples defaults to 64 (at most "
-     << vt::kMaxSamples << ")\n\nconfig keys:\n"
+     << vt::kMaxSamples << ");\n"
+        "          chunk: samples per resumable chunk in PATH.partial/ (a multiple of batch; default: the\n"
+        "          largest up to 1024); a killed or stopped run continues when rerun with the same arguments\n"
+        "\nconfig keys:\n"
      << vt::dittrain_schema().help_text();
 }
 
@@ -122,10 +129,14 @@ int run(int argc, char** argv) {
     return 0;
   }
   const std::optional<vt::AutoencoderKL> vae = vt::dit_sample_vae(tc, opts);  // fails before any sampling
+  const std::string vae_source = vae ? vt::dit_vae_path(tc, opts) : "";
   opts.erase("vae");
   const vt::DitSampleArgs sa = vt::parse_dit_sample_args(opts, tc);
-  vt::dit_sample_to_files(tc, sa.ckpt, sa.num_samples, sa.options, sa.out, sa.use_ema);
-  vt::dit_decode_samples(tc, vae ? &*vae : nullptr, sa.out);
+  vt::SampleRequest req;
+  req.ckpt = sa.ckpt, req.out = sa.out, req.num_samples = sa.num_samples, req.options = sa.options;
+  req.use_ema = sa.use_ema, req.chunk = sa.chunk;
+  req.vae = vae ? &*vae : nullptr, req.vae_source = vae_source;
+  vt::dit_sample_to_files(tc, req);
   return 0;
 }
 

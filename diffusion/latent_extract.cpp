@@ -8,8 +8,6 @@
 #include <fstream>
 #include <vector>
 
-#include <openssl/evp.h>
-
 #include "core/log.h"
 #include "core/philox.h"
 #include "core/progress.h"
@@ -17,6 +15,7 @@
 #include "data_pipeline/decode.h"
 #include "data_pipeline/image_folder.h"
 #include "data_pipeline/transforms.h"
+#include "diffusion/fingerprint.h"
 
 namespace vt {
 namespace fs = std::filesystem;
@@ -28,54 +27,6 @@ std::string shard_path(const std::string& dir, int64_t k) {
   char name[48];
   std::snprintf(name, sizeof(name), "shard_%05lld.safetensors", static_cast<long long>(k));
   return (fs::path(dir) / name).string();
-}
-
-// SHA-256 over byte chunks (OpenSSL EVP), as lower-case hex.
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
-  ~Sha256() { EVP_MD_CTX_free(ctx_); }
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  void add(const void* p, size_t n) { EVP_DigestUpdate(ctx_, p, n); }
-  void add(const std::string& s) { add(s.data(), s.size() + 1); }  // with the NUL, so fields cannot run together
-  void add_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("extract: cannot read '" + path + "' to fingerprint it");
-    std::vector<char> buf(1 << 20);
-    while (in) {
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      add(buf.data(), static_cast<size_t>(in.gcount()));
-    }
-  }
-  std::string hex() {
-    unsigned char d[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(ctx_, d, &n);
-    std::string h;
-    char b[3];
-    for (unsigned i = 0; i < n; ++i) {
-      std::snprintf(b, sizeof(b), "%02x", d[i]);
-      h += b;
-    }
-    return h;
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
-
-// The VAE's identity: SHA-256 of its config.json (when present) and its whole
-// weights file, so other weights at the same path are told apart.
-std::string vae_fingerprint(const std::string& source) {
-  const fs::path weights = fs::is_directory(source) ? fs::path(source) / "diffusion_pytorch_model.safetensors"
-                                                    : fs::path(source);
-  const fs::path config = weights.parent_path() / "config.json";
-  Sha256 h;
-  if (fs::is_regular_file(config)) h.add_file(config.string());
-  h.add("weights");
-  h.add_file(weights.string());
-  return h.hex();
 }
 
 // The image list's identity: file names relative to the root and labels, in order.

@@ -12,11 +12,19 @@
 #include <cstdint>
 #include <string>
 
+#include "core/tensor.h"
 #include "vae/autoencoder_kl.h"
 
 namespace vt {
 
 // Decodes in batches of `batch` latents; returns the number of images.
 int64_t vae_decode_sample_files(const AutoencoderKL& vae, const std::string& out, int64_t batch = 8);
+
+// The conversion itself, as `dittrain sample` applies it to each chunk of
+// samples (diffusion/dit_sample_files.h): latents F32 [n, C, h, w] (already
+// divided by data.latent_scale) -> U8 [n, f h, f w, 3], `batch` latents per
+// VAE call. `what` names the source in the error for a channel count other
+// than the VAE's latent_channels (std::runtime_error).
+Tensor vae_decode_to_uint8(const AutoencoderKL& vae, const Tensor& latents, int64_t batch, const std::string& what);
 
 }  // namespace vt

@@ -58,6 +58,34 @@ TEST(Npz, RoundTripStoredAndDeflated) {
   expect_same(big, load_npz(d.file("bc.npz")));
 }
 
+// Every member's local header and central-directory entry carry the fixed
+// MS-DOS time 0 and date (1980 - 1980) << 9 | 1 << 5 | 1 (PKWARE APPNOTE
+// 4.3.7 / 4.3.12: time at offset 10 / 12, date at 12 / 14, little-endian),
+// not the time of writing, so an npz written now and one written later from
+// the same arrays are the same bytes (`dittrain sample`'s resume is checked
+// with cmp).
+TEST(Npz, MemberTimesAreFixedSoBytesAreReproducible) {
+  TmpDir d;
+  const auto in = sample_arrays();
+  save_npz(d.file("a.npz"), in, false);
+  const std::string a = read_file(d.file("a.npz"));
+  auto u16 = [&](size_t at) { return static_cast<unsigned>(static_cast<uint8_t>(a[at])) |
+                                     static_cast<unsigned>(static_cast<uint8_t>(a[at + 1])) << 8; };
+  size_t local = 0, central = 0;
+  for (size_t at = a.find("PK\x03\x04"); at != std::string::npos; at = a.find("PK\x03\x04", at + 4), ++local) {
+    EXPECT_EQ(u16(at + 10), 0u) << "local header at " << at;
+    EXPECT_EQ(u16(at + 12), 33u) << "local header at " << at;
+  }
+  for (size_t at = a.find("PK\x01\x02"); at != std::string::npos; at = a.find("PK\x01\x02", at + 4), ++central) {
+    EXPECT_EQ(u16(at + 12), 0u) << "central entry at " << at;
+    EXPECT_EQ(u16(at + 14), 33u) << "central entry at " << at;
+  }
+  EXPECT_EQ(local, in.size());
+  EXPECT_EQ(central, in.size());
+  save_npz(d.file("b.npz"), in, false);
+  EXPECT_EQ(read_file(d.file("b.npz")), a);
+}
+
 TEST(Npz, EmptyArchiveRoundTrips) {
   TmpDir d;
   save_npz(d.file("e.npz"), {}, true);

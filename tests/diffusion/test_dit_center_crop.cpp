@@ -5,13 +5,13 @@
 // tools/dit_crop_fixture.py (Pillow); the test decodes each file the way
 // `dittrain extract` does (decode_image, then adm_center_crop).
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "data_pipeline/decode.h"
+#include "diffusion/fingerprint.h"
 #include "data_pipeline/transforms.h"
 
 namespace vt {
@@ -20,13 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string sha256_hex(const uint8_t* p, size_t n) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(p, n, md, &len, EVP_sha256(), nullptr);
-  std::string hex;
-  char b[3];
-  for (unsigned i = 0; i < len; ++i) std::snprintf(b, sizeof b, "%02x", md[i]), hex += b;
-  return hex;
+  Sha256 h;
+  h.add(p, n);
+  return h.hex();
 }
 
 TEST(DitCenterCrop, EveryImagenetSampleMatchesPilBitForBit) {

@@ -18,6 +18,7 @@
 #include "test_fs.h"
 #include "diffusion/dit_model.h"
 #include "diffusion/dit_sample_args.h"
+#include "diffusion/dit_sample_files.h"
 #include "diffusion/dit_trainer.h"
 #include "diffusion/sampler.h"
 
@@ -245,6 +246,15 @@ TEST(DitSampleArgs, DefaultsComeFromTheConfig) {
   EXPECT_EQ(b.num_samples, 1000000);
   EXPECT_FALSE(b.use_ema);
   EXPECT_EQ(b.out, "c/samples_1000000_ddpm250_cfg4_seed12");
+  EXPECT_EQ(b.chunk, 0);  // dit_sample_to_files's default
+  // chunk= is checked against the batch in effect (batch= or sample.batch).
+  EXPECT_EQ(parse_dit_sample_args({{"ckpt", "c"}, {"batch", "8"}, {"chunk", "24"}}, cfg).chunk, 24);
+  EXPECT_EQ(parse_dit_sample_args({{"ckpt", "c"}, {"chunk", "9"}}, cfg).chunk, 9);  // sample.batch 3
+  const std::string msg = vt_test::error_of([&] { parse_dit_sample_args({{"ckpt", "c"}, {"chunk", "10"}}, cfg); });
+  EXPECT_NE(msg.find("sample: chunk=10: expected a multiple of batch (3)"), std::string::npos) << msg;
+  EXPECT_EQ(default_sample_chunk(3), 1023);
+  EXPECT_EQ(default_sample_chunk(256), 1024);
+  EXPECT_EQ(default_sample_chunk(2000), 2000);
 }
 
 TEST(DitSampleArgs, BadValuesNameTheKeyAndTheValue) {
@@ -255,7 +265,8 @@ TEST(DitSampleArgs, BadValuesNameTheKeyAndTheValue) {
       {"batch", "5000"},        {"seed", "-1"},         {"seed", "99999999999999999999"},
       {"num_samples", "100000000000"},                  {"num_samples", "0"},    {"num_samples", "1000001"},
       {"cfg_scale", "inf"},     {"cfg_scale", "nan"},   {"cfg_scale", "2g"},     {"eta", "-1"},
-      {"sampler", "euler"},     {"weights", "best"},    {"out", ""}};
+      {"sampler", "euler"},     {"weights", "best"},    {"out", ""},             {"chunk", "0"},
+      {"chunk", "x"},           {"chunk", "1000001"}};
   for (const auto& kv : bad) {
     const std::string msg = vt_test::error_of([&] { parse_dit_sample_args({{"ckpt", "c"}, kv}, cfg); });
     EXPECT_NE(msg.find(kv.first + "=" + kv.second), std::string::npos) << kv.first << "=" << kv.second << ": '" << msg

@@ -15,6 +15,7 @@
 #include "core/safetensors.h"
 #include "test_fs.h"
 #include "core/checkpoint_dir.h"
+#include "diffusion/dit_sample_files.h"
 #include "diffusion/dit_trainer.h"
 #include "diffusion/image_grid.h"
 #include "diffusion/sampler.h"
