@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "data_pipeline/decode.h"
-#include "diffusion/fingerprint.h"
 #include "data_pipeline/transforms.h"
+#include "diffusion/fingerprint.h"
 
 namespace vt {
 namespace {
