@@ -20,6 +20,7 @@
 #include "data_pipeline/decode.h"
 #include "data_pipeline/image_folder.h"
 #include "data_pipeline/jpeg_region.h"
+#include "data_pipeline/loader.h"
 #include "data_pipeline/resample.h"
 #include "data_test_util.h"
 
@@ -259,6 +260,36 @@ TEST(CropDecode, ErrorsNameTheFileAsWholeDecodeDoes) {
   }
   const cv::Mat whole = decode_image(jpg.data(), jpg.size(), "ok.jpg").rgb;
   EXPECT_EQ(region_vs_full(jpg, "ok.jpg", 1, 1, 10, 20, 100, 90, whole), 0);
+}
+
+// Through the loader with 1 and 3 workers (each with its own thread-local
+// decompressor), crop-mode batches are full-mode batches, bit for bit.
+TEST(CropDecode, LoaderBatchesEqualFullModeForAnyWorkerCount) {
+  testutil::TempDir t("crop_ld");
+  for (int k = 0; k < 24; ++k) {
+    const cv::Mat img = noisy_rgb(90 + 37 * k % 200, 70 + 23 * k % 150, k);
+    testutil::write_bytes(t.path / (k % 2 ? "a" : "b") / ("i" + std::to_string(k) + ".jpg"),
+                          encode(img, k % 3 == 0 ? TJSAMP_444 : TJSAMP_420, k % 5 == 0));
+  }
+  auto batches = [&](DecodeMode m, int workers) {
+    ImagePipelineConfig cfg;
+    cfg.size = 32;
+    cfg.decode = m;
+    auto ds = std::make_shared<ImageFolderDataset>(t.path.string(), cfg);
+    LoaderConfig c;
+    c.batch_size = 8;
+    c.workers = workers;
+    c.seed = 5;
+    Loader l(ds, c);
+    l.start_epoch(0, train_order(ds->size(), 5, 0, 0, 1));
+    std::vector<std::vector<float>> out;
+    Batch b;
+    while (l.next(b)) out.emplace_back(b.images.f32(), b.images.f32() + b.images.numel());
+    return out;
+  };
+  const auto want = batches(DecodeMode::Full, 1);
+  ASSERT_EQ(want.size(), 3u);
+  for (int w : {1, 3}) EXPECT_EQ(batches(DecodeMode::Crop, w), want) << w << " workers";
 }
 
 TEST(CropDecode, ParseMode) {
