@@ -120,7 +120,10 @@ bool decode_jpeg_region(const uint8_t* data, size_t size, const std::string& nam
   if (ry0 > 0) jpeg_skip_scanlines(ci, static_cast<JDIMENSION>(ry0));
   while (ci->output_scanline < static_cast<JDIMENSION>(ry1)) {
     const JDIMENSION done = static_cast<JDIMENSION>(ci->output_scanline) - static_cast<JDIMENSION>(ry0);
-    jpeg_read_scanlines(ci, rows.data() + done, static_cast<JDIMENSION>(ry1) - ci->output_scanline);
+    // A memory source never suspends (past the data it feeds a fake EOI), so
+    // no progress means a broken decoder state, not "try again".
+    if (jpeg_read_scanlines(ci, rows.data() + done, static_cast<JDIMENSION>(ry1) - ci->output_scanline) == 0)
+      throw CorruptImage("cannot decode '" + name + "': libjpeg returned no scanlines");
   }
   // The rows below are never decoded: AbortOnExit ends the decompression
   // (jpeg_finish_decompress would require them).
