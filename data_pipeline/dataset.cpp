@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/safetensors.h"
+#include "data_pipeline/crop_decode.h"
 #include "data_pipeline/decode.h"
 #include "data_pipeline/resample.h"
 
@@ -13,36 +14,15 @@ namespace vt {
 
 namespace {
 
-// Decodes with the largest power-of-two DCT reduction (1/2, 1/4, 1/8) that
-// keeps a w x h region of the full image at least out_w x out_h pixels.
-// libjpeg-turbo has SIMD inverse DCTs only for these scales; the other
-// eighths run plain C and cost more than a full-size decode (measured on
-// ../shared/data/imagenet-samples: 7/8 1.9 ms, 5/8 1.4 ms, 1/1 1.2 ms,
-// 1/2 1.0 ms per file), so a need of e.g. 0.6 decodes at full size.
+// Decodes at rrc_dct_scale (crop_decode.h) for a w x h region of the full
+// image that must cover out_w x out_h.
 DecodedImage decode_for(const uint8_t* bytes, size_t n, const std::string& name, bool dct, double region_w,
                         double region_h, int out_w, int out_h) {
-  const double need = std::max(out_w / region_w, out_h / region_h);
-  double scale = 1.0;
-  while (dct && scale > 0.125 && scale * 0.5 >= need) scale *= 0.5;
-  return decode_image(bytes, n, name, scale);
+  return decode_image(bytes, n, name, rrc_dct_scale(dct, region_w, region_h, out_w, out_h));
 }
 
-// Resizes the full-resolution box (left, top, w, h) of the possibly
-// DCT-reduced image `d` to out x out. At full scale this is PIL's
-// crop-then-resize; reduced, the box becomes fractional and the resampler is
-// confined to the integer pixels covering it, so it never reads beyond the
-// crop more than one pixel.
 cv::Mat crop_resize(const DecodedImage& d, const CropBox& b, int out) {
-  const cv::Mat& img = d.rgb;
-  if (img.cols == d.full_width && img.rows == d.full_height)
-    return resize_pil(img(cv::Rect(b.left, b.top, b.width, b.height)), out, out, ResampleFilter::Bicubic);
-  const double fx = static_cast<double>(img.cols) / d.full_width, fy = static_cast<double>(img.rows) / d.full_height;
-  const double x0 = b.left * fx, x1 = std::min<double>((b.left + b.width) * fx, img.cols);
-  const double y0 = b.top * fy, y1 = std::min<double>((b.top + b.height) * fy, img.rows);
-  const int ix0 = static_cast<int>(std::floor(x0)), iy0 = static_cast<int>(std::floor(y0));
-  const int ix1 = std::min(img.cols, static_cast<int>(std::ceil(x1))), iy1 = std::min(img.rows, static_cast<int>(std::ceil(y1)));
-  const cv::Mat region = img(cv::Rect(ix0, iy0, ix1 - ix0, iy1 - iy0));
-  return resize_pil(region, out, out, ResampleFilter::Bicubic, {x0 - ix0, y0 - iy0, x1 - ix0, y1 - iy0});
+  return resize_scaled_box(d.rgb, 0, 0, d.full_width, d.full_height, d.rgb.cols, d.rgb.rows, b, out);
 }
 
 }  // namespace
@@ -53,17 +33,16 @@ void process_image(const uint8_t* bytes, size_t n, const std::string& name, cons
   cv::Mat img;
   switch (cfg.kind) {
     case ImagePipeline::DeitTrain: {
-      DecodedImage d;
-      CropBox box;
       if (sniff_format(bytes, n) == ImageFormat::Jpeg) {
         const ImageSize full = probe_image(bytes, n, name);
-        box = rrc_box(full.width, full.height, rng, cfg.rrc);
-        d = decode_for(bytes, n, name, cfg.dct_scaling, box.width, box.height, S, S);
+        const CropBox box = rrc_box(full.width, full.height, rng, cfg.rrc);
+        if (cfg.decode != DecodeMode::Crop ||
+            !decode_crop_resize(bytes, n, name, cfg.dct_scaling, full.width, full.height, box, S, &img))
+          img = crop_resize(decode_for(bytes, n, name, cfg.dct_scaling, box.width, box.height, S, S), box, S);
       } else {
-        d = decode_image(bytes, n, name);
-        box = rrc_box(d.full_width, d.full_height, rng, cfg.rrc);
+        const DecodedImage d = decode_image(bytes, n, name);
+        img = crop_resize(d, rrc_box(d.full_width, d.full_height, rng, cfg.rrc), S);
       }
-      img = crop_resize(d, box, S);
       if (cfg.hflip && rng.uniform_double() < 0.5) hflip_inplace(img);
       if (cfg.rand_augment) img = rand_augment(img, rng, cfg.randaug);
       to_chw_normalized(img, cfg.mean, cfg.std, out);

@@ -9,6 +9,7 @@
 
 #include "core/philox.h"
 #include "core/tensor.h"
+#include "data_pipeline/crop_decode.h"
 #include "data_pipeline/image_folder.h"
 #include "data_pipeline/randaugment.h"
 #include "data_pipeline/transforms.h"
@@ -46,6 +47,9 @@ struct ImagePipelineConfig {
   // most that many pixels (libjpeg-turbo's SIMD scales; the other eighths
   // decode slower than full size); off = decode at full size as PIL does.
   bool dct_scaling = true;
+  // DeitTrain: decode the whole JPEG, or only RandomResizedCrop's box
+  // (crop_decode.h; the same pixels, less work).
+  DecodeMode decode = DecodeMode::Full;
   RrcParams rrc;
   RandAugmentParams randaug;
   ErasingParams erasing;

@@ -63,17 +63,6 @@ bool has_adobe_marker(const uint8_t* d, size_t n) {
   return false;
 }
 
-// Header sizes are up to 2^32 - 1 each (PNG), so the product may not fit.
-void check_pixel_limit(int64_t w, int64_t h, const std::string& name) {
-  int64_t pixels = 0;
-  const bool overflow = __builtin_mul_overflow(w, h, &pixels);
-  if (overflow || pixels > kMaxImagePixels)
-    throw CorruptImage("cannot decode '" + name + "': " + std::to_string(w) + " x " + std::to_string(h) + " = " +
-                       (overflow ? std::string("too many") : std::to_string(pixels)) +
-                       " pixels, more than the limit of " + std::to_string(kMaxImagePixels) +
-                       " (Pillow's decompression-bomb limit)");
-}
-
 DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& name, double min_scale) {
   tjhandle h = thread_decompressor();
   int w = 0, hgt = 0, subsamp = 0, colorspace = 0;
@@ -122,6 +111,17 @@ DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& na
 }
 
 }  // namespace
+
+// Header sizes are up to 2^32 - 1 each (PNG), so the product may not fit.
+void check_pixel_limit(int64_t w, int64_t h, const std::string& name) {
+  int64_t pixels = 0;
+  const bool overflow = __builtin_mul_overflow(w, h, &pixels);
+  if (overflow || pixels > kMaxImagePixels)
+    throw CorruptImage("cannot decode '" + name + "': " + std::to_string(w) + " x " + std::to_string(h) + " = " +
+                       (overflow ? std::string("too many") : std::to_string(pixels)) +
+                       " pixels, more than the limit of " + std::to_string(kMaxImagePixels) +
+                       " (Pillow's decompression-bomb limit)");
+}
 
 void choose_dct_scale(double min_scale, int* num, int* den) {
   *num = 1;

@@ -66,6 +66,10 @@ DecodedImage decode_image(const uint8_t* data, size_t size, const std::string& n
 // The scaling factor decode_image picks for `min_scale`, as num/den.
 void choose_dct_scale(double min_scale, int* num, int* den);
 
+// Throws CorruptImage naming `name` when w * h exceeds kMaxImagePixels.
+// Header sizes are up to 2^32 - 1 each (PNG), so the product may overflow.
+void check_pixel_limit(int64_t w, int64_t h, const std::string& name);
+
 // Whole file into memory; throws std::runtime_error naming the path.
 std::vector<uint8_t> read_file_bytes(const std::string& path);
 

@@ -12,7 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev ocl-icd-opencl-dev libomp-dev
   libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-  libzip-dev libturbojpeg0-dev libopencv-dev
+  libzip-dev libturbojpeg0-dev libjpeg62-turbo-dev libopencv-dev
   libprotobuf-dev protobuf-compiler libeigen3-dev
   clang libclang-rt-14-dev llvm
   libopenmpi-dev openmpi-bin

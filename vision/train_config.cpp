@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 #include <limits>
 
 #include "core/config_checks.h"
@@ -50,6 +51,7 @@ const ConfigSchema& vtrain_schema() {
         .optional("data.rrc_ratio", T::FloatList, "[0.75, 1.3333333333333333]", "RandomResizedCrop aspect range")
         .optional("data.hflip", T::Bool, "true", "random horizontal flip")
         .optional("data.dct_scaling", T::Bool, "true", "JPEG DCT-domain downscaling")
+        .optional("data.decode", T::String, "full", "full | crop: train JPEGs decoded whole, or only RandomResizedCrop's box (same pixels, less work)")
         .optional("data.rand_augment", T::Bool, "true", "RandAugment rand-m9-mstd0.5-inc1")
         .optional("data.randaug_ops", T::Int, "2", "RandAugment ops per image")
         .optional("data.randaug_magnitude", T::Float, "9", "RandAugment magnitude m")
@@ -200,6 +202,11 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
     bad_value(c, "data.rrc_ratio", "expected [lo, hi] with 0 < lo <= hi (finite)");
   o.hflip = c.get<bool>("data.hflip");
   o.dct_scaling = c.get<bool>("data.dct_scaling");
+  try {
+    o.decode = parse_decode_mode(c.get<std::string>("data.decode"));
+  } catch (const std::invalid_argument& e) {
+    bad_value(c, "data.decode", e.what());
+  }
   o.rand_augment = c.get<bool>("data.rand_augment");
   o.randaug_ops = static_cast<int>(int_in(c, "data.randaug_ops", 0, 64));
   o.randaug_magnitude = real_in(c, "data.randaug_magnitude", 0, 1000);

@@ -54,6 +54,7 @@ ImagePipelineConfig train_pipeline(const TrainOptions& o) {
   c.rand_augment = o.rand_augment;
   c.random_erasing = o.erasing_prob > 0;
   c.dct_scaling = o.dct_scaling;
+  c.decode = o.decode;
   c.rrc.scale_lo = o.rrc_scale[0], c.rrc.scale_hi = o.rrc_scale[1];
   c.rrc.ratio_lo = o.rrc_ratio[0], c.rrc.ratio_hi = o.rrc_ratio[1];
   c.randaug.num_ops = o.randaug_ops;

@@ -111,6 +111,15 @@ TEST(TrainConfigChecks, OutOfRangeValuesNameTheirKey) {
   }
 }
 
+TEST(TrainConfigChecks, DecodeMode) {
+  const std::string m = config_error({"data.decode=bogus"});
+  EXPECT_EQ(m.rfind("data.decode (command line)", 0), 0u) << m;
+  EXPECT_NE(m.find("'bogus'"), std::string::npos) << m;
+  EXPECT_NE(m.find("full | crop"), std::string::npos) << m;
+  EXPECT_EQ(options({}).decode, DecodeMode::Full);
+  EXPECT_EQ(options({"data.decode=crop"}).decode, DecodeMode::Crop);
+}
+
 TEST(TrainConfigChecks, RunNameIsOnePathComponent) {
   for (const char* bad : {"name=..", "name=.", "name=a/b", "name=/abs", "name=sp ace", "name=a\\b"}) {
     const std::string m = config_error({bad});
