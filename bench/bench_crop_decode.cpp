@@ -205,8 +205,8 @@ void diff_line(const char* what, const vt::ImageFolder& f, bool reference_pil) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Default: the shared ImageNet samples beside the repository (run from its root).
-  const std::string root = argc > 1 && argv[1][0] ? argv[1] : "../shared/data/imagenet-samples";
+  // Default: ../shared/data/imagenet-samples beside the repository.
+  const std::string root = argc > 1 && argv[1][0] ? argv[1] : std::string(VT_SHARED_DATA_DIR) + "/imagenet-samples";
   const int passes = argc > 2 ? std::max(1, std::atoi(argv[2])) : 2;
   const std::string only = argc > 3 ? argv[3] : "";  // run only configs whose name contains this (no diff lines)
 

@@ -57,9 +57,7 @@ double run(std::shared_ptr<const vt::Dataset> ds, int workers, int epochs) {
 
 int main(int argc, char** argv) {
   // Default: ../shared/data/imagenet-samples beside the repository.
-  const std::string here = __FILE__;
-  const std::string repo = here.substr(0, here.rfind("/bench/"));
-  const std::string root = argc > 1 && argv[1][0] ? argv[1] : repo + "/../shared/data/imagenet-samples";
+  const std::string root = argc > 1 && argv[1][0] ? argv[1] : std::string(VT_SHARED_DATA_DIR) + "/imagenet-samples";
   const int epochs = argc > 2 ? std::stoi(argv[2]) : 2;
   vt::ImagePipelineConfig full;  // DeiT train defaults
   vt::ImagePipelineConfig no_ra = full;
