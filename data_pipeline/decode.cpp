@@ -24,10 +24,23 @@ struct TjHandle {
     if (h) tjDestroy(h);
   }
 };
-tjhandle thread_decompressor() {
+TjHandle& thread_handle() {
   thread_local TjHandle handle;
+  return handle;
+}
+tjhandle thread_decompressor() {
+  TjHandle& handle = thread_handle();
+  if (!handle.h) handle.h = tjInitDecompress();
   if (!handle.h) throw std::runtime_error("decode_image: tjInitDecompress failed");
   return handle.h;
+}
+// TurboJPEG 2.1's tjDecompressHeader3 returns on an error without aborting
+// the decompressor, so the thread's next tjDecompress2 failed ("Invalid
+// argument") on a good file: the handle is replaced after every error.
+void reset_thread_decompressor() {
+  TjHandle& handle = thread_handle();
+  if (handle.h) tjDestroy(handle.h);
+  handle.h = nullptr;
 }
 
 // Scans the marker segments before the first SOS for an Adobe APP14 marker
@@ -63,8 +76,11 @@ void check_pixel_limit(int64_t w, int64_t h, const std::string& name) {
 DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& name, double min_scale) {
   tjhandle h = thread_decompressor();
   int w = 0, hgt = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(h, data, static_cast<unsigned long>(size), &w, &hgt, &subsamp, &colorspace) != 0)
-    throw CorruptImage("cannot decode '" + name + "': bad JPEG header (" + tjGetErrorStr2(h) + ")");
+  if (tjDecompressHeader3(h, data, static_cast<unsigned long>(size), &w, &hgt, &subsamp, &colorspace) != 0) {
+    const std::string msg = tjGetErrorStr2(h);
+    reset_thread_decompressor();
+    throw CorruptImage("cannot decode '" + name + "': bad JPEG header (" + msg + ")");
+  }
   check_pixel_limit(w, hgt, name);
 
   // libjpeg reports a missing EOI as a warning and fills the rest; appending
@@ -95,6 +111,7 @@ DecodedImage decode_jpeg(const uint8_t* data, size_t size, const std::string& na
   if (rc != 0) {
     const std::string msg = tjGetErrorStr2(h);
     const bool warning = tjGetErrorCode(h) == TJERR_WARNING;
+    reset_thread_decompressor();
     std::string lower = msg;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -130,8 +147,11 @@ ImageSize probe_image(const uint8_t* data, size_t size, const std::string& name)
   if (sniff_format(data, size) == ImageFormat::Jpeg) {
     int w = 0, h = 0, ss = 0, cs = 0;
     tjhandle hd = thread_decompressor();
-    if (tjDecompressHeader3(hd, data, static_cast<unsigned long>(size), &w, &h, &ss, &cs) != 0)
-      throw CorruptImage("cannot decode '" + name + "': bad JPEG header (" + tjGetErrorStr2(hd) + ")");
+    if (tjDecompressHeader3(hd, data, static_cast<unsigned long>(size), &w, &h, &ss, &cs) != 0) {
+      const std::string msg = tjGetErrorStr2(hd);
+      reset_thread_decompressor();
+      throw CorruptImage("cannot decode '" + name + "': bad JPEG header (" + msg + ")");
+    }
     check_pixel_limit(w, h, name);
     return {w, h};
   }

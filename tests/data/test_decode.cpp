@@ -155,6 +155,24 @@ TEST(Decode, TruncatedMidScanAndGarbageAreCorruptNamingTheFile) {
   expect_corrupt_naming({}, "empty.jpg");
 }
 
+// A JPEG whose header fails (cut before its scan) left TurboJPEG's per-thread
+// decompressor mid-header, and the thread's next decode of a good JPEG failed
+// ("tjDecompress2(): Invalid argument"): with data.on_corrupt=skip the good
+// replacement was skipped too. The good file must decode as it does alone.
+TEST(Decode, GoodJpegAfterACorruptOneOnTheSameThread) {
+  const auto good = testutil::encode_rgb_jpeg(testutil::synthetic_rgb(12, 12, 6));
+  const DecodedImage alone = decode_vec(good, "good.jpg");
+  const auto cut_src = testutil::encode_rgb_jpeg(testutil::synthetic_rgb(30, 30, 5));
+  for (const size_t keep : {cut_src.size() / 3, cut_src.size() * 2 / 3, size_t{40}}) {
+    const std::vector<uint8_t> cut(cut_src.begin(), cut_src.begin() + keep);
+    EXPECT_THROW(decode_vec(cut, "cut.jpg"), CorruptImage) << keep;
+    EXPECT_THROW(decode_vec(cut, "cut.jpg"), CorruptImage) << keep;
+    DecodedImage after;
+    ASSERT_NO_THROW(after = decode_vec(good, "good.jpg")) << "after a file cut at " << keep << " bytes";
+    EXPECT_EQ(testutil::max_abs_diff(alone.rgb, after.rgb), 0);
+  }
+}
+
 TEST(Decode, DctScaleChoice) {
   int n = 0, d = 0;
   choose_dct_scale(1.0, &n, &d);
