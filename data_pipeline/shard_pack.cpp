@@ -84,16 +84,15 @@ Prepared prepare(const std::string& path, const PackOptions& o) {
 }
 
 // The complete shard k already in the folder, checked against this pack.
-ShardIndex existing_shard(const std::string& tar, const std::string& idx_path, int64_t k, uint64_t digest,
-                          const std::string& out_dir) {
+ShardIndex existing_shard(const std::string& tar, const std::string& idx_path, int64_t k, uint64_t digest) {
   ShardIndex idx = read_shard_index(idx_path);
   if (idx.shard != static_cast<uint64_t>(k) || idx.options_digest != digest)
-    throw std::runtime_error("pack: out=" + out_dir + ": index '" + idx_path + "' was written by a pack with other options (" +
+    throw std::runtime_error("pack: index '" + idx_path + "' was written by a pack with other options (" +
                              "shard " + std::to_string(idx.shard) + ") than manifest.json; use another out folder");
   std::error_code ec;
   const uint64_t have = fs::is_regular_file(tar, ec) ? fs::file_size(tar, ec) : 0;
   if (have != idx.tar_bytes)
-    throw std::runtime_error("pack: out=" + out_dir + ": '" + tar + "' is " + std::to_string(have) + " bytes, its index '" +
+    throw std::runtime_error("pack: '" + tar + "' is " + std::to_string(have) + " bytes, its index '" +
                              idx_path + "' says " + std::to_string(idx.tar_bytes) +
                              " (truncated or replaced); delete both files to have this run write the shard again");
   return idx;
@@ -117,7 +116,7 @@ PackReport pack_shards(const PackOptions& o) {
     const ShardManifest old = read_shard_manifest(o.out_dir);
     std::string key, mine, theirs;
     if (m.differs(old, &key, &mine, &theirs))
-      throw std::runtime_error("pack: out=" + o.out_dir + ": '" + manifest_path + "' was written with " + key + " = " +
+      throw std::runtime_error("pack: '" + manifest_path + "' was written with " + key + " = " +
                                theirs + ", this run has " + mine + "; use another out folder");
   } else {
     write_file_atomic(manifest_path, manifest_json(m));
@@ -136,7 +135,7 @@ PackReport pack_shards(const PackOptions& o) {
     const std::string idx_path = (fs::path(o.out_dir) / shard_index_name(k)).string();
     ShardIndex idx;
     if (fs::exists(idx_path, ec)) {
-      idx = existing_shard(tar, idx_path, k, digest, o.out_dir);
+      idx = existing_shard(tar, idx_path, k, digest);
       ++rep.shards_existing;
     } else {
       idx.shard = static_cast<uint64_t>(k);

@@ -20,7 +20,7 @@
 // shard the .tar, then its .idx; a shard whose .idx exists is complete. A
 // rerun into the same folder checks the manifest against this run (every
 // field but the source path: the listing, classes, max_side, quality,
-// shard_size) and refuses any difference naming out=, the file and the key;
+// shard_size) and refuses any difference naming the manifest and the key;
 // it then keeps each complete shard (after checking its index belongs to
 // this pack and its tar has the index's size) and writes the rest, so an
 // interrupted pack continues where it stopped. Nothing already written is

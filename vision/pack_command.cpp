@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/config_paths.h"
 #include "data_pipeline/shard_pack.h"
 #include "vision/train_config.h"
 
@@ -50,7 +51,7 @@ void run_pack(const Config& cfg, const std::string& config_path, const std::map<
     throw ConfigError("pack: split=" + which + ": expected train (data.train_split) | val (data.val_split)");
   namespace fs = std::filesystem;
   if (!fs::is_directory(t.data_root))
-    throw std::runtime_error("pack: data.root '" + t.data_root + "' does not exist or is not a directory");
+    throw std::runtime_error("pack: " + missing_data_root_message(cfg, "data.root", config_path));
   for (const std::string& split : splits) {
     PackOptions o = base;
     o.images_dir = t.data_root + "/" + split;

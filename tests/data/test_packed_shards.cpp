@@ -237,9 +237,8 @@ TEST(PackedShards, RerunWithOtherOptionsIsRefusedAndChangesNothing) {
   PackOptions o = opts(f.root(), out.path.string());
   o.max_side = 10;
   std::string e = error_of([&] { pack_shards(o); });
-  EXPECT_NE(e.find("manifest.json"), std::string::npos) << e;
+  EXPECT_NE(e.find((out.path / "manifest.json").string()), std::string::npos) << e;
   EXPECT_NE(e.find("max_side"), std::string::npos) << e;
-  EXPECT_NE(e.find("out=" + out.path.string()), std::string::npos) << e;
   o = opts(f.root(), out.path.string());
   o.shard_size = 3;
   e = error_of([&] { pack_shards(o); });
