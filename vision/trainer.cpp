@@ -17,8 +17,6 @@
 #include "core/progress.h"
 #include "data_pipeline/batch_upload.h"
 #include "data_pipeline/loader.h"
-#include "data_pipeline/shard_dataset.h"
-#include "data_pipeline/unreadable_classes.h"
 #include "core/allocator.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/mixup.h"
@@ -34,6 +32,7 @@
 #include "train/memory_estimate.h"
 #include "train/mechanism_scalars.h"
 #include "vision/evaluate.h"
+#include "vision/split_dataset.h"
 #include "vision/train_step.h"
 #include "vision/vit.h"
 
@@ -62,49 +61,6 @@ ImagePipelineConfig train_pipeline(const TrainOptions& o) {
   c.randaug.magnitude_std = o.randaug_std;
   c.erasing.probability = o.erasing_prob;
   return c;
-}
-
-// data.format: folder reads <root>/<split>/<class>/...; shards reads the
-// split packed by `vtrain pack` into <root>/<split>/ (data_pipeline/shard_dataset.h).
-std::shared_ptr<Dataset> open_split(const TrainOptions& o, const std::string& key, const std::string& split,
-                                    const ImagePipelineConfig& pc) {
-  const std::string dir = o.data_root + "/" + split;
-  if (!fs::is_directory(dir))
-    throw std::runtime_error(key + ": split folder '" + dir + "' does not exist (data.root = '" + o.data_root + "')");
-  const bool packed = fs::exists(fs::path(dir) / kShardManifestName);
-  std::shared_ptr<Dataset> ds;
-  try {
-    if (o.data_format == "shards")
-      ds = std::make_shared<ShardDataset>(dir, pc);
-    else
-      ds = std::make_shared<ImageFolderDataset>(dir, pc);
-  } catch (const std::exception& e) {
-    const std::string hint = o.data_format == "folder" && packed
-                                 ? " (it holds packed shards: set data.format=shards)"
-                                 : std::string();
-    throw std::runtime_error(key + " '" + dir + "': " + e.what() + hint);
-  }
-  if (ds->size() == 0) throw std::runtime_error(key + " '" + dir + "': no images");
-  return ds;
-}
-
-// The class names of a split, in label order.
-const std::vector<std::string>& split_classes(const Dataset& ds) {
-  if (const auto* f = dynamic_cast<const ImageFolderDataset*>(&ds)) return f->folder().classes();
-  return dynamic_cast<const ShardDataset&>(ds).classes();
-}
-
-// Classes of a split of which no image can be read: the folder's are probed
-// (data_pipeline/unreadable_classes.h); packing decoded every image, so a
-// packed split's are those left without a sample.
-std::vector<std::string> split_unreadable_classes(const Dataset& ds) {
-  if (const auto* f = dynamic_cast<const ImageFolderDataset*>(&ds)) return unreadable_classes(f->folder());
-  return dynamic_cast<const ShardDataset&>(ds).empty_classes();
-}
-
-std::string split_dir(const Dataset& ds) {
-  if (const auto* f = dynamic_cast<const ImageFolderDataset*>(&ds)) return f->folder().root();
-  return dynamic_cast<const ShardDataset&>(ds).dir();
 }
 
 }  // namespace
