@@ -157,8 +157,9 @@ ShardIndex read_shard_index(const std::string& path) {
     ShardSample& e = idx.samples[i];
     e.offset = get<uint64_t>(p), e.size = get<uint64_t>(p + 8), e.position = get<uint64_t>(p + 16);
     e.label = get<int32_t>(p + 24), e.format = get<uint16_t>(p + 28), e.flags = get<uint16_t>(p + 30);
-    if (e.offset < next || e.offset % kTarBlock != 0 || e.size > idx.tar_bytes ||
-        e.offset + e.size > idx.tar_bytes || e.label < 0 || e.format >= static_cast<uint16_t>(ImageFormat::Unknown))
+    // (Compared without forming offset + size, which a crafted index could overflow.)
+    if (e.offset < next || e.offset % kTarBlock != 0 || e.offset > idx.tar_bytes || e.size > idx.tar_bytes - e.offset ||
+        e.label < 0 || e.format >= static_cast<uint16_t>(ImageFormat::Unknown))
       throw bad("sample " + std::to_string(i) + " (offset " + std::to_string(e.offset) + ", " +
                 std::to_string(e.size) + " bytes, label " + std::to_string(e.label) +
                 ") is not a member of a " + std::to_string(idx.tar_bytes) + "-byte shard in order");

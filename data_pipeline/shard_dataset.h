@@ -19,7 +19,8 @@
 // index's; no shard-*.tar beyond the manifest's count lies in the folder.
 // At every load the sample's own ustar header is checked against the index
 // (name <key>.<ext>, size), so a foreign tar of the right size is still an
-// error naming the shard and its index.
+// error naming the shard and its index. (A shard truncated while a run has
+// it mapped ends that run with SIGBUS, as with any memory-mapped reader.)
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,5 +1,7 @@
 #include "vision/pack_command.h"
 
+#include <omp.h>
+
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -35,6 +37,7 @@ void run_pack(const Config& cfg, const std::string& config_path, const std::map<
   if (it == args.end() || it->second.empty()) throw ConfigError("pack: out=DIR is required");
   const std::string out = it->second;
   const TrainOptions t = train_options(cfg, config_path);
+  if (t.threads > 0) omp_set_num_threads(t.threads);  // images are prepared in parallel, as training's threads
   PackOptions base;
   base.on_corrupt = t.on_corrupt;
   if (args.count("max_side")) base.max_side = parse_int("max_side", args.at("max_side"), 1, 1 << 20);

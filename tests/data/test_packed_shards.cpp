@@ -341,6 +341,22 @@ TEST_F(ShardReaderErrors, IndexOffsetsThatDoNotMatchTheTar) {
   EXPECT_NE(e.find(idx(0).string()), std::string::npos) << e;
 }
 
+// An offset near 2^64 whose offset + size wraps around to a small number
+// must not pass as inside the tar.
+TEST_F(ShardReaderErrors, IndexOffsetThatWrapsAround) {
+  std::string b = slurp(idx(1));
+  uint64_t n = 0;
+  std::memcpy(&n, b.data() + 16, 8);
+  ASSERT_EQ(n, 2u);
+  const uint64_t off = ~uint64_t{0} - 511, size = 1024;  // multiple of 512; off + size = 512
+  std::memcpy(b.data() + 64 + 32, &off, 8);  // the shard's second (last) sample
+  std::memcpy(b.data() + 64 + 32 + 8, &size, 8);
+  spit(idx(1), b);
+  const std::string e = open_error();
+  EXPECT_NE(e.find(idx(1).string()), std::string::npos) << e;
+  EXPECT_NE(e.find("sample 1"), std::string::npos) << e;
+}
+
 TEST_F(ShardReaderErrors, TruncatedIndexMissingShardAndStrayShard) {
   const std::string b = slurp(idx(2));
   spit(idx(2), b.substr(0, b.size() - 5));
