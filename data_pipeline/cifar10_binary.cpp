@@ -1,12 +1,12 @@
 #include "data_pipeline/cifar10_binary.h"
 
-#include <turbojpeg.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
+
+#include "data_pipeline/jpeg_encode.h"
 
 namespace vt {
 
@@ -20,34 +20,16 @@ std::vector<uint8_t> read_all(const std::string& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
-struct TjDeleter {
-  void operator()(void* h) const { tjDestroy(h); }
-};
-
-class JpegWriter {
- public:
-  JpegWriter() : h_(tjInitCompress()) {
-    if (!h_) throw std::runtime_error("CIFAR-10: cannot start the JPEG encoder");
-  }
-  // rgb: packed [32, 32, 3].
-  void write(const uint8_t* rgb, const std::string& path) {
-    unsigned char* buf = nullptr;
-    unsigned long size = 0;
-    if (tjCompress2(h_.get(), rgb, kCifarSide, kCifarSide * 3, kCifarSide, TJPF_RGB, &buf, &size, TJSAMP_420, 75, 0) !=
-        0)
-      throw std::runtime_error("CIFAR-10: JPEG encoding of '" + path + "' failed: " + tjGetErrorStr2(h_.get()));
-    std::unique_ptr<unsigned char, void (*)(unsigned char*)> keep(buf, [](unsigned char* p) { tjFree(p); });
-    std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(buf), static_cast<std::streamsize>(size));
-    if (!f) throw std::runtime_error("CIFAR-10: cannot write '" + path + "'");
-  }
-
- private:
-  std::unique_ptr<void, TjDeleter> h_;
-};
+// rgb: packed [32, 32, 3].
+void write_jpeg(const uint8_t* rgb, const std::string& path) {
+  const std::vector<uint8_t> jpg = encode_jpeg_rgb(rgb, kCifarSide, kCifarSide, 75, path);
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(jpg.data()), static_cast<std::streamsize>(jpg.size()));
+  if (!f) throw std::runtime_error("CIFAR-10: cannot write '" + path + "'");
+}
 
 void convert_split(const std::vector<std::string>& batches, const std::vector<std::string>& classes,
-                   const fs::path& split_dir, std::map<std::string, int64_t>& counts, JpegWriter& jpeg) {
+                   const fs::path& split_dir, std::map<std::string, int64_t>& counts) {
   for (const std::string& c : classes) {
     fs::create_directories(split_dir / c);
     counts[c] = 0;
@@ -72,7 +54,7 @@ void convert_split(const std::vector<std::string>& batches, const std::vector<st
       const std::string& cls = classes[rec[0]];
       char name[32];
       std::snprintf(name, sizeof name, "%04lld.jpg", static_cast<long long>(counts[cls]++));
-      jpeg.write(rgb.data(), (split_dir / cls / name).string());
+      write_jpeg(rgb.data(), (split_dir / cls / name).string());
     }
   }
 }
@@ -109,9 +91,8 @@ CifarFolderCounts cifar10_binary_to_folder(const std::string& src_dir, const std
   const fs::path partial = out.string() + ".partial";
   fs::remove_all(partial);  // a previous interrupted conversion
   CifarFolderCounts counts;
-  JpegWriter jpeg;
-  convert_split(train, classes, partial / "train", counts.train, jpeg);
-  convert_split(test, classes, partial / "test", counts.test, jpeg);
+  convert_split(train, classes, partial / "train", counts.train);
+  convert_split(test, classes, partial / "test", counts.test);
   fs::rename(partial, out);
   return counts;
 }

@@ -28,6 +28,13 @@ class Dataset {
   // CorruptImage (decode.h) for a file that cannot be decoded, other
   // exceptions for I/O errors.
   virtual void load(int64_t i, Philox& rng, float* out) const = 0;
+  // The loader announces a batch's samples before loading them, so a dataset
+  // can ask the OS to read their bytes in one go (packed shards:
+  // madvise(MADV_WILLNEED)); default: nothing.
+  virtual void will_need(const int64_t* indices, int64_t n) const {
+    (void)indices;
+    (void)n;
+  }
 };
 
 enum class ImagePipeline {

@@ -281,6 +281,7 @@ void Loader::build(int64_t b, int64_t slot, uint64_t epoch, uint64_t generation,
     batch.labels = Tensor::empty({B}, DType::I32);
   }
   batch.indices.resize(static_cast<size_t>(B));
+  ds_->will_need(order_.indices.data() + begin, B);
   for (int i = 0; i < B; ++i) {
     {
       std::lock_guard<std::mutex> g(mu_);

@@ -8,7 +8,9 @@
 
 #include "core/dist.h"
 #include "data_pipeline/dataset.h"
+#include "data_pipeline/packed_shards.h"
 #include "eval/classifier_checkpoint.h"
+#include "vision/split_dataset.h"
 
 namespace fs = std::filesystem;
 
@@ -86,15 +88,21 @@ Top1Report run_top1(const Top1Request& req, const std::vector<std::string>& conf
   if (!fs::is_directory(dir))
     throw std::runtime_error("split '" + req.split + "': folder '" + dir + "' does not exist (data.root = '" +
                              o.data_root + "' from " + fc.path + ")");
-  auto ds = std::make_shared<ImageFolderDataset>(dir, deit_eval_pipeline(o));
-  if (ds->size() == 0) throw std::runtime_error("split folder '" + dir + "' holds no images");
+  // data.format selects the reader as in training (vision/split_dataset.h).
+  const std::shared_ptr<Dataset> ds = open_split(o, "split '" + req.split + "'", split, deit_eval_pipeline(o));
   // Labels are class-folder positions: they mean the classes the model was
-  // trained on only if the folders are the training split's.
+  // trained on only if the folders are the training split's (a packed
+  // split's manifest lists its classes).
   const std::string train_dir = o.data_root + "/" + o.train_split;
-  if (split != o.train_split && fs::is_directory(train_dir) && class_folders(train_dir) != ds->folder().classes())
-    throw std::runtime_error("split folder '" + dir + "' has other class folders than the training split '" +
-                             train_dir + "' (" + std::to_string(ds->num_classes()) + " vs " +
-                             std::to_string(class_folders(train_dir).size()) + "): labels would not match");
+  const bool packed = o.data_format == "shards";
+  if (split != o.train_split && fs::is_directory(train_dir)) {
+    const std::vector<std::string> train_classes =
+        packed ? read_shard_manifest(train_dir).classes : class_folders(train_dir);
+    if (train_classes != split_classes(*ds))
+      throw std::runtime_error("split folder '" + dir + "' has other " + (packed ? "classes" : "class folders") +
+                               " than the training split '" + train_dir + "' (" + std::to_string(ds->num_classes()) +
+                               " vs " + std::to_string(train_classes.size()) + "): labels would not match");
+  }
   if (ds->num_classes() > o.vit.num_classes)
     throw std::runtime_error("split folder '" + dir + "' has " + std::to_string(ds->num_classes()) +
                              " classes but the checkpoint's head has " + std::to_string(o.vit.num_classes));

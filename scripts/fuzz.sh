@@ -3,7 +3,7 @@
 # clang, AddressSanitizer and UndefinedBehaviorSanitizer into build-fuzz/.
 #   scripts/fuzz.sh [SECONDS] [TARGET ...]  run each target SECONDS (default 600)
 #   scripts/fuzz.sh build                   configure and build only
-# Targets: safetensors npy config image (default: all, one after the other).
+# Targets: safetensors npy config image shards (default: all, one after the other).
 # Seeds: fuzz/corpus/<target>/ (committed, tiny) plus copies of the test
 # fixtures, configs/ and a few real images from ../shared/data (never
 # committed). Inputs that reach new code accumulate in
@@ -26,7 +26,7 @@ cmake --build "$BUILD" --target vt_fuzzers -j "${VT_JOBS:-$(nproc)}"
 SECS=${1:-600}
 [ $# -gt 0 ] && shift
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(safetensors npy config image)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(safetensors npy config image shards)
 SHARED=../shared/data
 
 # Copies files (at most MAX_KB each) into a seed directory.

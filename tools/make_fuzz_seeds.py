@@ -11,6 +11,7 @@ import io
 import json
 import os
 import struct
+import tarfile
 import zipfile
 
 import numpy as np
@@ -107,6 +108,36 @@ def npy_seeds():
         write("npy", name, b.getvalue())
 
 
+def shards_seeds():
+    """fuzz_shards inputs: u16 index length, a shard index, the tar, written
+    here from the layout data_pipeline/packed_shards.h documents (tarfile's
+    USTAR writer for the tar). The harness fills in the shard number and the
+    options digest."""
+    rng = np.random.default_rng(1)
+    rgb = Image.fromarray(rng.integers(0, 256, (4, 3, 3), dtype=np.uint8), "RGB")
+    jpg, png = io.BytesIO(), io.BytesIO()
+    rgb.save(jpg, "JPEG", quality=90)
+    rgb.save(png, "PNG")
+    samples = [(0, "jpg", 0, 0, jpg.getvalue()), (1, "png", 1, 1, png.getvalue())]  # pos, ext, label, format, bytes
+    tar = io.BytesIO()
+    offsets = []
+    with tarfile.open(fileobj=tar, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        for pos, ext, label, _, data in samples:
+            for name, payload in (("%09d.%s" % (pos, ext), data), ("%09d.cls" % pos, str(label).encode())):
+                info = tarfile.TarInfo(name)
+                info.size, info.mtime = len(payload), 0
+                if name.endswith(ext):
+                    offsets.append(tar.tell() + 512)
+                t.addfile(info, io.BytesIO(payload))
+    tar_bytes = tar.getvalue()
+    names = b"".join(b"%s/%d\0" % (ext.encode(), pos) for pos, ext, *_ in samples)
+    idx = b"VTSHIDX1" + struct.pack("<7Q", 0, len(samples), len(tar_bytes), 0, 0, 0, len(names))
+    for (pos, _, label, fmt, data), off in zip(samples, offsets):
+        idx += struct.pack("<QQQiHH", off, len(data), pos, label, fmt, 0)
+    idx += names
+    write("shards", "two_samples.bin", struct.pack("<H", len(idx)) + idx + tar_bytes)
+
+
 def config_seeds():
     write("config", "vtrain_small.yaml", b"""_base_: cifar10_vit_tiny_siamese.yaml
 name: seed
@@ -136,3 +167,4 @@ if __name__ == "__main__":
     safetensors_seeds()
     npy_seeds()
     config_seeds()
+    shards_seeds()

@@ -40,6 +40,7 @@ const ConfigSchema& vtrain_schema() {
         .optional("model.norm.spannorm_alpha", T::Float, "~", "spannorm: scale of the spanning branch, > 0 (unset: 1/sqrt(depth))")
         .optional("model.norm.depth_scaling", T::Bool, "true", "siamese: c_l = sqrt(2(l+1)) (else 1)")
         .required("data.root", T::String, "folder with <train_split>/ and <val_split>/ class folders")
+        .optional("data.format", T::String, "folder", "folder (ImageFolder class folders) | shards (the splits packed by `vtrain pack`)")
         .optional("data.train_split", T::String, "train", "training sub-folder")
         .optional("data.val_split", T::String, "val", "validation sub-folder")
         .optional("data.workers", T::Int, "8", "loader threads (1..256)")
@@ -184,6 +185,8 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
 
   o.data_root = resolve_data_root(c, "data.root", config_path);
   if (c.get<std::string>("data.root").empty()) bad_value(c, "data.root", "must not be empty");
+  o.data_format = c.get<std::string>("data.format");
+  if (o.data_format != "folder" && o.data_format != "shards") bad_value(c, "data.format", "expected folder | shards");
   o.train_split = c.get<std::string>("data.train_split");
   o.val_split = c.get<std::string>("data.val_split");
   o.on_corrupt = c.get<std::string>("data.on_corrupt");

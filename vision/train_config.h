@@ -36,6 +36,7 @@ struct TrainOptions {
   float drop_path = 0.1f;
   // data
   std::string data_root, train_split, val_split, on_corrupt;
+  std::string data_format = "folder";  // folder | shards (data_pipeline/shard_dataset.h)
   int workers = 2, prefetch = 4;
   double crop_pct = 0.875;
   std::vector<double> rrc_scale, rrc_ratio;

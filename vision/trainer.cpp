@@ -17,7 +17,6 @@
 #include "core/progress.h"
 #include "data_pipeline/batch_upload.h"
 #include "data_pipeline/loader.h"
-#include "data_pipeline/unreadable_classes.h"
 #include "core/allocator.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/mixup.h"
@@ -33,6 +32,7 @@
 #include "train/memory_estimate.h"
 #include "train/mechanism_scalars.h"
 #include "vision/evaluate.h"
+#include "vision/split_dataset.h"
 #include "vision/train_step.h"
 #include "vision/vit.h"
 
@@ -64,27 +64,12 @@ ImagePipelineConfig train_pipeline(const TrainOptions& o) {
   return c;
 }
 
-std::shared_ptr<ImageFolderDataset> open_split(const TrainOptions& o, const std::string& key,
-                                               const std::string& split, const ImagePipelineConfig& pc) {
-  const std::string dir = o.data_root + "/" + split;
-  if (!fs::is_directory(dir))
-    throw std::runtime_error(key + ": split folder '" + dir + "' does not exist (data.root = '" + o.data_root + "')");
-  std::shared_ptr<ImageFolderDataset> ds;
-  try {
-    ds = std::make_shared<ImageFolderDataset>(dir, pc);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(key + " '" + dir + "': " + e.what());
-  }
-  if (ds->size() == 0) throw std::runtime_error(key + " '" + dir + "': no images");
-  return ds;
-}
-
 }  // namespace
 
 struct Trainer::Impl {
   Config cfg;
   TrainOptions o;
-  std::shared_ptr<ImageFolderDataset> train_ds, val_ds;
+  std::shared_ptr<Dataset> train_ds, val_ds;
   std::unique_ptr<VisionTransformer> model;
   std::unique_ptr<OptimizerState> opt;
   std::unique_ptr<RunDirectory> run;
@@ -487,9 +472,9 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
                              std::to_string(I.train_ds->num_classes()));
   // Labels are class-folder positions: evaluation means something only when
   // both splits have the same class folders (as veval top1 checks).
-  if (I.train_ds->folder().classes() != I.val_ds->folder().classes()) {
-    const auto& tc = I.train_ds->folder().classes();
-    const auto& vc = I.val_ds->folder().classes();
+  if (split_classes(*I.train_ds) != split_classes(*I.val_ds)) {
+    const auto& tc = split_classes(*I.train_ds);
+    const auto& vc = split_classes(*I.val_ds);
     size_t i = 0;
     while (i < tc.size() && i < vc.size() && tc[i] == vc[i]) ++i;
     throw std::runtime_error("data.val_split '" + o.val_split + "' has other class folders than data.train_split '" +
@@ -502,10 +487,10 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   // classes' images without a word (warned once the run directory is open).
   std::vector<std::string> data_warnings;
   if (o.on_corrupt == "skip")
-    for (const auto& [key, ds] : {std::pair<const char*, const ImageFolderDataset*>{"data.train_split", I.train_ds.get()},
+    for (const auto& [key, ds] : {std::pair<const char*, const Dataset*>{"data.train_split", I.train_ds.get()},
                                   {"data.val_split", I.val_ds.get()}})
-      for (const std::string& c : unreadable_classes(ds->folder()))
-        data_warnings.push_back("data: no image of class '" + c + "' in " + key + " '" + ds->folder().root() +
+      for (const std::string& c : split_unreadable_classes(*ds))
+        data_warnings.push_back("data: no image of class '" + c + "' in " + key + " '" + split_dir(*ds) +
                                 "' can be read (data.on_corrupt=skip: training fills them with other classes' images, "
                                 "evaluation leaves the class out)");
   if (o.vit.num_classes == 0) o.vit.num_classes = I.train_ds->num_classes();

@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/safetensors.h"
 #include "data_pipeline/dataset.h"
+#include "data_pipeline/shard_pack.h"
 #include "eval/classifier_checkpoint.h"
 #include "eval/top1.h"
 #include "core/checkpoint_dir.h"
@@ -237,6 +238,28 @@ TEST_F(Top1Test, MaxImagesTakesEvenlySpacedSubset) {
   const Top1Report r = run_top1(request(run() + "/step_6", {"eval.max_images=5"}), {"configs"});
   EXPECT_EQ(r.result.images, 5);
   EXPECT_EQ(r.result.correct1, 2);  // samples 8 and 12 are class 1 (7..13)
+}
+
+// data.format=shards (with data.root at the packed splits) reads the same
+// images with the same labels: the per-image reference over the folder.
+TEST_F(Top1Test, PackedShardsGiveTheFolderFigures) {
+  const std::string shards = data() + "_shards";
+  for (const char* split : {"train", "test"}) {
+    PackOptions po;
+    po.images_dir = data() + "/" + split;
+    po.out_dir = shards + "/" + split;
+    po.shard_size = 4;
+    po.progress = false;
+    pack_shards(po);
+  }
+  const Counts ref = reference(run() + "/step_5/model.safetensors");
+  const Top1Report r =
+      run_top1(request(run() + "/step_5", {"data.format=shards", "data.root=" + shards}), {"configs"});
+  EXPECT_EQ(r.result.images, ref.images);
+  EXPECT_EQ(r.result.correct1, ref.c1);
+  EXPECT_EQ(r.result.correct5, ref.c5);
+  EXPECT_NEAR(r.result.loss_sum, ref.loss_sum, 1e-4 * ref.images);
+  EXPECT_EQ(r.split_dir, shards + "/test");
 }
 
 TEST_F(Top1Test, SplitTrainAndNamedFolder) {

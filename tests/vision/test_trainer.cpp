@@ -19,6 +19,7 @@
 #include "core/safetensors.h"
 #include "core/checkpoint_dir.h"
 #include "core/run_control.h"
+#include "data_pipeline/shard_pack.h"
 #include "vision/trainer.h"
 #include "vision_test_util.h"
 
@@ -115,6 +116,43 @@ TEST_F(TrainerTest, ActivationCheckpointingGivesTheSameCheckpoints) {
   // The key is left out of the digest: step 3 (blocks) and step 5 (none) of one run record the same.
   EXPECT_EQ(load_checkpoint(out("ab") + "/t/step_3").state.at("config_digest"),
             load_checkpoint(out("ab") + "/t/step_5").state.at("config_digest"));
+}
+
+// data.format: shards on the splits `vtrain pack` wrote (bytes stored as
+// they are) trains bitwise as the folder run: the same losses and the same
+// model, EMA and optimizer files at every checkpoint, with the whole DeiT
+// train pipeline (RandomResizedCrop at the DCT scale it picks, RandAugment,
+// RandomErasing, Mixup/CutMix) and an evaluation inside.
+TEST_F(TrainerTest, PackedShardsTrainBitwiseAsTheFolder) {
+  for (const char* split : {"train", "test"}) {
+    PackOptions po;
+    po.images_dir = data() + "/" + split;
+    po.out_dir = out("shards") + "/" + split;
+    po.shard_size = 7;  // shards end mid-batch and mid-class
+    po.progress = false;
+    ASSERT_EQ(pack_shards(po).images, std::string(split) == "train" ? 32 : 16);
+  }
+  const std::vector<std::string> ov{"train.max_steps=6", "eval.every_epochs=1", "log.tensorboard=false"};
+  const std::vector<double> folder = run(parse(tiny_yaml(data(), out("f")), ov));
+  std::vector<std::string> sov = ov;
+  sov.push_back("data.format=shards");
+  const std::vector<double> shards = run(parse(tiny_yaml(out("shards"), out("s")), sov));
+  ASSERT_EQ(folder.size(), 6u);
+  EXPECT_EQ(shards, folder);
+  for (const char* step : {"step_1", "step_4", "step_6"})
+    for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"}) {
+      const std::string a = out("f") + "/t/" + step + "/" + f, b = out("s") + "/t/" + step + "/" + f;
+      std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+      const std::string ba((std::istreambuf_iterator<char>(fa)), std::istreambuf_iterator<char>());
+      const std::string bb((std::istreambuf_iterator<char>(fb)), std::istreambuf_iterator<char>());
+      ASSERT_FALSE(ba.empty()) << a;
+      EXPECT_TRUE(ba == bb) << step << " " << f;
+    }
+  // The folder layout given data.format=shards (and the reverse) names the setting.
+  std::string e = vt_test::error_of([&] { run(parse(tiny_yaml(data(), out("x")), {"data.format=shards"})); });
+  EXPECT_NE(e.find("manifest.json"), std::string::npos) << e;
+  e = vt_test::error_of([&] { run(parse(tiny_yaml(out("shards"), out("y")))); });
+  EXPECT_NE(e.find("data.format=shards"), std::string::npos) << e;
 }
 
 TEST_F(TrainerTest, CheckpointLayoutAndRetention) {

@@ -1,4 +1,6 @@
 // vtrain CONFIG.yaml [key.path=value ...]   (docs/design.md §6)
+// vtrain pack CONFIG.yaml out=DIR [split=train|val] [max_side=N] [quality=Q]
+//        [shard_size=N] [key.path=value ...]   (vision/pack_command.h)
 //
 // CONFIG is looked up as given, then in the installed configs
 // (<prefix>/share/vtrain/configs), then in the source tree's configs/.
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,22 +33,74 @@
 #include "core/stop_request.h"
 #include "core/log.h"
 #include "core/omp_policy.h"
+#include "vision/pack_command.h"
 #include "vision/trainer.h"
 
 #ifndef VT_CONFIGS_DIR
 #define VT_CONFIGS_DIR "configs"
 #endif
 
+namespace {
+
+void usage(std::FILE* f, const std::vector<std::string>& configs_dirs) {
+  std::string dirs;
+  for (const auto& d : configs_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
+  std::fprintf(f,
+               "usage: vtrain CONFIG.yaml [key.path=value ...]\n"
+               "       vtrain pack CONFIG.yaml out=DIR [split=train|val] [max_side=N] [quality=Q] [shard_size=N]\n"
+               "              [key.path=value ...]\n"
+               "  CONFIG: a file, or a name in %s\n"
+               "  pack: writes the config's data.train_split and data.val_split (split= one of them) as\n"
+               "        WebDataset tar shards with an index into DIR/<split folder>/, for data.root=DIR\n"
+               "        data.format=shards; images with a longer side above max_side are re-encoded at\n"
+               "        quality Q (default 90), others stored byte for byte; shard_size images per shard\n"
+               "        (default 5000)\n\nkeys:\n%s",
+               dirs.c_str(), vt::vtrain_schema().help_text().c_str());
+}
+
+// `vtrain pack ...`: one process; exit 0 done, 1 data error, 2 usage or config error.
+int pack_main(const std::vector<std::string>& args, const std::vector<std::string>& configs_dirs) {
+  if (args.empty() || args[0] == "-h" || args[0] == "--help") {
+    usage(args.empty() ? stderr : stdout, configs_dirs);
+    return args.empty() ? 2 : 0;
+  }
+  try {
+    if (vt::dist().world() > 1)
+      throw vt::ConfigError("vtrain pack runs as one process (launched as " + std::to_string(vt::dist().world()) +
+                            " MPI processes)");
+    std::vector<std::string> overrides;
+    std::map<std::string, std::string> opts;
+    for (size_t i = 1; i < args.size(); ++i) {
+      const auto eq = args[i].find('=');
+      if (eq == std::string::npos || eq == 0) throw vt::ConfigError("argument '" + args[i] + "' is not key=value");
+      const std::string key = args[i].substr(0, eq);
+      if (!vt::pack_arg_keys().count(key)) {
+        overrides.push_back(args[i]);
+        continue;
+      }
+      if (opts.count(key)) throw vt::ConfigError("pack: " + key + " given twice");
+      opts[key] = args[i].substr(eq + 1);
+    }
+    const std::string path = vt::find_config(args[0], configs_dirs);
+    const vt::Config cfg = vt::Config::load(path, vt::vtrain_schema(), overrides);
+    vt::run_pack(cfg, path, opts);
+    return 0;
+  } catch (const vt::ConfigError& e) {
+    std::fprintf(stderr, "vtrain: config error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vtrain: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   vt::reexec_with_passive_omp_wait(argv);
   const std::vector<std::string> configs_dirs = vt::config_search_dirs(VT_CONFIGS_DIR);
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
-    std::string dirs;
-    for (const auto& d : configs_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
-    std::fprintf(argc < 2 ? stderr : stdout,
-                 "usage: vtrain CONFIG.yaml [key.path=value ...]\n"
-                 "  CONFIG: a file, or a name in %s\n\nkeys:\n%s",
-                 dirs.c_str(), vt::vtrain_schema().help_text().c_str());
+    usage(argc < 2 ? stderr : stdout, configs_dirs);
     return argc < 2 ? 2 : 0;
   }
   std::unique_ptr<vt::DistSession> session;
@@ -55,6 +110,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vtrain: %s\n", e.what());
     return 2;
   }
+  if (!std::strcmp(argv[1], "pack")) return pack_main(std::vector<std::string>(argv + 2, argv + argc), configs_dirs);
   std::vector<std::string> overrides(argv + 2, argv + argc);
   for (const std::string& ov : overrides)
     if (ov.find('=') == std::string::npos) {

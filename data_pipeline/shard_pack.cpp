@@ -1,0 +1,215 @@
+#include "data_pipeline/shard_pack.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <stdexcept>
+#include <vector>
+
+#include "core/atomic_file.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "data_pipeline/decode.h"
+#include "data_pipeline/image_folder.h"
+#include "data_pipeline/jpeg_encode.h"
+#include "data_pipeline/packed_shards.h"
+#include "data_pipeline/resample.h"
+#include "data_pipeline/ustar.h"
+
+namespace vt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Images prepared in parallel at a time (bounds the memory held).
+constexpr int64_t kChunk = 128;
+
+struct Prepared {
+  bool ok = false;
+  std::string why;  // bad image (on_corrupt: skip)
+  std::vector<uint8_t> bytes;
+  ImageFormat format = ImageFormat::Unknown;
+  bool reencoded = false;
+};
+
+ShardManifest manifest_for(const PackOptions& o, const ImageFolder& folder) {
+  ShardManifest m;
+  std::error_code ec;
+  const fs::path root = fs::weakly_canonical(o.images_dir, ec);
+  m.source = ec ? o.images_dir : root.string();
+  m.images = folder.size();
+  uint64_t h = fnv1a64(nullptr, 0);
+  const size_t skip = folder.root().size() + 1;
+  for (const auto& s : folder.samples()) {
+    const std::string rel = s.path.substr(skip) + '\0' + std::to_string(s.label) + '\0';
+    h = fnv1a64(rel.data(), rel.size(), h);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  m.listing_fnv1a64 = hex;
+  m.classes = folder.classes();
+  m.max_side = o.max_side;
+  m.quality = o.max_side > 0 ? o.quality : 0;
+  m.shard_size = o.shard_size;
+  m.shards = (folder.size() + o.shard_size - 1) / o.shard_size;
+  return m;
+}
+
+Prepared prepare(const std::string& path, const PackOptions& o) {
+  Prepared p;
+  try {
+    p.bytes = read_file_bytes(path);
+    p.format = sniff_format(p.bytes.data(), p.bytes.size());
+    const DecodedImage d = decode_image(p.bytes.data(), p.bytes.size(), path);  // refuses what training would
+    const int w = d.rgb.cols, h = d.rgb.rows, longer = std::max(w, h);
+    if (o.max_side > 0 && longer > o.max_side) {
+      const int side = static_cast<int>(o.max_side);
+      const int nw = w == longer ? side : std::max<int>(1, static_cast<int>(int64_t{w} * side / longer));
+      const int nh = h == longer ? side : std::max<int>(1, static_cast<int>(int64_t{h} * side / longer));
+      cv::Mat r = resize_pil(d.rgb, nw, nh, ResampleFilter::Bicubic);
+      if (!r.isContinuous()) r = r.clone();
+      p.bytes = encode_jpeg_rgb(r.data, nw, nh, o.quality, path);
+      p.format = ImageFormat::Jpeg;
+      p.reencoded = true;
+    }
+    p.ok = true;
+  } catch (const CorruptImage& e) {
+    if (o.on_corrupt != "skip") throw;
+    p.why = e.what();
+  }
+  return p;
+}
+
+// The complete shard k already in the folder, checked against this pack.
+ShardIndex existing_shard(const std::string& tar, const std::string& idx_path, int64_t k, uint64_t digest) {
+  ShardIndex idx = read_shard_index(idx_path);
+  if (idx.shard != static_cast<uint64_t>(k) || idx.options_digest != digest)
+    throw std::runtime_error("pack: index '" + idx_path + "' was written by a pack with other options (" +
+                             "shard " + std::to_string(idx.shard) + ") than manifest.json; use another out folder");
+  std::error_code ec;
+  const uint64_t have = fs::is_regular_file(tar, ec) ? fs::file_size(tar, ec) : 0;
+  if (have != idx.tar_bytes)
+    throw std::runtime_error("pack: '" + tar + "' is " + std::to_string(have) + " bytes, its index '" +
+                             idx_path + "' says " + std::to_string(idx.tar_bytes) +
+                             " (truncated or replaced); delete both files to have this run write the shard again");
+  return idx;
+}
+
+}  // namespace
+
+PackReport pack_shards(const PackOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (o.max_side < 0 || o.quality < 1 || o.quality > 100 || o.shard_size < 1)
+    throw std::invalid_argument("pack: max_side must be >= 0, quality in [1, 100], shard_size >= 1");
+  if (o.on_corrupt != "error" && o.on_corrupt != "skip")
+    throw std::invalid_argument("pack: on_corrupt must be error | skip, got '" + o.on_corrupt + "'");
+  const ImageFolder folder(o.images_dir);
+  const ShardManifest m = manifest_for(o, folder);
+  const uint64_t digest = m.options_digest();
+  fs::create_directories(o.out_dir);
+  const std::string manifest_path = (fs::path(o.out_dir) / kShardManifestName).string();
+  std::error_code ec;
+  if (fs::exists(manifest_path, ec)) {
+    const ShardManifest old = read_shard_manifest(o.out_dir);
+    std::string key, mine, theirs;
+    if (m.differs(old, &key, &mine, &theirs))
+      throw std::runtime_error("pack: '" + manifest_path + "' was written with " + key + " = " +
+                               theirs + ", this run has " + mine + "; use another out folder");
+  } else {
+    write_file_atomic(manifest_path, manifest_json(m));
+  }
+
+  PackReport rep;
+  ProgressOptions po;
+  po.unit = "img";
+  if (!o.progress) po.out = nullptr;
+  ProgressBar bar("pack", folder.size(), po);
+  const auto& samples = folder.samples();
+  const size_t rel = folder.root().size() + 1;
+  for (int64_t k = 0; k < m.shards; ++k) {
+    const int64_t first = k * o.shard_size, last = std::min(folder.size(), first + o.shard_size);
+    const std::string tar = (fs::path(o.out_dir) / shard_tar_name(k)).string();
+    const std::string idx_path = (fs::path(o.out_dir) / shard_index_name(k)).string();
+    ShardIndex idx;
+    if (fs::exists(idx_path, ec)) {
+      idx = existing_shard(tar, idx_path, k, digest);
+      ++rep.shards_existing;
+    } else {
+      idx.shard = static_cast<uint64_t>(k);
+      idx.options_digest = digest;
+      idx.first_image = static_cast<uint64_t>(first);
+      AtomicFileWriter w(tar);
+      uint64_t at = 0;
+      auto write = [&](const void* p, size_t n) {
+        w.write(p, n);
+        at += n;
+      };
+      const std::string zeros(kTarBlock, '\0');
+      auto pad = [&](uint64_t n) { write(zeros.data(), (kTarBlock - n % kTarBlock) % kTarBlock); };
+      for (int64_t c0 = first; c0 < last; c0 += kChunk) {
+        const int64_t nc = std::min(kChunk, last - c0);
+        std::vector<Prepared> prep(static_cast<size_t>(nc));
+        std::exception_ptr err;
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t i = 0; i < nc; ++i) {
+          try {
+            prep[static_cast<size_t>(i)] = prepare(samples[static_cast<size_t>(c0 + i)].path, o);
+          } catch (...) {
+#pragma omp critical
+            if (!err) err = std::current_exception();
+          }
+        }
+        if (err) std::rethrow_exception(err);  // the shard's temporary file is removed
+        for (int64_t i = 0; i < nc; ++i) {
+          const Prepared& p = prep[static_cast<size_t>(i)];
+          const ImageFolderSample& s = samples[static_cast<size_t>(c0 + i)];
+          if (!p.ok) {
+            log().warn("pack: skipping {}", p.why);
+            ++idx.skipped;
+            continue;
+          }
+          const std::string key = shard_sample_key(c0 + i);
+          write(ustar_header(key + "." + shard_extension(p.format), p.bytes.size()).data(), kTarBlock);
+          ShardSample e;
+          e.offset = at;
+          e.size = p.bytes.size();
+          e.position = static_cast<uint64_t>(c0 + i);
+          e.label = s.label;
+          e.format = static_cast<uint16_t>(p.format);
+          e.flags = p.reencoded ? kShardReencoded : 0;
+          write(p.bytes.data(), p.bytes.size());
+          pad(p.bytes.size());
+          const std::string cls = std::to_string(s.label);
+          write(ustar_header(key + ".cls", cls.size()).data(), kTarBlock);
+          write(cls.data(), cls.size());
+          pad(cls.size());
+          idx.samples.push_back(e);
+          idx.names.push_back(s.path.substr(rel));
+        }
+        bar.update(c0 + nc);
+      }
+      write(zeros.data(), kTarBlock);  // end of archive: two zero blocks
+      write(zeros.data(), kTarBlock);
+      idx.tar_bytes = at;
+      w.commit();
+      write_file_atomic(idx_path, encode_shard_index(idx));
+      ++rep.shards_written;
+    }
+    rep.images += static_cast<int64_t>(idx.samples.size());
+    rep.skipped += static_cast<int64_t>(idx.skipped);
+    rep.tar_bytes += static_cast<int64_t>(idx.tar_bytes);
+    for (const ShardSample& e : idx.samples) {
+      rep.image_bytes += static_cast<int64_t>(e.size);
+      rep.reencoded += (e.flags & kShardReencoded) ? 1 : 0;
+    }
+    bar.update(last);
+  }
+  bar.finish();
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return rep;
+}
+
+}  // namespace vt
