@@ -7,8 +7,10 @@
 
 #include <cudnn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
+#include <initializer_list>
 #include <map>
 #include <stdexcept>
 #include <string>
