@@ -13,7 +13,10 @@
 // and is repeated with the hand-written kernel (set_conv_cudnn(false)):
 // "own_conv_images_per_s", its own feature difference, and
 // "cudnn_over_own" (images/s ratio, same invocation) say which conv path
-// is faster for the whole network; both must agree with the CPU. Exit status: 0 agreement
+// is faster for the whole network; both must agree with the CPU.
+// "cudnn_calls" counts the cuDNN pass's convolutions by path: all should be
+// "fused" (every unit is conv + bias + ReLU); "refused" ones ran the
+// hand-written kernel because cuDNN offered no fp32 (FMA) algorithm. Exit status: 0 agreement
 // (< 1e-4, veval's parity bound with pytorch-fid), 1 beyond it, 2 bad usage
 // or no GPU, 3 an error.
 #include <algorithm>
@@ -29,6 +32,9 @@
 #include "core/philox.h"
 #include "eval/inception.h"
 #include "kernels/conv.h"
+#if defined(VT_CUDNN_CONV)
+#include "kernels/cuda/conv_cudnn.h"
+#endif
 #include "kernels/matmul.h"
 
 using namespace vt;
@@ -113,7 +119,19 @@ int main(int argc, char** argv) {
     };
     const bool cudnn = conv_uses_cudnn();
     Tensor fg = Tensor::empty({images, D});
+#if defined(VT_CUDNN_CONV)
+    const cuda::CudnnConvCounts c0 = cuda::cudnn_conv_counts();
+#endif
     const double gpu_s = gpu_pass(fg);
+    std::string calls = "";
+#if defined(VT_CUDNN_CONV)
+    const cuda::CudnnConvCounts c1 = cuda::cudnn_conv_counts();
+    calls = ", \"cudnn_calls\": {\"fused\": " + std::to_string(c1.fused - c0.fused) +
+            ", \"unfused\": " + std::to_string(c1.unfused - c0.unfused) +
+            ", \"padded\": " + std::to_string(c1.padded - c0.padded) +
+            ", \"packed_out\": " + std::to_string(c1.packed_out - c0.packed_out) +
+            ", \"refused\": " + std::to_string(c1.refused - c0.refused) + "}";
+#endif
     double den = 0;
     const double rel = rel_diff(fg, &den);
     bool ok = rel < 1e-4 && std::isfinite(rel) && den > 0;
@@ -131,6 +149,7 @@ int main(int argc, char** argv) {
                     "\"cudnn_over_own\": %.2f", images / own_s, rel_o, own_s / gpu_s);
       own = buf;
     }
+    own += calls;
     std::printf("{\"bench\": \"inception_fid_device\", \"conv\": \"%s\", \"images\": %lld, \"batch\": %lld, "
                 "\"checked\": %lld, \"rel_max_diff\": %.3g, \"feature_max\": %.4g, \"cpu_images_per_s\": %.2f, "
                 "\"cuda_images_per_s\": %.2f, \"speedup\": %.1f%s, \"verdict\": \"%s\"}\n",

@@ -49,8 +49,9 @@
 //   - no usable algorithm for a strided y: the output goes to a packed
 //     buffer and cudnnTransformTensor copies it into y.
 // conv2d_cudnn returns false, having written nothing, when cuDNN has no
-// algorithm at all for the shape and math (remembered); kernels/conv.cpp
-// then runs the hand-written fp32 kernel (Fp32 / Tf32; for Bf16 it throws).
+// usable algorithm for the shape and math (remembered), or a size exceeds
+// cuDNN's int descriptors; kernels/conv.cpp then runs the hand-written fp32
+// kernel (a Bf16 caller has to provide its own fallback).
 // Other cuDNN failures throw std::runtime_error naming the call, the status
 // string and the shape.
 //
