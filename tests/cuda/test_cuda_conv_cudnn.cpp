@@ -6,7 +6,9 @@
 // padding where it gives the same rows, else the explicit pad copy), bias
 // alone (fused with IDENTITY, hence IMPLICIT_PRECOMP_GEMM), ReLU alone (a
 // zero bias), bias + ReLU, neither (cudnnConvolutionForward). The path each
-// call took is read from cudnn_conv_counts(). In the emulator
+// call took is read from cudnn_conv_counts(): exactly in the emulator; on a
+// GPU fused or separate epilogue either way (what its cuDNN offers), with
+// the pad copy and no refusal (no fp32 FMA algorithm) asserted. In the emulator
 // (tests/cuda/emu/cudnn_emu.cpp) also: a refused fused call falls back to
 // the separate epilogue, a y without an algorithm goes through the packed
 // output copy, and the stand-in refuses IDENTITY with another algorithm as
@@ -15,6 +17,7 @@
 
 #if defined(VT_CUDNN_CONV)
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "core/dtype.h"
@@ -78,15 +81,22 @@ void expect_matches_cpu(const Case& k, uint64_t seed) {
   conv2d_forward(x.to(dev), w.to(dev), k.bias ? b.to(dev) : Tensor(), gybuf.slice(1, k.y_extra, k.y_extra + out[1]),
                  k.p);
   const auto d = delta(before, cuda::cudnn_conv_counts());
+#if defined(VT_CUDA_EMU)
   EXPECT_EQ(d.fused, k.fused);
   EXPECT_EQ(d.unfused, k.unfused);
+#else  // a GPU's cuDNN may offer no IMPLICIT_PRECOMP_GEMM or refuse the fused call: either epilogue path
+  EXPECT_EQ(d.fused + d.unfused, k.fused + k.unfused);
+  std::printf("%s: fused %lld, separate epilogue %lld\n", k.name, static_cast<long long>(d.fused),
+              static_cast<long long>(d.unfused));
+#endif
   EXPECT_EQ(d.padded, k.padded);
-  EXPECT_EQ(d.refused, 0);
+  EXPECT_EQ(d.refused, 0) << "no fp32 (FMA) algorithm: the hand-written kernel ran";
   const Tensor got = gybuf.to(Device::cpu());
   expect_close(got.slice(1, k.y_extra, k.y_extra + out[1]).contiguous().to_vector(), want.to_vector(), 1e-5,
                "cuDNN vs CPU");
-  if (k.y_extra > 0)
+  if (k.y_extra > 0) {  // channels outside the slice untouched
     for (float v : got.slice(1, 0, k.y_extra).contiguous().to_vector()) ASSERT_EQ(v, 7.f);
+  }
 }
 
 TEST(CudaConvCudnn, EachOptionMatchesCpuTwin) {
@@ -236,7 +246,11 @@ TEST(CudaConvCudnn, Tf32PerCall) {
   double diff = 0;
   const std::vector<float> f = fp32.to_vector();
   for (size_t i = 0; i < f.size(); ++i) diff = std::max(diff, std::fabs(static_cast<double>(got[i]) - f[i]));
+#if defined(VT_CUDA_EMU)
   EXPECT_GT(diff, 1e-5) << "TF32 result equals fp32: the option did not take effect";
+#else  // TF32 is permitted, not required: cuDNN may pick an FMA kernel at this size
+  std::printf("TF32 vs fp32: max difference %.3g\n", diff);
+#endif
 }
 
 // ConvMath::Bf16 through the raw API: bf16 x, w, y; fp32 bias by the epilogue.
@@ -258,6 +272,7 @@ TEST(CudaConvCudnn, Bf16PerCall) {
   const auto before = cuda::cudnn_conv_counts();
   ASSERT_TRUE(cuda::conv2d_cudnn(d, gx.raw(), gw.raw(), gb.f32(), gy.raw(), cuda::ConvMath::Bf16));
   EXPECT_EQ(cuda::cudnn_conv_counts().unfused - before.unfused, 1);  // bf16: the separate epilogue
+  EXPECT_EQ(cuda::cudnn_conv_counts().refused - before.refused, 0);
   expect_close(gy.to(Device::cpu()).to(DType::F32).to_vector(), want.to_vector(), out_tol(DType::BF16),
                "bf16 cuDNN vs CPU");
 }
