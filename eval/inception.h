@@ -22,7 +22,9 @@
 //
 // Device: built on the host; to(cuda:N) moves the folded weights once, and
 // the network then runs there (kernels/conv.h, pool.h, resize.h: fp32, no
-// TF32) on images given on the host or on that device. Its features agree
+// TF32; the convolutions through cuDNN with CUDNN_FMA_MATH in builds with
+// cuDNN, kernels/cuda/conv_cudnn.h, else the hand-written kernel) on images
+// given on the host or on that device. Its features agree
 // with the CPU's to fp32 accumulation order (the convolutions sum in another
 // order than oneDNN; resize, 2x - 1, the pools and the final mean are the
 // same float operations).

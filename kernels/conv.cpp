@@ -6,6 +6,7 @@
 #include "kernels/op_checks.h"
 #ifdef VT_CUDA
 #include "kernels/cuda/conv.h"
+#include "kernels/cuda/conv_cudnn.h"
 #endif
 
 namespace vt {
@@ -66,11 +67,33 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const 
   for (int i = 0; i < 4; ++i) d.x_strides[i] = x.strides()[i], d.y_strides[i] = y.strides()[i];
   if (opcheck::on_cuda(op, x)) {
 #ifdef VT_CUDA
-    cuda::conv2d_forward(d, x.f32(), w.f32(), bias.defined() ? bias.f32() : nullptr, y.f32());
+    const float* b = bias.defined() ? bias.f32() : nullptr;
+#ifdef VT_CUDNN_CONV
+    if (cuda::conv_cudnn() &&
+        cuda::conv2d_cudnn(d, x.f32(), w.f32(), b, y.f32(), p.tf32 ? cuda::ConvMath::Tf32 : cuda::ConvMath::Fp32))
+      return;
+#endif
+    cuda::conv2d_forward(d, x.f32(), w.f32(), b, y.f32());
 #endif
     return;
   }
   cpu::conv2d_forward(d, x.f32(), w.f32(), bias.defined() ? bias.f32() : nullptr, y.f32());
+}
+
+void set_conv_cudnn(bool on) {
+#ifdef VT_CUDNN_CONV
+  cuda::set_conv_cudnn(on);
+#else
+  (void)on;
+#endif
+}
+
+bool conv_uses_cudnn() {
+#ifdef VT_CUDNN_CONV
+  return cuda::conv_cudnn();
+#else
+  return false;
+#endif
 }
 
 }  // namespace vt

@@ -16,9 +16,13 @@
 //   padding is symmetric (ph_end = ph) unless pad_h_end / pad_w_end are set
 //   (diffusers' Downsample2D pads (0, 1, 0, 1), i.e. right and bottom only).
 // Errors: std::invalid_argument naming the op, the tensor and its shape.
-// CPU through oneDNN (primitives cached by shape/strides); CUDA: an fp32
-// implicit-GEMM kernel (kernels/cuda/conv.h; no TF32), the same shapes and
-// strides, agreeing with the CPU to fp32 accumulation-order rounding.
+// CPU through oneDNN (primitives cached by shape/strides). CUDA: cuDNN in
+// builds with it (VT_CUDNN_CONV, kernels/cuda/conv_cudnn.h: fp32 without
+// TF32 unless Conv2dParams::tf32), else, or when cuDNN has no algorithm for
+// the shape, or after set_conv_cudnn(false), the hand-written fp32
+// implicit-GEMM kernel (kernels/cuda/conv.h; no TF32). Same shapes and
+// strides on every path; fp32 results agree with the CPU to fp32
+// accumulation-order rounding.
 #pragma once
 #include <cstdint>
 
@@ -33,6 +37,10 @@ struct Conv2dParams {
   int dilation_h = 1, dilation_w = 1;
   int groups = 1;
   bool relu = false;  // y = max(0, conv(x) + bias)
+  // CUDA with cuDNN only: TF32 tensor cores allowed (ConvMath::Tf32, inputs
+  // rounded to 10 mantissa bits). Ignored on the CPU and by the hand-written
+  // kernel, which stay fp32.
+  bool tf32 = false;
 };
 
 // [N, O, OH, OW] for input shape [N, C, H, W] and weight shape [O, C/G, KH, KW];
@@ -41,5 +49,11 @@ Shape conv2d_output_shape(const Shape& x, const Shape& w, const Conv2dParams& p)
 
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y,
                     const Conv2dParams& p);
+
+// CUDA path of conv2d_forward: true when this build has cuDNN and it is on
+// (the default); set_conv_cudnn(false) selects the hand-written kernel
+// (benchmarks compare the two). No effect in builds without cuDNN.
+void set_conv_cudnn(bool on);
+bool conv_uses_cudnn();
 
 }  // namespace vt

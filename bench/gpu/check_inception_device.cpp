@@ -8,7 +8,15 @@
 // features of the first `check` images are compared.
 //   usage: check_inception_device [images=256] [batch=50] [check=8]
 // Prints the relative max feature difference (max |gpu - cpu| / max |cpu|)
-// and images/s of each device as one JSON line. Exit status: 0 agreement
+// and images/s of each device as one JSON line. In builds with cuDNN the
+// GPU pass runs its convolutions through cuDNN (kernels/cuda/conv_cudnn.h)
+// and is repeated with the hand-written kernel (set_conv_cudnn(false)):
+// "own_conv_images_per_s", its own feature difference, and
+// "cudnn_over_own" (images/s ratio, same invocation) say which conv path
+// is faster for the whole network; both must agree with the CPU.
+// "cudnn_calls" counts the cuDNN pass's convolutions by path: all should be
+// "fused" (every unit is conv + bias + ReLU); "refused" ones ran the
+// hand-written kernel because cuDNN offered no fp32 (FMA) algorithm. Exit status: 0 agreement
 // (< 1e-4, veval's parity bound with pytorch-fid), 1 beyond it, 2 bad usage
 // or no GPU, 3 an error.
 #include <algorithm>
@@ -23,6 +31,10 @@
 #include "core/allocator.h"
 #include "core/philox.h"
 #include "eval/inception.h"
+#include "kernels/conv.h"
+#if defined(VT_CUDNN_CONV)
+#include "kernels/cuda/conv_cudnn.h"
+#endif
 #include "kernels/matmul.h"
 
 using namespace vt;
@@ -86,27 +98,64 @@ int main(int argc, char** argv) {
     }
     const double cpu_s = seconds_since(t0);
 
+    // The GPU pass over all images (warm-up batch first); seconds.
+    auto gpu_pass = [&](Tensor& fg) {
+      gpu.features(x.slice(0, 0, std::min(batch, images)), fg.slice(0, 0, std::min(batch, images)));  // warm-up
+      const auto t = std::chrono::steady_clock::now();
+      for (int64_t s = 0; s < images; s += batch) {
+        const int64_t b = std::min(batch, images - s);
+        gpu.features(x.slice(0, s, s + b), fg.slice(0, s, s + b));  // synchronous: features come back to the host
+      }
+      return seconds_since(t);
+    };
+    auto rel_diff = [&](const Tensor& fg, double* den) {
+      double num = 0;
+      *den = 0;
+      for (int64_t i = 0; i < check * D; ++i) {
+        num = std::max(num, std::fabs(static_cast<double>(fg.f32()[i]) - fc.f32()[i]));
+        *den = std::max(*den, std::fabs(static_cast<double>(fc.f32()[i])));
+      }
+      return num / std::max(*den, 1e-30);
+    };
+    const bool cudnn = conv_uses_cudnn();
     Tensor fg = Tensor::empty({images, D});
-    gpu.features(x.slice(0, 0, std::min(batch, images)), fg.slice(0, 0, std::min(batch, images)));  // warm-up
-    t0 = std::chrono::steady_clock::now();
-    for (int64_t s = 0; s < images; s += batch) {
-      const int64_t b = std::min(batch, images - s);
-      gpu.features(x.slice(0, s, s + b), fg.slice(0, s, s + b));  // synchronous: features come back to the host
+#if defined(VT_CUDNN_CONV)
+    const cuda::CudnnConvCounts c0 = cuda::cudnn_conv_counts();
+#endif
+    const double gpu_s = gpu_pass(fg);
+    std::string calls = "";
+#if defined(VT_CUDNN_CONV)
+    const cuda::CudnnConvCounts c1 = cuda::cudnn_conv_counts();
+    calls = ", \"cudnn_calls\": {\"fused\": " + std::to_string(c1.fused - c0.fused) +
+            ", \"unfused\": " + std::to_string(c1.unfused - c0.unfused) +
+            ", \"padded\": " + std::to_string(c1.padded - c0.padded) +
+            ", \"packed_out\": " + std::to_string(c1.packed_out - c0.packed_out) +
+            ", \"refused\": " + std::to_string(c1.refused - c0.refused) + "}";
+#endif
+    double den = 0;
+    const double rel = rel_diff(fg, &den);
+    bool ok = rel < 1e-4 && std::isfinite(rel) && den > 0;
+    std::string own = "";
+    if (cudnn) {  // the hand-written conv on the same images: the reference of the ratio
+      set_conv_cudnn(false);
+      Tensor fo = Tensor::empty({images, D});
+      const double own_s = gpu_pass(fo);
+      set_conv_cudnn(true);
+      double den_o = 0;
+      const double rel_o = rel_diff(fo, &den_o);
+      ok = ok && rel_o < 1e-4 && std::isfinite(rel_o);
+      char buf[200];
+      std::snprintf(buf, sizeof buf, ", \"own_conv_images_per_s\": %.2f, \"own_conv_rel_max_diff\": %.3g, "
+                    "\"cudnn_over_own\": %.2f", images / own_s, rel_o, own_s / gpu_s);
+      own = buf;
     }
-    const double gpu_s = seconds_since(t0);
-
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < check * D; ++i) {
-      num = std::max(num, std::fabs(static_cast<double>(fg.f32()[i]) - fc.f32()[i]));
-      den = std::max(den, std::fabs(static_cast<double>(fc.f32()[i])));
-    }
-    const double rel = num / std::max(den, 1e-30);
-    const bool ok = rel < 1e-4 && std::isfinite(rel) && den > 0;
-    std::printf("{\"bench\": \"inception_fid_device\", \"images\": %lld, \"batch\": %lld, \"checked\": %lld, "
-                "\"rel_max_diff\": %.3g, \"feature_max\": %.4g, \"cpu_images_per_s\": %.2f, "
-                "\"cuda_images_per_s\": %.2f, \"speedup\": %.1f, \"verdict\": \"%s\"}\n",
-                static_cast<long long>(images), static_cast<long long>(batch), static_cast<long long>(check), rel,
-                den, check / cpu_s, images / gpu_s, (images / gpu_s) / (check / cpu_s), ok ? "agree" : "DIFFER");
+    own += calls;
+    std::printf("{\"bench\": \"inception_fid_device\", \"conv\": \"%s\", \"images\": %lld, \"batch\": %lld, "
+                "\"checked\": %lld, \"rel_max_diff\": %.3g, \"feature_max\": %.4g, \"cpu_images_per_s\": %.2f, "
+                "\"cuda_images_per_s\": %.2f, \"speedup\": %.1f%s, \"verdict\": \"%s\"}\n",
+                cudnn ? "cudnn" : "hand-written", static_cast<long long>(images), static_cast<long long>(batch),
+                static_cast<long long>(check), rel, den, check / cpu_s, images / gpu_s,
+                (images / gpu_s) / (check / cpu_s), own.c_str(), ok ? "agree" : "DIFFER");
     return ok ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "check_inception_device: %s\n", e.what());

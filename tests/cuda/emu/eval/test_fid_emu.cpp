@@ -22,6 +22,9 @@
 #include "eval/fid_protocol.h"
 #include "eval/manifold.h"
 #include "eval/inception.h"
+#if defined(VT_CUDNN_CONV)
+#include "kernels/cuda/conv_cudnn.h"
+#endif
 #include "vision/train_config.h"
 #include "vision/vision_test_util.h"
 #include "vision/vit.h"
@@ -70,7 +73,21 @@ TEST(FidEmu, InceptionFeaturesMatchCpuAndPytorchFid) {
   EXPECT_TRUE(gpu.device().is_cuda());
   Tensor fc = Tensor::empty({2, cpu.feature_dim()}), fg = Tensor::empty({2, gpu.feature_dim()});
   cpu.features_u8(images, fc);
+#if defined(VT_CUDNN_CONV)
+  const auto before = cuda::cudnn_conv_counts();
+#endif
   gpu.features_u8(images, fg);  // host images in, host features out
+#if defined(VT_CUDNN_CONV)
+  // With cuDNN built, every conv unit (conv + folded BN + ReLU) ran as one
+  // fused cuDNN call (tests/cuda/emu/cudnn_emu.cpp), none padded or refused.
+  int64_t units = 0;
+  for (const auto& [name, shape] : InceptionFid::state_dict_shapes(16)) units += name.find(".conv.weight") != std::string::npos;
+  const auto after = cuda::cudnn_conv_counts();
+  EXPECT_EQ(after.fused - before.fused, units);
+  EXPECT_EQ(after.unfused - before.unfused, 0);
+  EXPECT_EQ(after.padded - before.padded, 0);
+  EXPECT_EQ(after.refused - before.refused, 0);
+#endif
   const double e_cpu = rel_max_err(doubles(fg), doubles(fc)), e_ref = rel_max_err(doubles(fg), doubles(want));
   std::printf("emulated CUDA Inception: rel err %.3g vs CPU, %.3g vs pytorch-fid\n", e_cpu, e_ref);
   EXPECT_LT(e_cpu, 1e-4);
