@@ -569,7 +569,11 @@ TrainSummary Trainer::Impl::loop() {
   const TrainOptions& o = I.o;
   VisionTransformer& model = *I.model;
   ParamStore& ps = model.params();
-  log().info("vtrain: device {}", o.compute.describe());
+  // The input path a run takes is stated up front (data.format, data.decode;
+  // the augmentation runs on the host in every configuration today).
+  log().info("vtrain: device {} | input: {} ({}), decode {}, augmentation on the host", o.compute.describe(),
+             o.data_format == "shards" ? "packed shards" : "image folder", o.data_root,
+             o.decode == DecodeMode::Crop ? "crop (region at the crop's DCT scale)" : "full");
   log().info("vtrain: run {} | {} {} dim {} depth {} heads {} patch {} img {} | {} params | train {} images, val {}, {} classes",
              I.run->path(), o.preset, norm_scheme_name(o.vit.backbone.scheme), o.vit.backbone.dim, o.vit.backbone.depth,
              o.vit.backbone.heads, o.vit.patch_size, o.vit.img_size, ps.numel(), I.train_images(), I.val_ds->size(),
