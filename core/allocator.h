@@ -38,6 +38,26 @@ using CudaStreamHandle = void*;
 // given back; Tensor::empty adds the tensor's shape and dtype.
 void* cuda_alloc(size_t bytes, int device, CudaStreamHandle stream = nullptr);
 void cuda_free(void* p, int device);
+// A block of `bytes` (none for 0) from cuda_alloc for one scope, e.g. a
+// library call's workspace, freed at scope exit while work queued on
+// `stream` may still use it: safe because a block is handed out again only
+// to later work on that same stream (see above).
+class CudaScratch {
+ public:
+  CudaScratch(size_t bytes, int device, CudaStreamHandle stream)
+      : device_(device), ptr_(bytes ? cuda_alloc(bytes, device, stream) : nullptr) {}
+  ~CudaScratch() {
+    if (ptr_) cuda_free(ptr_, device_);
+  }
+  CudaScratch(const CudaScratch&) = delete;
+  CudaScratch& operator=(const CudaScratch&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  int device_;
+  void* ptr_;
+};
+
 // Declares that the live block p is used by work queued on `stream` (other
 // than its allocation stream); no-op for the allocation stream itself and
 // for pointers this allocator did not hand out.

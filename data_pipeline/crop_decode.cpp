@@ -41,12 +41,6 @@ ScaledBox scale_box(const CropBox& b, int full_w, int full_h, int scaled_w, int 
 
 }  // namespace
 
-DecodeMode parse_decode_mode(const std::string& s) {
-  if (s == "full") return DecodeMode::Full;
-  if (s == "crop") return DecodeMode::Crop;
-  throw std::invalid_argument("'" + s + "': expected full | crop");
-}
-
 double rrc_dct_scale(bool dct, double region_w, double region_h, int out_w, int out_h) {
   const double need = std::max(out_w / region_w, out_h / region_h);
   double scale = 1.0;

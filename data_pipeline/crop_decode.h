@@ -17,17 +17,10 @@
 
 #include <opencv2/core.hpp>
 
+#include "data_pipeline/decode_mode.h"
 #include "data_pipeline/transforms.h"
 
 namespace vt {
-
-enum class DecodeMode {
-  Full,  // decode the whole image (the reference)
-  Crop,  // decode only RandomResizedCrop's box (JPEG; others as Full)
-};
-
-// `data.decode` value -> mode; "full" | "crop", else std::invalid_argument.
-DecodeMode parse_decode_mode(const std::string& s);
 
 // The DCT scale (1, 1/2, 1/4 or 1/8) for a region_w x region_h region of the
 // full image that must still cover out_w x out_h: the largest power-of-two

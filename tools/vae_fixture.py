@@ -34,6 +34,8 @@ from PIL import Image
 from safetensors.torch import save_file
 from diffusers import AutoencoderKL
 
+from dit_crop_fixture import center_crop_arr  # DiT train.py's, verbatim
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "data", "imagenet-samples")
 # Photos with a clear subject, in this order (a goldfish, a tench, ...).
@@ -43,18 +45,6 @@ SD_VAE = dict(block_out_channels=[128, 256, 512, 512], layers_per_block=2, laten
               in_channels=3, out_channels=3, act_fn="silu",
               down_block_types=["DownEncoderBlock2D"] * 4, up_block_types=["UpDecoderBlock2D"] * 4)
 NARROW = dict(SD_VAE, block_out_channels=[8, 8, 16, 16], norm_num_groups=4)
-
-
-def center_crop_arr(pil_image, image_size):
-    """DiT's train.py center_crop_arr (from ADM), verbatim."""
-    while min(*pil_image.size) >= 2 * image_size:
-        pil_image = pil_image.resize(tuple(x // 2 for x in pil_image.size), resample=Image.BOX)
-    scale = image_size / min(*pil_image.size)
-    pil_image = pil_image.resize(tuple(round(x * scale) for x in pil_image.size), resample=Image.BICUBIC)
-    arr = np.array(pil_image)
-    crop_y = (arr.shape[0] - image_size) // 2
-    crop_x = (arr.shape[1] - image_size) // 2
-    return Image.fromarray(arr[crop_y: crop_y + image_size, crop_x: crop_x + image_size])
 
 
 def load_crops(n, size):

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/config.h"
-#include "data_pipeline/crop_decode.h"
+#include "data_pipeline/decode_mode.h"
 #include "train/cluster_keys.h"
 #include "train/device_choice.h"
 #include "vision/lr_schedule.h"
@@ -41,7 +41,7 @@ struct TrainOptions {
   double crop_pct = 0.875;
   std::vector<double> rrc_scale, rrc_ratio;
   bool hflip = true, rand_augment = true, dct_scaling = true;
-  DecodeMode decode = DecodeMode::Full;  // data.decode (data_pipeline/crop_decode.h)
+  DecodeMode decode = DecodeMode::Full;  // data.decode (data_pipeline/decode_mode.h)
   int randaug_ops = 2;
   double randaug_magnitude = 9, randaug_std = 0.5;
   double erasing_prob = 0.25;

@@ -222,25 +222,9 @@ DeviceState& state_for_current_device(const Conv2dDesc& d) {
   return s;
 }
 
-// Scratch from vt's caching allocator on the call's stream (as
-// kernels/cuda/common.cuh's Workspace): returned to the cache on scope exit
-// while cuDNN's kernels may still be queued, which is safe because a block
-// is handed out again only to later work on that same stream.
-class Scratch {
- public:
-  Scratch(size_t bytes, int device, cudaStream_t stream)
-      : device_(device), ptr_(bytes ? cuda_alloc(bytes, device, stream) : nullptr) {}
-  ~Scratch() {
-    if (ptr_) cuda_free(ptr_, device_);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  void* get() const { return ptr_; }
-
- private:
-  int device_;
-  void* ptr_;
-};
+// Scratch blocks (workspace, padded input, packed output) come from vt's
+// caching allocator on the call's stream (core/allocator.h CudaScratch).
+using Scratch = CudaScratch;
 
 }  // namespace
 

@@ -105,21 +105,7 @@ DeviceState& state_for_current_device() {
 // kernels/cuda/common.cuh's Workspace): the calls of a step reuse cached
 // blocks, two streams never share one while a GEMM runs, and it counts in
 // the allocator's peak and is released with its cache.
-class LtWorkspace {
- public:
-  LtWorkspace(size_t bytes, int device, cudaStream_t stream)
-      : device_(device), ptr_(bytes ? cuda_alloc(bytes, device, stream) : nullptr) {}
-  ~LtWorkspace() {
-    if (ptr_) cuda_free(ptr_, device_);
-  }
-  LtWorkspace(const LtWorkspace&) = delete;
-  LtWorkspace& operator=(const LtWorkspace&) = delete;
-  void* get() const { return ptr_; }
-
- private:
-  int device_;
-  void* ptr_;
-};
+using LtWorkspace = CudaScratch;
 
 template <typename T>
 void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& v, const char* what) {
