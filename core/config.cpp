@@ -666,4 +666,21 @@ std::string Config::digest_hex(const std::vector<std::string>& excluded) const {
   return buf;
 }
 
+CommandArgs split_command_args(const std::vector<std::string>& args,
+                               const std::function<bool(const std::string&)>& is_command_key,
+                               const std::string& command) {
+  CommandArgs out;
+  for (const std::string& a : args) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0) throw ConfigError("argument '" + a + "' is not key=value");
+    const std::string key = a.substr(0, eq);
+    if (!is_command_key(key)) {
+      out.overrides.push_back(a);
+      continue;
+    }
+    if (!out.options.emplace(key, a.substr(eq + 1)).second) throw ConfigError(command + ": " + key + " given twice");
+  }
+  return out;
+}
+
 }  // namespace vt

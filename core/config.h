@@ -32,6 +32,7 @@
 // The public header is free of yaml-cpp types (pimpl).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -148,5 +149,18 @@ class Config {
 
 // Levenshtein edit distance (exposed for tests).
 size_t edit_distance(const std::string& a, const std::string& b);
+
+// A subcommand's `key=value` arguments (`vtrain pack`, `dittrain sample`,
+// `dittrain extract`): those whose key the command takes (`is_command_key`)
+// become `options`, every other one is a config override, in order. Throws
+// ConfigError for an argument without '=' or with an empty key, and for a
+// command key given twice ("<command>: <key> given twice").
+struct CommandArgs {
+  std::map<std::string, std::string> options;
+  std::vector<std::string> overrides;
+};
+CommandArgs split_command_args(const std::vector<std::string>& args,
+                               const std::function<bool(const std::string&)>& is_command_key,
+                               const std::string& command);
 
 }  // namespace vt

@@ -98,20 +98,13 @@ int run(int argc, char** argv) {
     usage(std::cerr);
     return 2;
   }
-  std::vector<std::string> overrides;
-  std::map<std::string, std::string> opts;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const auto eq = args[i].find('=');
-    if (eq == std::string::npos || eq == 0) throw vt::ConfigError("argument '" + args[i] + "' is not key=value");
-    const std::string key = args[i].substr(0, eq);
-    if ((sample && (vt::dit_sample_arg_keys().count(key) || key == "vae")) ||
-        (extract && vt::dit_extract_arg_keys().count(key))) {
-      if (opts.count(key)) throw vt::ConfigError(std::string(sample ? "sample" : "extract") + ": " + key + " given twice");
-      opts[key] = args[i].substr(eq + 1);
-    } else {
-      overrides.push_back(args[i]);
-    }
-  }
+  auto [opts, overrides] = vt::split_command_args(
+      {args.begin() + 1, args.end()},
+      [&](const std::string& k) {
+        return (sample && (vt::dit_sample_arg_keys().count(k) > 0 || k == "vae")) ||
+               (extract && vt::dit_extract_arg_keys().count(k) > 0);
+      },
+      sample ? "sample" : "extract");
   // Sampling never trains: the run's resume setting does not matter.
   if (sample || extract) overrides.push_back("resume=auto");
   const std::string config_path = vt::find_config(args[0], vt::config_search_dirs(VT_CONFIGS_DIR));

@@ -32,6 +32,13 @@ inline std::vector<float> randn(size_t n, uint64_t stream, double std = 1.0, dou
   return v;
 }
 
+// A CPU F32 tensor of shape s filled with randn(numel, stream).
+inline Tensor randn_tensor(const Shape& s, uint64_t stream) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return Tensor::from_vector(randn(static_cast<size_t>(n), stream), s);
+}
+
 // The values a bf16 tensor holds (round to nearest even); identity for F32.
 inline std::vector<float> representable(std::vector<float> v, DType dt) {
   if (dt == DType::BF16)

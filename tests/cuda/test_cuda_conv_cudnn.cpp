@@ -39,12 +39,6 @@ namespace {
 
 using namespace cudatest;
 
-Tensor randn_tensor(const Shape& s, uint64_t stream) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return Tensor::from_vector(randn(static_cast<size_t>(n), stream), s);
-}
-
 Conv2dParams params(int sh, int sw, int ph, int pw, int ph_end, int pw_end, int dh, int dw, int groups, bool relu) {
   Conv2dParams p;
   p.stride_h = sh, p.stride_w = sw, p.pad_h = ph, p.pad_w = pw, p.pad_h_end = ph_end, p.pad_w_end = pw_end;

@@ -19,12 +19,6 @@ namespace {
 
 using namespace cudatest;
 
-Tensor randn_tensor(const Shape& s, uint64_t stream) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return Tensor::from_vector(randn(static_cast<size_t>(n), stream), s);
-}
-
 // The naive double convolution (tests/kernels/naive_conv.h), as floats.
 std::vector<float> naive_conv(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dParams& p,
                               const Shape& out) {

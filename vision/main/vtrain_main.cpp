@@ -68,19 +68,8 @@ int pack_main(const std::vector<std::string>& args, const std::vector<std::strin
     if (vt::dist().world() > 1)
       throw vt::ConfigError("vtrain pack runs as one process (launched as " + std::to_string(vt::dist().world()) +
                             " MPI processes)");
-    std::vector<std::string> overrides;
-    std::map<std::string, std::string> opts;
-    for (size_t i = 1; i < args.size(); ++i) {
-      const auto eq = args[i].find('=');
-      if (eq == std::string::npos || eq == 0) throw vt::ConfigError("argument '" + args[i] + "' is not key=value");
-      const std::string key = args[i].substr(0, eq);
-      if (!vt::pack_arg_keys().count(key)) {
-        overrides.push_back(args[i]);
-        continue;
-      }
-      if (opts.count(key)) throw vt::ConfigError("pack: " + key + " given twice");
-      opts[key] = args[i].substr(eq + 1);
-    }
+    auto [opts, overrides] = vt::split_command_args(
+        {args.begin() + 1, args.end()}, [](const std::string& k) { return vt::pack_arg_keys().count(k) > 0; }, "pack");
     const std::string path = vt::find_config(args[0], configs_dirs);
     const vt::Config cfg = vt::Config::load(path, vt::vtrain_schema(), overrides);
     vt::run_pack(cfg, path, opts);
