@@ -193,6 +193,7 @@ void InceptionFid::run(const std::string& name, const Tensor& x, const Tensor& y
   const Unit& u = unit(name);
   Conv2dParams p;
   p.stride_h = u.sh, p.stride_w = u.sw, p.pad_h = u.ph, p.pad_w = u.pw, p.relu = true;
+  p.tf32 = tf32_;
   conv2d_forward(x, u.w, u.b, y, p);
 }
 
@@ -310,6 +311,13 @@ void InceptionFid::to(Device device) {
   for (auto& [name, u] : units_) u.w = u.w.to(device), u.b = u.b.to(device);
   device_ = device;
   ones_ = Tensor();
+  if (device_.is_cpu()) tf32_ = false;
+}
+
+void InceptionFid::set_tf32(bool on) {
+  if (on && device_.is_cpu())
+    throw std::invalid_argument("InceptionFid::set_tf32: TF32 needs the network on a CUDA device (the CPU computes in fp32)");
+  tf32_ = on;
 }
 
 void InceptionFid::features(const Tensor& images, const Tensor& out) const {

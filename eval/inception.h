@@ -71,6 +71,17 @@ class InceptionFid {
   // Moves the weights (the host copies are released); not thread safe.
   void to(Device device);
   Device device() const { return device_; }
+  // TF32 tensor cores for the convolutions (veval --precision tf32), as
+  // PyTorch runs pytorch-fid's network on a GPU by default
+  // (torch.backends.cudnn.allow_tf32 is True): each conv's inputs rounded to
+  // 10 mantissa bits, fp32 accumulation (Conv2dParams::tf32, cuDNN's
+  // CUDNN_DEFAULT_MATH). Takes effect on a CUDA device in builds with cuDNN
+  // only; the CPU and the hand-written CUDA kernel stay fp32, so set_tf32
+  // throws std::invalid_argument on a CPU network. Off by default: the
+  // features then match the CPU to fp32 rounding. Pools, resize and the
+  // statistics are fp32 / float64 either way.
+  void set_tf32(bool on);
+  bool tf32() const { return tf32_; }
   int64_t feature_dim() const { return 2048 / div_; }
   static constexpr int64_t kSpatialChannels = 7, kSpatialSize = 17;
   static constexpr int64_t spatial_dim() { return kSpatialSize * kSpatialSize * kSpatialChannels; }  // 2023
@@ -119,6 +130,7 @@ class InceptionFid {
   int div_ = 1;
   std::map<std::string, Unit> units_;
   Device device_ = Device::cpu();
+  bool tf32_ = false;
   Tensor fc_w_;  // [C, D] F32 host, or undefined
   // A device buffer of ones, grown on demand: 2x - 1 on the device is
   // axpby(2, x, -1, ones), the same float result as the host's 2.f * x - 1.f.

@@ -16,7 +16,15 @@
 // is faster for the whole network; both must agree with the CPU.
 // "cudnn_calls" counts the cuDNN pass's convolutions by path: all should be
 // "fused" (every unit is conv + bias + ReLU); "refused" ones ran the
-// hand-written kernel because cuDNN offered no fp32 (FMA) algorithm. Exit status: 0 agreement
+// hand-written kernel because cuDNN offered no fp32 (FMA) algorithm.
+// Then once more with TF32 tensor cores (veval --precision tf32,
+// InceptionFid::set_tf32): "tf32_images_per_s", "tf32_rel_max_diff" (its
+// features against the CPU's; reported, not judged) and the FID between the
+// two halves of the images computed from fp32 and from TF32 features,
+// "fid_halves_fp32" / "fid_halves_tf32" and their difference: how far TF32
+// moves a score (random weights and pixels; the images / 2 per half, so
+// the covariances are singular below 2048 images: a sensitivity figure, not
+// an FID on data). Exit status: 0 agreement
 // (< 1e-4, veval's parity bound with pytorch-fid), 1 beyond it, 2 bad usage
 // or no GPU, 3 an error.
 #include <algorithm>
@@ -30,6 +38,7 @@
 
 #include "core/allocator.h"
 #include "core/philox.h"
+#include "eval/frechet.h"
 #include "eval/inception.h"
 #include "kernels/conv.h"
 #if defined(VT_CUDNN_CONV)
@@ -150,6 +159,30 @@ int main(int argc, char** argv) {
       own = buf;
     }
     own += calls;
+#if defined(VT_CUDNN_CONV)
+    if (cudnn && images >= 4) {
+      gpu.set_tf32(true);
+      Tensor ft = Tensor::empty({images, D});
+      const double tf32_s = gpu_pass(ft);
+      gpu.set_tf32(false);
+      double den_t = 0;
+      const double rel_t = rel_diff(ft, &den_t);
+      // FID between the two halves, from each precision's features.
+      auto fid_halves = [&](const Tensor& f) {
+        const int64_t h = images / 2;
+        StatsAccumulator a(D), b(D);
+        a.add(f.f32(), h);
+        b.add(f.f32() + h * D, images - h);
+        return frechet_distance(a.finish(), b.finish()).fid;
+      };
+      const double fid32 = fid_halves(fg), fidt = fid_halves(ft);
+      char buf[240];
+      std::snprintf(buf, sizeof buf, ", \"tf32_images_per_s\": %.2f, \"tf32_rel_max_diff\": %.3g, "
+                    "\"fid_halves_fp32\": %.6g, \"fid_halves_tf32\": %.6g, \"fid_tf32_minus_fp32\": %.3g",
+                    images / tf32_s, rel_t, fid32, fidt, fidt - fid32);
+      own += buf;
+    }
+#endif
     std::printf("{\"bench\": \"inception_fid_device\", \"conv\": \"%s\", \"images\": %lld, \"batch\": %lld, "
                 "\"checked\": %lld, \"rel_max_diff\": %.3g, \"feature_max\": %.4g, \"cpu_images_per_s\": %.2f, "
                 "\"cuda_images_per_s\": %.2f, \"speedup\": %.1f%s, \"verdict\": \"%s\"}\n",

@@ -1,5 +1,5 @@
 // veval: evaluation commands.
-//   veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu|cuda|cuda:N]
+//   veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu|cuda|cuda:N] [--precision fp32|tf32]
 //             [--inception WEIGHTS] [--metrics all|fid,sfid,is,precision,recall]
 //             [--protocol adm|pytorch-fid] [--is-split N] [--save-activations FILE.npz]
 //             [--sqrtm eig|schur] [--json FILE]
@@ -36,6 +36,7 @@
 #include "core/dist.h"
 #include "eval/adm_suite.h"
 #include "eval/top1.h"
+#include "kernels/matmul.h"
 #include "train/device_choice.h"
 
 #ifndef VT_CONFIGS_DIR
@@ -46,7 +47,8 @@ namespace {
 
 const char* kUsage =
     "usage:\n"
-    "  veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu|cuda|cuda:N] [--inception WEIGHTS]\n"
+    "  veval fid --samples PATH --ref PATH [--batch N] [--device auto|cpu|cuda|cuda:N] [--precision fp32|tf32]\n"
+    "            [--inception WEIGHTS]\n"
     "            [--metrics all|fid,sfid,is,precision,recall] [--protocol adm|pytorch-fid] [--is-split 5000]\n"
     "            [--save-activations FILE.npz] [--sqrtm eig|schur] [--json FILE]\n"
     "  veval fid --samples PATH --ref PATH --features CKPT [--config CONFIG] [--ema true] ...\n"
@@ -60,7 +62,9 @@ const char* kUsage =
     "  and recall (k = 3; float64 distances, cuBLAS fp32 dot products on a GPU). --protocol adm\n"
     "  (default: ADM's TF1 resize and (x-128)/128, as DiT's published numbers) or pytorch-fid (its\n"
     "  bilinear resize and 2x-1). --save-activations: the samples' pool, spatial and logits arrays.\n"
-    "--device: where the network runs (default auto: the GPU when one is visible); fp32, no TF32.\n"
+    "--device: where the network runs (default auto: the GPU when one is visible). --precision: fp32\n"
+    "  (default, TF32 off: a GPU gives the CPU's features to fp32 rounding) or tf32 (GPU only: the\n"
+    "  convolutions on TF32 tensor cores, PyTorch's default for pytorch-fid; scores move slightly).\n"
     "  Images are decoded and resized on the host; the statistics are float64 on the host.\n"
     "--features CKPT: embed with a vtrain classifier's pre-logit features (final normed class\n"
     "  token) instead of Inception-v3; images get the classifier's DeiT eval transform (resize\n"
@@ -178,13 +182,32 @@ std::string describe_source(const std::string& path, const vt::FidSourceStats& s
   return std::to_string(s.count) + " images (" + vt::fid_source_name(s.kind) + ")";
 }
 
-// --device through vtrain's parser (the same values and messages as its
-// `device` key); FID features are computed in fp32 with TF32 off, so a GPU
-// run gives the CPU's statistics to fp32 rounding.
+// --device and --precision through vtrain's parser (the same values and
+// messages as its `device` and `precision` keys). veval computes in fp32
+// (default: TF32 off, so a GPU run gives the CPU's statistics to fp32
+// rounding) or, with --precision tf32 on a GPU, runs the network's
+// convolutions (Inception) or GEMMs (--features) on TF32 tensor cores, as
+// PyTorch does by default for convolutions; the statistics and the
+// precision/recall distances stay fp32/float64. bf16 is refused.
 vt::DeviceChoice check_device(const Args& a) {
-  const vt::DeviceChoice d = vt::choose_device(a.get("device", "auto"), "fp32", "--device", "--device");
-  vt::apply_device_choice(d);
+  const std::string precision = a.get("precision", "fp32");
+  if (precision != "fp32" && precision != "tf32")
+    throw vt::ConfigError("--precision: expected fp32 | tf32 (veval computes its features in fp32, or TF32 on a GPU), got '" +
+                          precision + "'");
+  const vt::DeviceChoice d = vt::choose_device(a.get("device", "auto"), precision, "--device", "--precision");
+  vt::DeviceChoice fp32 = d;
+  fp32.precision = vt::Precision::FP32;  // GEMMs (manifold distances) stay fp32; the networks opt in below
+  vt::apply_device_choice(fp32);
   return d;
+}
+
+bool tf32(const vt::DeviceChoice& d) { return d.precision == vt::Precision::TF32; }
+
+// The Inception network on the chosen device, in its precision.
+void place(vt::InceptionFid& net, const vt::DeviceChoice& device) {
+  if (device.device.is_cpu()) return;
+  net.to(device.device);
+  net.set_tf32(tf32(device));
 }
 
 // Built on the host, then moved to the chosen device once.
@@ -196,7 +219,7 @@ Embedder make_embedder(const Args& a, std::initializer_list<std::string> paths, 
     if (!a.get("config").empty() || a.opts.count("ema"))
       throw std::invalid_argument("--config and --ema go with --features CKPT");
     e.net = load_net_if_needed(a, paths, &e.weights);
-    if (e.net && !device.device.is_cpu()) e.net->to(device.device);
+    if (e.net) place(*e.net, device);
     return e;
   }
   if (!a.get("inception").empty()) throw std::invalid_argument("--inception and --features exclude each other");
@@ -204,6 +227,7 @@ Embedder make_embedder(const Args& a, std::initializer_list<std::string> paths, 
       vt::ClassifierEmbedding::load(ckpt, a.get("config"), parse_bool(a, "ema"), vt::config_search_dirs(VT_CONFIGS_DIR)));
   e.weights = e.cls->classifier().weights_file;
   if (!device.device.is_cpu()) e.cls->to(device.device);
+  vt::set_matmul_tf32(tf32(device));  // the classifier's GEMMs
   const vt::TrainOptions& o = e.cls->classifier().options;
   std::fprintf(stderr,
                "features: %s (%lld-d pre-logit class token, images to %lld px by the DeiT eval transform, "
@@ -258,7 +282,7 @@ int cmd_fid_suite(const Args& a, const std::string& samples, const std::string& 
                                 "under mpirun use --metrics fid --protocol pytorch-fid");
   std::string weights;
   std::unique_ptr<vt::InceptionFid> net = load_net_if_needed(a, {samples, ref}, &weights);
-  if (net && !device.device.is_cpu()) net->to(device.device);
+  if (net) place(*net, device);
   auto t0 = std::chrono::steady_clock::now();
   const vt::SuiteReport r = vt::run_adm_suite(samples, ref, net.get(), metrics, o);
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -323,8 +347,8 @@ int cmd_fid_suite(const Args& a, const std::string& samples, const std::string& 
 
 int cmd_fid(int argc, char** argv) {
   Args a = parse(argc, argv, 2,
-                 {"samples", "ref", "batch", "device", "inception", "sqrtm", "json", "features", "config", "ema",
-                  "metrics", "protocol", "is-split", "save-activations"});
+                 {"samples", "ref", "batch", "device", "precision", "inception", "sqrtm", "json", "features", "config",
+                  "ema", "metrics", "protocol", "is-split", "save-activations"});
   const std::string samples = a.need("samples"), ref = a.need("ref");
   const int64_t batch = parse_batch(a);
   const vt::DeviceChoice device = check_device(a);
@@ -381,7 +405,8 @@ int cmd_fid(int argc, char** argv) {
 }
 
 int cmd_stats(int argc, char** argv) {
-  Args a = parse(argc, argv, 2, {"images", "out", "batch", "device", "inception", "features", "config", "ema", "protocol"});
+  Args a = parse(argc, argv, 2, {"images", "out", "batch", "device", "precision", "inception", "features", "config", "ema",
+                                 "protocol"});
   const std::string images = a.need("images"), out = a.need("out");
   const int64_t batch = parse_batch(a);
   const vt::DeviceChoice device = check_device(a);
@@ -400,7 +425,7 @@ int cmd_stats(int argc, char** argv) {
     if (net.width_divisor() != 1)
       std::fprintf(stderr, "warning: %s is a width/%d test network; scores are not comparable with published FIDs\n",
                    weights.c_str(), net.width_divisor());
-    if (!device.device.is_cpu()) net.to(device.device);
+    place(net, device);
     const int64_t n = vt::write_adm_reference(images, out, net, o);
     std::printf("wrote %s: mu, sigma [%lld], mu_s, sigma_s [%lld], pool [%lld, %lld] from %lld images (protocol %s)\n",
                 out.c_str(), static_cast<long long>(net.feature_dim()),

@@ -100,6 +100,37 @@ TEST(FidEmu, InceptionFeaturesMatchCpuAndPytorchFid) {
   EXPECT_THROW(cpu.features(u8_nhwc_to_unit_nchw(images).to(Device::cuda(0)), fc), std::invalid_argument);
 }
 
+// veval --precision tf32: the convolutions' inputs rounded to TF32 by cuDNN
+// (its stand-in rounds x and w to 10 mantissa bits, unit roundoff 2^-11, for
+// any math type but CUDNN_FMA_MATH, as tensor cores may). The features must
+// move (the flag reached cuDNN) but stay near fp32's: through ~100 conv
+// units of this random-weight test network the rounding grows to a few
+// percent of the largest feature (measured 2.8e-2), while a wrong layout,
+// channel or tap gives errors of order 1, so 0.1 separates the two.
+TEST(FidEmu, Tf32FeaturesMoveButStayClose) {
+  const auto sd = load_safetensors(kW16);
+  const Tensor images = sd.at("images").slice(0, 0, 2).contiguous();
+  InceptionFid cpu(sd, "w16"), gpu(sd, "w16");
+  EXPECT_THROW(cpu.set_tf32(true), std::invalid_argument);  // the CPU computes in fp32 only
+  gpu.to(Device::cuda(0));
+  Tensor f32 = Tensor::empty({2, gpu.feature_dim()}), t32 = Tensor::empty({2, gpu.feature_dim()});
+  gpu.features_u8(images, f32);
+  gpu.set_tf32(true);
+  EXPECT_TRUE(gpu.tf32());
+  gpu.features_u8(images, t32);
+  const double e = rel_max_err(doubles(t32), doubles(f32));
+  std::printf("emulated CUDA Inception, tf32 vs fp32 features: rel err %.3g\n", e);
+#if defined(VT_CUDNN_CONV)
+  EXPECT_GT(e, 0.0);
+#else
+  EXPECT_EQ(e, 0.0);  // the hand-written kernel has no TF32 path
+#endif
+  EXPECT_LT(e, 0.1);
+  gpu.set_tf32(false);
+  gpu.features_u8(images, t32);
+  EXPECT_EQ(t32.to_vector(), f32.to_vector());
+}
+
 // ADM's suite taps on the device: pool features and the mixed_6/conv
 // spatial features (copied back and reordered to (h, w, c)) as on the CPU.
 TEST(FidEmu, SuiteTapsOnCudaMatchCpu) {
@@ -165,6 +196,16 @@ TEST(FidEmu, VevalStatsOnCudaGivesTheCpuStatistics) {
   EXPECT_NE(log.find("device: cuda:0 (CUDA emulator"), std::string::npos) << log;
   const FidSourceStats got = fid_source_stats(out, nullptr, 1);
   expect_stats_close(got.stats, want.stats, "veval stats --device cuda");
+
+  // --precision tf32: the report says so, and the statistics stay close.
+  log.clear();
+  const std::string out32 = tmp.path() + "/stats_tf32.npz";
+  ASSERT_EQ(run(std::string(VT_VEVAL_EMU_EXE) + " stats --images " + npz + " --out " + out32 +
+                    " --batch 2 --device cuda --precision tf32 --protocol pytorch-fid --inception " + kW16,
+                &log),
+            0)
+      << log;
+  EXPECT_NE(log.find("precision tf32"), std::string::npos) << log;
 
   // A device index past the visible ones: vtrain's words for its device key.
   log.clear();
