@@ -1,19 +1,35 @@
 #!/usr/bin/env python3
-"""PIL reference for bench/bench_crop_decode.cpp's `rrc` rows: torchvision's
-PIL path of RandomResizedCrop(224, BICUBIC) + RandomHorizontalFlip +
-ToTensor + Normalize (F.resized_crop is img.crop(box).resize(size, BICUBIC);
-ToTensor + Normalize done with numpy, as torch is not needed for the
-pixels), one process, one thread, on the original files and on copies
-shrunk so the longer side is <= 512 (Pillow bicubic, JPEG q90 4:2:0, in a
-temporary folder removed at exit), as the C++ bench makes them. Prints one
-JSON line per folder: images/s on one core.
+"""References for bench/bench_crop_decode.cpp's `rrc` rows (host cost of
+decode + RandomResizedCrop 224 + flip + normalize per image, one core), on
+the original files and on copies shrunk so the longer side is <= 512
+(Pillow bicubic, JPEG q90 4:2:0, in a temporary folder removed at exit), as
+the C++ bench makes them:
+  pil          torchvision's PIL path: RandomResizedCrop(224, BICUBIC) +
+               RandomHorizontalFlip + ToTensor + Normalize
+               (F.resized_crop is img.crop(box).resize(size, BICUBIC);
+               ToTensor + Normalize with numpy, so torch is not needed);
+  torchvision  (if torch/torchvision import) the tensor path DALI-less
+               loaders use: torchvision.io.decode_jpeg, v2.RandomResizedCrop
+               (bicubic, antialias) + RandomHorizontalFlip on uint8, then
+               ToDtype + Normalize; torch.set_num_threads(1);
+  dali         (if nvidia.dali imports) DALI's CPU pipeline, one thread,
+               device_id=None: fn.decoders.image_random_crop (the crop
+               decoded from the header's size, as data.decode: crop) +
+               fn.resize(224, cubic) + fn.crop_mirror_normalize (random
+               mirror, normalize, CHW float), batches of 50.
+With --bin build/bench/bench_crop_decode it also runs the C++ bench's `rrc`
+configurations in the same invocation and prints each reference's ratio
+(C++ img/s / reference img/s). Prints one JSON line per measurement.
 
-    python3 tools/bench_crop_decode_pil.py [root] [passes]
+    python3 tools/bench_crop_decode_pil.py [root] [passes] [--bin PATH]
 
-Needs Pillow and numpy (pip install pillow numpy into a venv).
+Needs Pillow and numpy; torch + torchvision and nvidia-dali-cuda130 (PyPI;
+its CPU pipeline runs without a GPU) are optional.
 """
+import glob
 import json
 import math
+import subprocess
 import os
 import random
 import shutil
@@ -94,16 +110,105 @@ def run(files, passes):
     return passes * len(files) / (time.perf_counter() - t0)
 
 
+def run_torchvision(files, passes):
+    import torch
+    from torchvision.io import decode_jpeg, read_file, ImageReadMode
+    from torchvision.transforms import v2, InterpolationMode
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    t = v2.Compose([v2.RandomResizedCrop(224, interpolation=InterpolationMode.BICUBIC, antialias=True),
+                    v2.RandomHorizontalFlip(), v2.ToDtype(torch.float32, scale=True),
+                    v2.Normalize(MEAN.tolist(), STD.tolist())])
+
+    def one(p):
+        return t(decode_jpeg(read_file(p), mode=ImageReadMode.RGB))
+    for p in files:
+        one(p)
+    t0 = time.perf_counter()
+    for _ in range(passes):
+        for p in files:
+            one(p)
+    return passes * len(files) / (time.perf_counter() - t0)
+
+
+def run_dali(files, passes, batch=50):
+    from nvidia.dali import pipeline_def, fn, types
+
+    @pipeline_def(batch_size=batch, num_threads=1, device_id=None, seed=0)
+    def pipe():
+        jpegs, _ = fn.readers.file(files=files, random_shuffle=False, name="r")
+        img = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB,
+                                            random_area=[0.08, 1.0], random_aspect_ratio=[3 / 4, 4 / 3])
+        img = fn.resize(img, resize_x=224, resize_y=224, interp_type=types.INTERP_CUBIC)
+        return fn.crop_mirror_normalize(img, dtype=types.FLOAT, output_layout="CHW",
+                                        mean=(MEAN * 255).tolist(), std=(STD * 255).tolist(),
+                                        mirror=fn.random.coin_flip())
+    p = pipe()
+    p.build()
+    iters = max(1, len(files) // batch)
+    for _ in range(iters):  # warm: one epoch
+        p.run()
+    t0 = time.perf_counter()
+    for _ in range(passes * iters):
+        p.run()
+    return passes * iters * batch / (time.perf_counter() - t0)
+
+
+def cpp_rrc(binary, root, passes):
+    """The C++ bench's rrc rows (data.decode full / crop), same images."""
+    out = subprocess.run([binary, root, str(passes), "rrc"], capture_output=True, text=True, check=True).stdout
+    rows = {}
+    for line in out.splitlines():
+        try:
+            j = json.loads(line)
+        except ValueError:
+            continue
+        if "config" in j:
+            print(json.dumps(j))
+            rows[j["config"]] = j.get("images_per_s_per_core") or j.get("images_per_s")
+    return rows
+
+
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else "../shared/data/imagenet-samples"
-    passes = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    args = [a for a in sys.argv[1:]]
+    binary = None
+    if "--bin" in args:
+        i = args.index("--bin")
+        binary = args[i + 1]
+        del args[i:i + 2]
+    root = args[0] if len(args) > 0 and args[0] else "../shared/data/imagenet-samples"
+    passes = int(args[1]) if len(args) > 1 else 2
     files = files_of(root)
     tmp = tempfile.mkdtemp(prefix="vt_bench_crop_pil_")
+    runners = [("pil", run)]
+    try:
+        import torchvision  # noqa: F401
+        runners.append(("torchvision", run_torchvision))
+    except ImportError:
+        print(json.dumps({"bench": "crop_decode_ref", "skipped": "torchvision (torch/torchvision not importable)"}))
+    try:
+        import nvidia.dali  # noqa: F401
+        runners.append(("dali", run_dali))
+    except ImportError:
+        print(json.dumps({"bench": "crop_decode_ref", "skipped": "dali (nvidia.dali not importable)"}))
     try:
         small = shrink_copy(files, root, tmp)
+        refs = {}
         for tag, fs in (("original", files), ("max512", small)):
-            print(json.dumps({"bench": "crop_decode_pil", "config": "rrc_" + tag + "_pil", "threads": 1,
-                              "images": passes * len(fs), "images_per_s_per_core": round(run(fs, passes), 1)}))
+            for name, f in runners:
+                v = round(f(fs, passes), 1)
+                refs[(tag, name)] = v
+                print(json.dumps({"bench": "crop_decode_ref", "config": "rrc_" + tag + "_" + name, "threads": 1,
+                                  "images": passes * len(fs), "images_per_s_per_core": v}))
+        if binary:
+            rows = cpp_rrc(binary, root, passes)
+            for cfg, v in rows.items():
+                if not cfg.startswith("rrc") or not v:
+                    continue
+                tag = "max512" if "512" in cfg else "original"
+                ratios = {name: round(v / refs[(tag, name)], 2) for name, _ in runners if refs.get((tag, name))}
+                print(json.dumps({"bench": "crop_decode_ref", "cpp_config": cfg, "cpp_images_per_s_per_core": v,
+                                  "ratio_over": ratios}))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
