@@ -71,6 +71,13 @@ void mul(const Tensor& a, const Tensor& b, const Tensor& out) {
   cpu::mul(a.f32(), b.f32(), out.f32(), a.numel());
 }
 
+void clamp(const Tensor& x, float lo, float hi, const Tensor& out) {
+  if (!(lo <= hi)) opcheck::fail("clamp", "lo " + std::to_string(lo) + " must not exceed hi " + std::to_string(hi));
+  if (check_all("clamp", {{"x", &x}, {"out", &out}}))
+    VT_ON_CUDA(cuda::clamp(x.raw(), lo, hi, out.raw(), x.numel(), x.dtype()));
+  cpu::clamp(x.f32(), lo, hi, out.f32(), x.numel());
+}
+
 void convert(const Tensor& src, const Tensor& dst) {
   const char* op = "convert";
   for (const auto& [name, t] : {std::pair<const char*, const Tensor*>{"src", &src}, {"dst", &dst}}) {

@@ -21,6 +21,9 @@ void axpy(float alpha, const Tensor& x, const Tensor& y);
 void scale(const Tensor& x, float alpha, const Tensor& out);
 // out = a * b (elementwise)
 void mul(const Tensor& a, const Tensor& b, const Tensor& out);
+// out = min(max(x, lo), hi) (torch.clamp; NaN stays NaN), lo <= hi, e.g.
+// the VAE posterior's logvar clamp to [-30, 20].
+void clamp(const Tensor& x, float lo, float hi, const Tensor& out);
 // sum of all elements, accumulated in double.
 double sum(const Tensor& x);
 

@@ -4,6 +4,9 @@
 
 #include "kernels/cpu/groupnorm.h"
 #include "kernels/op_checks.h"
+#ifdef VT_CUDA
+#include "kernels/cuda/groupnorm.h"
+#endif
 
 namespace vt {
 
@@ -22,10 +25,15 @@ void groupnorm_forward(const Tensor& x, int64_t num_groups, const Tensor& weight
   if (bias.defined()) opcheck::f32_like(op, "bias", bias, {c});
   if (!(eps >= 0.f)) opcheck::fail(op, "eps " + std::to_string(eps) + " must be non-negative");
   opcheck::same_device(op, x.device(), {{"y", &y}, {"weight", &weight}, {"bias", &bias}});
-  if (!x.device().is_cpu()) opcheck::no_cuda(op);
   const int64_t spatial = n * c == 0 ? 0 : x.numel() / (n * c);
-  cpu::groupnorm_forward(x.f32(), weight.defined() ? weight.f32() : nullptr, bias.defined() ? bias.f32() : nullptr,
-                         y.f32(), n, c, spatial, num_groups, eps, silu);
+  const float* w = weight.defined() ? weight.f32() : nullptr;
+  const float* b = bias.defined() ? bias.f32() : nullptr;
+  if (opcheck::on_cuda(op, x)) {
+#ifdef VT_CUDA
+    return cuda::groupnorm_forward(x.f32(), w, b, y.f32(), n, c, spatial, num_groups, eps, silu);
+#endif
+  }
+  cpu::groupnorm_forward(x.f32(), w, b, y.f32(), n, c, spatial, num_groups, eps, silu);
 }
 
 }  // namespace vt

@@ -9,9 +9,13 @@
 // Statistics: two passes (mean, centred squares), float partial sums over
 // blocks of 1024 elements added in double.
 //
-// Shapes (F32, CPU): x [N, C, ...] contiguous, at least 2-d; y the same shape,
-// contiguous, may alias x. C must be divisible by num_groups.
-// CPU: OpenMP over the N*G rows. CUDA: not yet.
+// Shapes (F32, CPU or CUDA, all tensors on one device): x [N, C, ...]
+// contiguous, at least 2-d; y the same shape, contiguous, may alias x. C must
+// be divisible by num_groups.
+// CPU: OpenMP over the N*G rows. CUDA (kernels/cuda/groupnorm.h): the same
+// two passes, float sums over chunks of 4096 elements added in double in
+// chunk order (deterministic), SiLU with expf (the CPU's is a 2-ulp
+// polynomial): fp32 results agree to ~1e-6 relative.
 // Errors: std::invalid_argument naming the op, the tensor and its shape, or
 // num_groups and C when they do not divide.
 #pragma once

@@ -291,6 +291,13 @@ void set_matmul_tf32(bool on) {
   (void)on;
 #endif
 }
+bool matmul_tf32() {
+#ifdef VT_CUDA
+  return cuda::tf32();
+#else
+  return false;
+#endif
+}
 void set_matmul_epilogues(bool on) {
 #ifdef VT_CUDA
   cuda::set_lt_epilogues(on);

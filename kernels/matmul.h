@@ -100,6 +100,9 @@ void bias_backward(const Tensor& dy, const Tensor& dbias);
 // cores (10-bit mantissa products, fp32 accumulation), process-wide. No
 // effect on the CPU (always fp32) or on BF16 operands.
 void set_matmul_tf32(bool on);
+// The current setting (false on the CPU-only build), so that a caller with
+// its own precision (the VAE, vae/vae_precision.h) can restore it.
+bool matmul_tf32();
 
 // CUDA: cuBLASLt epilogues on (default) or off (the separate passes: cuBLAS
 // GEMM, bias kernel, activation kernel, column sums), process-wide; for the

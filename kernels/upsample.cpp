@@ -2,6 +2,9 @@
 
 #include "kernels/cpu/upsample.h"
 #include "kernels/op_checks.h"
+#ifdef VT_CUDA
+#include "kernels/cuda/upsample.h"
+#endif
 
 namespace vt {
 
@@ -12,7 +15,12 @@ void upsample_nearest2x(const Tensor& x, const Tensor& y) {
   if (x.dim() != 4) opcheck::fail(op, opcheck::desc("x", x) + " must be 4-d [N, C, H, W]");
   opcheck::f32_like(op, "y", y, {x.size(0), x.size(1), 2 * x.size(2), 2 * x.size(3)});
   opcheck::same_device(op, x.device(), {{"y", &y}});
-  if (!x.device().is_cpu()) opcheck::no_cuda(op);
+  if (x.numel() > 0 && x.raw() == y.raw()) opcheck::fail(op, "y must not alias x");
+  if (opcheck::on_cuda(op, x)) {
+#ifdef VT_CUDA
+    return cuda::upsample_nearest2x(x.f32(), y.f32(), x.size(0) * x.size(1), x.size(2), x.size(3));
+#endif
+  }
   cpu::upsample_nearest2x(x.f32(), y.f32(), x.size(0) * x.size(1), x.size(2), x.size(3));
 }
 

@@ -6,12 +6,14 @@
 #include <stdexcept>
 
 #include "core/safetensors.h"
+#include "kernels/elementwise.h"
+#include "kernels/matmul.h"
 #include "kernels/upsample.h"
 
 namespace vt {
 namespace fs = std::filesystem;
 
-AutoencoderKL AutoencoderKL::load(const std::string& path) {
+AutoencoderKL AutoencoderKL::load(const std::string& path, Device device, VaePrecision precision) {
   std::error_code ec;
   fs::path weights, config;
   if (fs::is_directory(path, ec)) {
@@ -29,7 +31,10 @@ AutoencoderKL AutoencoderKL::load(const std::string& path) {
     throw std::runtime_error("VAE '" + path + "': weights file '" + weights.string() + "' is missing");
   AutoencoderKLConfig cfg;
   if (fs::is_regular_file(config, ec)) cfg = AutoencoderKLConfig::from_json_file(config.string());
-  return AutoencoderKL(cfg, load_safetensors(weights.string()), weights.string());
+  AutoencoderKL vae(cfg, load_safetensors(weights.string()), weights.string());
+  vae.to(device);
+  vae.set_precision(precision);  // after the move: tf32 is checked against the device
+  return vae;
 }
 
 AutoencoderKL::AutoencoderKL(const AutoencoderKLConfig& config, std::map<std::string, Tensor> state_dict,
@@ -81,18 +86,78 @@ AutoencoderKL::AutoencoderKL(const AutoencoderKLConfig& config, std::map<std::st
 namespace {
 
 void check_input(const char* what, const char* name, const Tensor& x, int64_t channels) {
-  if (!x.defined() || x.dtype() != DType::F32 || !x.device().is_cpu() || x.dim() != 4 || x.size(1) != channels ||
-      x.size(2) < 1 || x.size(3) < 1)
+  if (!x.defined() || x.dtype() != DType::F32 || x.dim() != 4 || x.size(1) != channels || x.size(2) < 1 ||
+      x.size(3) < 1)
     throw std::invalid_argument(std::string("AutoencoderKL::") + what + ": " + name + " " +
-                                (x.defined() ? x.str() : std::string("(undefined)")) + " must be F32 CPU [N, " +
+                                (x.defined() ? x.str() : std::string("(undefined)")) + " must be F32 [N, " +
                                 std::to_string(channels) + ", H, W]");
+}
+
+// The VAE's GEMMs (the mid-block attention) in its own precision for the
+// duration of one encode/decode on CUDA; the process-wide setting is
+// restored after. On the CPU (always fp32) the setting is left alone, so a
+// host-side VAE never touches what GPU work in another thread uses.
+class MatmulTf32Scope {
+ public:
+  MatmulTf32Scope(Device device, VaePrecision p) : active_(device.is_cuda()), prev_(matmul_tf32()) {
+    if (active_) set_matmul_tf32(p == VaePrecision::Tf32);
+  }
+  ~MatmulTf32Scope() {
+    if (active_) set_matmul_tf32(prev_);
+  }
+  MatmulTf32Scope(const MatmulTf32Scope&) = delete;
+  MatmulTf32Scope& operator=(const MatmulTf32Scope&) = delete;
+
+ private:
+  bool active_, prev_;
+};
+
+void check_precision(VaePrecision p, Device device) {
+  if (p == VaePrecision::Bf16)
+    throw std::invalid_argument(
+        "vae.precision: 'bf16' is not supported yet (the convolution op takes F32 only); use fp32 or tf32");
+  if (p == VaePrecision::Tf32 && device.is_cpu())
+    throw std::invalid_argument("vae.precision: 'tf32' needs a CUDA device (the VAE on the CPU computes in fp32)");
 }
 
 }  // namespace
 
+void AutoencoderKL::set_precision(VaePrecision precision) {
+  check_precision(precision, device_);
+  precision_ = precision;
+  place();
+}
+
+void AutoencoderKL::to(Device device) {
+  check_precision(precision_, device);
+  device_ = device;
+  place();
+}
+
+void AutoencoderKL::place() {
+  const bool tf32 = precision_ == VaePrecision::Tf32;
+  enc_.conv_in.to(device_, tf32);
+  for (auto& level : enc_.resnets)
+    for (auto& r : level) r.to(device_, tf32);
+  for (auto& d : enc_.downsamplers) d.to(device_, tf32);
+  enc_.mid.to(device_, tf32);
+  enc_.norm_out.to(device_);
+  enc_.conv_out.to(device_, tf32);
+  dec_.conv_in.to(device_, tf32);
+  dec_.mid.to(device_, tf32);
+  for (auto& level : dec_.resnets)
+    for (auto& r : level) r.to(device_, tf32);
+  for (auto& u : dec_.upsamplers) u.to(device_, tf32);
+  dec_.norm_out.to(device_);
+  dec_.conv_out.to(device_, tf32);
+  if (has_quant_) quant_conv_.to(device_, tf32);
+  if (has_post_quant_) post_quant_conv_.to(device_, tf32);
+}
+
 AutoencoderKL::Posterior AutoencoderKL::encode(const Tensor& images) const {
   check_input("encode", "images", images, cfg_.in_channels);
-  Tensor h = enc_.conv_in(images.contiguous());
+  MatmulTf32Scope gemm_math(device_, precision_);
+  Tensor h = enc_.conv_in(images.contiguous().to(device_));
   for (size_t i = 0; i < enc_.resnets.size(); ++i) {
     for (const auto& r : enc_.resnets[i]) h = r(h);
     if (i < enc_.downsamplers.size()) h = enc_.downsamplers[i](h);
@@ -105,19 +170,20 @@ AutoencoderKL::Posterior AutoencoderKL::encode(const Tensor& images) const {
   Posterior p;
   p.mean = h.slice(1, 0, lat).contiguous();
   p.logvar = h.slice(1, lat, 2 * lat).contiguous();
-  float* lv = p.logvar.f32();
-  for (int64_t i = 0; i < p.logvar.numel(); ++i) lv[i] = std::min(std::max(lv[i], -30.f), 20.f);
+  clamp(p.logvar, -30.f, 20.f, p.logvar);
   return p;
 }
 
 Tensor AutoencoderKL::decode(const Tensor& z) const {
   check_input("decode", "z", z, cfg_.latent_channels);
-  Tensor h = has_post_quant_ ? post_quant_conv_(z.contiguous()) : z.contiguous();
+  MatmulTf32Scope gemm_math(device_, precision_);
+  const Tensor zd = z.contiguous().to(device_);
+  Tensor h = has_post_quant_ ? post_quant_conv_(zd) : zd;
   h = dec_.mid(dec_.conv_in(h));
   for (size_t i = 0; i < dec_.resnets.size(); ++i) {
     for (const auto& r : dec_.resnets[i]) h = r(h);
     if (i < dec_.upsamplers.size()) {
-      Tensor up = Tensor::empty({h.size(0), h.size(1), 2 * h.size(2), 2 * h.size(3)});
+      Tensor up = Tensor::empty({h.size(0), h.size(1), 2 * h.size(2), 2 * h.size(3)}, DType::F32, h.device());
       upsample_nearest2x(h, up);
       h = dec_.upsamplers[i](up);
     }

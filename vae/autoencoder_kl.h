@@ -24,10 +24,21 @@
 // Users get the weights from the Hugging Face Hub (stabilityai/sd-vae-ft-ema);
 // nothing is downloaded here.
 //
+// Devices: the weights are loaded on the host and uploaded once to the
+// device given to load() or to() (CPU by default); encode and decode then
+// run every layer there (one code path: kernels/ dispatch on the tensors'
+// device; on CUDA the convolutions go through cuDNN when built, GroupNorm,
+// upsampling, the clamp through their CUDA twins, the mid-block attention
+// through cuBLAS). Their input may live on the CPU or on any device: it is
+// copied to the VAE's device first; the results are on the VAE's device.
+// precision (vae_precision.h): fp32 (default; equal to the CPU to fp32
+// rounding) or tf32 on CUDA; bf16 is refused.
+//
 // Errors: std::runtime_error naming the file (and key or tensor): a missing
 // folder or safetensors file, a bad config.json, a tensor missing, unexpected
 // or of another shape (e.g. other channel counts than config.json says);
-// std::invalid_argument naming the tensor for inputs of the wrong shape.
+// std::invalid_argument naming the tensor for inputs of the wrong shape, and
+// naming vae.precision for bf16, or tf32 on the CPU.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -37,6 +48,7 @@
 #include "core/tensor.h"
 #include "vae/autoencoder_kl_config.h"
 #include "vae/vae_blocks.h"
+#include "vae/vae_precision.h"
 
 namespace vt {
 
@@ -45,13 +57,25 @@ class AutoencoderKL {
   // `path`: a checkpoint folder (config.json optional,
   // diffusion_pytorch_model.safetensors required), or a .safetensors file
   // (then config.json is looked for beside it).
-  static AutoencoderKL load(const std::string& path);
+  static AutoencoderKL load(const std::string& path, Device device = Device::cpu(),
+                            VaePrecision precision = VaePrecision::Fp32);
   AutoencoderKL(const AutoencoderKLConfig& config, std::map<std::string, Tensor> state_dict,
                 const std::string& source);
 
   const AutoencoderKLConfig& config() const { return cfg_; }
 
-  // Posterior of images [N, in_channels, H, W] F32 in [-1, 1] (contiguous CPU):
+  // Moves every weight to `device` (one upload; a no-op when already there).
+  // Throws for tf32 precision on the CPU.
+  void to(Device device);
+  // Throws std::invalid_argument naming vae.precision for bf16, or tf32 on
+  // the CPU; the setting holds for every later encode/decode, whose GEMMs run
+  // with TF32 exactly when it is tf32 (the process-wide matmul setting,
+  // kernels/matmul.h, is set for the call and restored after it).
+  void set_precision(VaePrecision precision);
+  Device device() const { return device_; }
+  VaePrecision precision() const { return precision_; }
+
+  // Posterior of images [N, in_channels, H, W] F32 in [-1, 1] (any strides, any device):
   // mean and logvar [N, latent_channels, ceil(H / f), ceil(W / f)],
   // f = config().downsample_factor(); logvar clamped to [-30, 20]. Unscaled
   // (multiply a sample by scaling_factor for DiT).
@@ -60,11 +84,15 @@ class AutoencoderKL {
   };
   Posterior encode(const Tensor& images) const;
   // Images [N, out_channels, f h, f w] (nominally [-1, 1], not clamped) from
-  // unscaled latents z [N, latent_channels, h, w].
+  // unscaled latents z [N, latent_channels, h, w] F32 (any strides, any device).
   Tensor decode(const Tensor& z) const;
 
  private:
   AutoencoderKLConfig cfg_;
+  Device device_ = Device::cpu();
+  VaePrecision precision_ = VaePrecision::Fp32;
+  // Every layer's parameters to device_, the convolutions' tf32 flag from precision_.
+  void place();
   struct Encoder {
     Conv2dLayer conv_in, conv_out;
     std::vector<std::vector<ResnetBlock2D>> resnets;  // [level][layer]

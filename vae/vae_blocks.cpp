@@ -81,9 +81,15 @@ Conv2dLayer Conv2dLayer::load(VaeWeights& w, const std::string& prefix, int64_t 
 }
 
 Tensor Conv2dLayer::operator()(const Tensor& x) const {
-  Tensor y = Tensor::empty(conv2d_output_shape(x.shape(), weight.shape(), params));
+  Tensor y = Tensor::empty(conv2d_output_shape(x.shape(), weight.shape(), params), DType::F32, x.device());
   conv2d_forward(x, weight, bias, y, params);
   return y;
+}
+
+void Conv2dLayer::to(Device device, bool tf32) {
+  weight = weight.to(device);
+  bias = bias.to(device);
+  params.tf32 = tf32;
 }
 
 GroupNormLayer GroupNormLayer::load(VaeWeights& w, const std::string& prefix, int64_t channels, int64_t groups) {
@@ -96,13 +102,18 @@ GroupNormLayer GroupNormLayer::load(VaeWeights& w, const std::string& prefix, in
 }
 
 Tensor GroupNormLayer::operator()(const Tensor& x, bool silu) const {
-  Tensor y = Tensor::empty(x.shape());
+  Tensor y = Tensor::empty(x.shape(), DType::F32, x.device());
   groupnorm_forward(x, groups, weight, bias, eps, y, silu);
   return y;
 }
 
 void GroupNormLayer::apply_inplace(const Tensor& x, bool silu) const {
   groupnorm_forward(x, groups, weight, bias, eps, x, silu);
+}
+
+void GroupNormLayer::to(Device device) {
+  weight = weight.to(device);
+  bias = bias.to(device);
 }
 
 ResnetBlock2D ResnetBlock2D::load(VaeWeights& w, const std::string& p, int64_t cin, int64_t cout, int64_t groups) {
@@ -124,6 +135,14 @@ Tensor ResnetBlock2D::operator()(const Tensor& x) const {
   return h;
 }
 
+void ResnetBlock2D::to(Device device, bool tf32) {
+  norm1.to(device);
+  norm2.to(device);
+  conv1.to(device, tf32);
+  conv2.to(device, tf32);
+  if (has_shortcut) conv_shortcut.to(device, tf32);
+}
+
 MidAttention MidAttention::load(VaeWeights& w, const std::string& p, int64_t c, int64_t groups) {
   MidAttention a;
   a.group_norm = GroupNormLayer::load(w, p + ".group_norm", c, groups);
@@ -134,33 +153,36 @@ MidAttention MidAttention::load(VaeWeights& w, const std::string& p, int64_t c, 
     a.qkv_weight.slice(0, i * c, (i + 1) * c).copy_from(w.take(p + names[i] + ".weight", {c, c}));
     a.qkv_bias.slice(0, i * c, (i + 1) * c).copy_from(w.take(p + names[i] + ".bias", {c}));
   }
-  a.out_weight = w.take(p + ".to_out.0.weight", {c, c});
-  a.out_bias = w.take(p + ".to_out.0.bias", {c});
+  a.to_out.weight = w.take(p + ".to_out.0.weight", {c, c}).view({c, c, 1, 1});
+  a.to_out.bias = w.take(p + ".to_out.0.bias", {c});
   return a;
 }
 
 Tensor MidAttention::operator()(const Tensor& x) const {
   const int64_t n = x.size(0), c = x.size(1), t = x.size(2) * x.size(3);
+  const Device dev = x.device();
   const Tensor hn = group_norm(x, false);
   // Tokens are the H*W positions: qkv[b] [T, 3C] = hn[b]^T W_qkv^T + b_qkv,
   // read straight from the channel-major activations (no transpose copy).
-  Tensor qkv = Tensor::empty({n, t, 3 * c});
+  Tensor qkv = Tensor::empty({n, t, 3 * c}, DType::F32, dev);
   for (int64_t b = 0; b < n; ++b)
     matmul(hn.select(0, b).view({c, t}), true, qkv_weight, true, qkv.select(0, b), 1.f, 0.f, qkv_bias);
-  Tensor attn = Tensor::empty({n, t, c});
+  Tensor attn = Tensor::empty({n, t, c}, DType::F32, dev);
   attention_forward(qkv, 1, attn, Tensor());  // one head of width C: scale C^-1/2 as diffusers
-  // to_out.0 back into channel-major layout: y[b] [C, T] = W_out attn[b]^T.
-  Tensor y = Tensor::empty(x.shape());
-  for (int64_t b = 0; b < n; ++b) matmul(out_weight, false, attn.select(0, b), true, y.select(0, b).view({c, t}));
-  const float* xb = x.f32();
-  const float* bias = out_bias.f32();
-  float* yp = y.f32();
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < n * c; ++r) {
-    const float bc = bias[r % c];
-    for (int64_t i = 0; i < t; ++i) yp[r * t + i] = xb[r * t + i] + (yp[r * t + i] + bc);  // residual; rescale 1
-  }
+  // to_out.0 back into channel-major layout, bias fused: y [N, C, T, 1] from
+  // attn read as [N, C, T, 1] with strides (T C, 1, C, 1).
+  Tensor y = Tensor::empty(x.shape(), DType::F32, dev);
+  conv2d_forward(attn.view({n, t, c, 1}).transpose(1, 2), to_out.weight, to_out.bias, y.view({n, c, t, 1}),
+                 to_out.params);
+  add(x, y, y);  // residual connection; rescale_output_factor 1
   return y;
+}
+
+void MidAttention::to(Device device, bool tf32) {
+  group_norm.to(device);
+  qkv_weight = qkv_weight.to(device);
+  qkv_bias = qkv_bias.to(device);
+  to_out.to(device, tf32);
 }
 
 MidBlock2D MidBlock2D::load(VaeWeights& w, const std::string& p, int64_t c, int64_t groups, bool attention) {
@@ -176,6 +198,12 @@ Tensor MidBlock2D::operator()(const Tensor& x) const {
   Tensor h = resnet0(x);
   if (has_attention) h = attention(h);
   return resnet1(h);
+}
+
+void MidBlock2D::to(Device device, bool tf32) {
+  resnet0.to(device, tf32);
+  if (has_attention) attention.to(device, tf32);
+  resnet1.to(device, tf32);
 }
 
 }  // namespace vt

@@ -10,9 +10,16 @@
 //                 UNetMidBlock2D builds it (heads 1, dim_head C, group_norm,
 //                 to_q/to_k/to_v/to_out.0 with bias, residual connection,
 //                 rescale_output_factor 1): x + to_out(softmax(q k^T / sqrt(C)) v)
-//                 over the H*W positions of each image.
+//                 over the H*W positions of each image. On CUDA the attention
+//                 of width C > 128 (the VAE's 512) runs kernels/attention.h's
+//                 probabilities path (cuBLAS GEMMs and a softmax kernel): the
+//                 flash kernel takes head_dim <= 128.
 //   MidBlock2D    UNetMidBlock2D: resnets.0, attentions.0 (optional), resnets.1
-// Activations are [N, C, H, W] F32 contiguous CPU tensors.
+// Activations are [N, C, H, W] F32 contiguous tensors on the device of the
+// parameters (CPU or CUDA: one code path, the ops of kernels/ dispatch);
+// every intermediate is allocated on the input's device.
+// to(device, tf32) moves the parameters (once; the blocks are then used on
+// that device) and sets the convolutions' Conv2dParams::tf32.
 //
 // Parameters are taken by their diffusers state-dict names from a
 // VaeWeights, which checks each shape and dtype and, at the end, that no
@@ -58,6 +65,7 @@ struct Conv2dLayer {
   static Conv2dLayer load(VaeWeights& w, const std::string& prefix, int64_t cin, int64_t cout, Kind kind);
   Tensor operator()(const Tensor& x) const;
   int64_t out_channels() const { return weight.size(0); }
+  void to(Device device, bool tf32);
 };
 
 struct GroupNormLayer {
@@ -69,6 +77,7 @@ struct GroupNormLayer {
   Tensor operator()(const Tensor& x, bool silu) const;
   // The same, overwriting x (saves one activation-sized buffer).
   void apply_inplace(const Tensor& x, bool silu) const;
+  void to(Device device);
 };
 
 struct ResnetBlock2D {
@@ -78,14 +87,20 @@ struct ResnetBlock2D {
   Conv2dLayer conv_shortcut;
   static ResnetBlock2D load(VaeWeights& w, const std::string& prefix, int64_t cin, int64_t cout, int64_t groups);
   Tensor operator()(const Tensor& x) const;
+  void to(Device device, bool tf32);
 };
 
 struct MidAttention {
   GroupNormLayer group_norm;
   Tensor qkv_weight, qkv_bias;  // to_q/to_k/to_v stacked: [3C, C], [3C]
-  Tensor out_weight, out_bias;  // to_out.0: [C, C], [C]
+  // to_out.0 ([C, C] Linear) as the 1x1 convolution it was in old diffusers
+  // checkpoints (proj_attn): it reads the token-major attention output
+  // [N, T, C] as channels-last [N, C, T, 1] and writes channel-major
+  // activations with the bias fused, on either device, no transpose copy.
+  Conv2dLayer to_out;
   static MidAttention load(VaeWeights& w, const std::string& prefix, int64_t channels, int64_t groups);
   Tensor operator()(const Tensor& x) const;
+  void to(Device device, bool tf32);
 };
 
 struct MidBlock2D {
@@ -94,6 +109,7 @@ struct MidBlock2D {
   MidAttention attention;
   static MidBlock2D load(VaeWeights& w, const std::string& prefix, int64_t channels, int64_t groups, bool attention);
   Tensor operator()(const Tensor& x) const;
+  void to(Device device, bool tf32);
 };
 
 }  // namespace vt

@@ -29,6 +29,12 @@ void mul(const float* a, const float* b, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
 }
 
+void clamp(const float* x, float lo, float hi, float* out, int64_t n) {
+  // Comparisons written so that NaN passes through, as torch.clamp.
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
+}
+
 void add(const float* a, const float* b, float* out, int64_t n) {
 #pragma omp parallel for simd schedule(static) if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];

@@ -12,6 +12,7 @@ void axpby(float alpha, const float* a, float beta, const float* b, float* out, 
 void axpy(float alpha, const float* x, float* y, int64_t n);
 void scale(const float* x, float alpha, float* out, int64_t n);
 void mul(const float* a, const float* b, float* out, int64_t n);
+void clamp(const float* x, float lo, float hi, float* out, int64_t n);
 void add(const float* a, const float* b, float* out, int64_t n);
 double sum(const float* x, int64_t n);
 

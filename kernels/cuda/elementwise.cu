@@ -26,6 +26,13 @@ template <typename T>
 __global__ void mul_kernel(const T* a, const T* b, T* out, int64_t n) {
   VT_GRID_STRIDE(i, n) st(out, i, ld(a, i) * ld(b, i));
 }
+template <typename T>
+__global__ void clamp_kernel(const T* x, float lo, float hi, T* out, int64_t n) {
+  VT_GRID_STRIDE(i, n) {
+    const float v = ld(x, i);
+    st(out, i, v < lo ? lo : (v > hi ? hi : v));  // NaN passes, as the CPU twin
+  }
+}
 
 constexpr int kSumThreads = 256;
 constexpr int64_t kSumMaxBlocks = 1024;
@@ -110,6 +117,15 @@ void scale(const void* x, float alpha, void* out, int64_t n, DType io, cudaStrea
   if (n == 0) return;
   VT_CUDA_DISPATCH_IO(op, io, T,
                       scale_kernel<T><<<grid_1d(n, 256), 256, 0, stream>>>(static_cast<const T*>(x), alpha,
+                                                                            static_cast<T*>(out), n));
+  check_launch(op);
+}
+
+void clamp(const void* x, float lo, float hi, void* out, int64_t n, DType io, cudaStream_t stream) {
+  const char* op = "cuda::clamp";
+  if (n == 0) return;
+  VT_CUDA_DISPATCH_IO(op, io, T,
+                      clamp_kernel<T><<<grid_1d(n, 256), 256, 0, stream>>>(static_cast<const T*>(x), lo, hi,
                                                                             static_cast<T*>(out), n));
   check_launch(op);
 }

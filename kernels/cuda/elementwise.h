@@ -21,6 +21,8 @@ void axpy(float alpha, const void* x, void* y, int64_t n, DType io, cudaStream_t
 void scale(const void* x, float alpha, void* out, int64_t n, DType io, cudaStream_t stream = 0);
 // out = a * b
 void mul(const void* a, const void* b, void* out, int64_t n, DType io, cudaStream_t stream = 0);
+// out = min(max(x, lo), hi), NaN passed through
+void clamp(const void* x, float lo, float hi, void* out, int64_t n, DType io, cudaStream_t stream = 0);
 // sum of all elements (squares = false) or of their squares (squares = true).
 double sum(const void* x, int64_t n, bool squares, DType io, cudaStream_t stream = 0);
 // The same sum written to the device double *out, without synchronising

@@ -88,6 +88,25 @@ TEST(CudaElementwise, MatchesClosedForm) {
   }
 }
 
+TEST(CudaElementwise, ClampMatchesClosedForm) {
+  VT_SKIP_WITHOUT_GPU();
+  const size_t n = 3001;
+  for (DType io : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(io));
+    auto a = representable(randn(n, 5, 20.0), io);
+    a[7] = std::nanf("");
+    std::vector<float> want(n);
+    for (size_t i = 0; i < n; ++i) want[i] = std::isnan(a[i]) ? a[i] : std::min(std::max(a[i], -30.f), 20.f);
+    Tensor ga = to_device(a, io), out = device_filled(n, io, {});
+    cuda::clamp(ga.raw(), -30.f, 20.f, out.raw(), static_cast<int64_t>(n), io);
+    const std::vector<float> got = to_host(out);
+    EXPECT_TRUE(std::isnan(got[7])) << "NaN passes through, as torch.clamp";
+    for (size_t i = 0; i < n; ++i) {
+      if (i != 7) ASSERT_EQ(got[i], want[i]) << "at " << i;  // a clamp rounds nothing
+    }
+  }
+}
+
 TEST(CudaOptim, AdamWMatchesCpu) {
   VT_SKIP_WITHOUT_GPU();
   const size_t n = 10007;
