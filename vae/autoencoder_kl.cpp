@@ -42,6 +42,20 @@ AutoencoderKL::AutoencoderKL(const AutoencoderKLConfig& config, std::map<std::st
     : cfg_(config) {
   cfg_.validate(source);
   VaeWeights w(std::move(state_dict), source);
+  build(w);
+  w.expect_all_used();
+}
+
+AutoencoderKL::AutoencoderKL(const AutoencoderKLConfig& config) : cfg_(config) { cfg_.validate("(shapes)"); }
+
+std::map<std::string, Shape> AutoencoderKL::state_dict_shapes(const AutoencoderKLConfig& config) {
+  AutoencoderKL probe(config);
+  VaeWeights r = VaeWeights::recorder();
+  probe.build(r);
+  return r.recorded();
+}
+
+void AutoencoderKL::build(VaeWeights& w) {
   const auto& ch = cfg_.block_out_channels;
   const int64_t levels = static_cast<int64_t>(ch.size()), g = cfg_.norm_num_groups, lat = cfg_.latent_channels;
   using K = Conv2dLayer::Kind;
@@ -80,7 +94,6 @@ AutoencoderKL::AutoencoderKL(const AutoencoderKLConfig& config, std::map<std::st
   }
   dec_.norm_out = GroupNormLayer::load(w, "decoder.conv_norm_out", ch[0], g);
   dec_.conv_out = Conv2dLayer::load(w, "decoder.conv_out", ch[0], cfg_.out_channels, K::Same3x3);
-  w.expect_all_used();
 }
 
 namespace {

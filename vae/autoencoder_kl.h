@@ -61,6 +61,10 @@ class AutoencoderKL {
                             VaePrecision precision = VaePrecision::Fp32);
   AutoencoderKL(const AutoencoderKLConfig& config, std::map<std::string, Tensor> state_dict,
                 const std::string& source);
+  // Names (diffusers' current ones, to_q/to_k/to_v/to_out.0) and shapes of
+  // the state dict `config` reads, for programs that build random-weight
+  // models (bench/gpu/check_vae_device).
+  static std::map<std::string, Shape> state_dict_shapes(const AutoencoderKLConfig& config);
 
   const AutoencoderKLConfig& config() const { return cfg_; }
 
@@ -88,6 +92,10 @@ class AutoencoderKL {
   Tensor decode(const Tensor& z) const;
 
  private:
+  // Loads every layer from `w` (the constructor's body; state_dict_shapes
+  // runs it against a recorder).
+  void build(VaeWeights& w);
+  explicit AutoencoderKL(const AutoencoderKLConfig& config);  // no layers loaded (state_dict_shapes)
   AutoencoderKLConfig cfg_;
   Device device_ = Device::cpu();
   VaePrecision precision_ = VaePrecision::Fp32;

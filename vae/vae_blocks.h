@@ -41,6 +41,12 @@ namespace vt {
 class VaeWeights {
  public:
   VaeWeights(std::map<std::string, Tensor> tensors, std::string source);
+  // A source that holds nothing and records what is asked of it: take()
+  // returns zeros of the asked shape and notes (name, shape), so a loader
+  // run against it lists the state dict a configuration reads
+  // (AutoencoderKL::state_dict_shapes).
+  static VaeWeights recorder();
+  const std::map<std::string, Shape>& recorded() const { return recorded_; }
   // The tensor `name` as contiguous F32 (F16/BF16 are converted), which must
   // have `shape`. Deprecated attention names of old diffusers checkpoints
   // (query/key/value/proj_attn, as the sd-vae-ft-* files on the Hub still
@@ -55,6 +61,8 @@ class VaeWeights {
   std::map<std::string, Tensor> tensors_;
   std::set<std::string> used_;
   std::string source_;
+  bool recording_ = false;
+  std::map<std::string, Shape> recorded_;
 };
 
 struct Conv2dLayer {

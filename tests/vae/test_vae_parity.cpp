@@ -81,6 +81,19 @@ struct BrokenCopy {
   void write_config(const std::string& text) const { std::ofstream(dir + "/config.json") << text; }
 };
 
+// The state dict a configuration reads is the one diffusers wrote for it
+// (the narrow fixture's weights file: names and shapes).
+TEST(VaeLoad, StateDictShapesAreDiffusersState) {
+  const auto sd = load_safetensors(kNarrow + "/diffusion_pytorch_model.safetensors");
+  const auto shapes = AutoencoderKL::state_dict_shapes(AutoencoderKLConfig::from_json_file(kNarrow + "/config.json"));
+  ASSERT_EQ(shapes.size(), sd.size());
+  for (const auto& [name, t] : sd) {
+    auto it = shapes.find(name);
+    ASSERT_NE(it, shapes.end()) << name;
+    EXPECT_EQ(it->second, t.shape()) << name;
+  }
+}
+
 TEST(VaeLoad, ErrorsNameFileAndTensor) {
   EXPECT_NE(error_of([] { AutoencoderKL::load("/nonexistent_vae_dir"); }).find("/nonexistent_vae_dir"),
             std::string::npos);
