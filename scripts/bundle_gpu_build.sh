@@ -55,6 +55,7 @@ TARBALL=$ROOT/build-gpu.tar.xz
 # packed when the build has them.
 REQUIRED="tests/test_cuda bench/bench_cuda_kernels bench/bench_allreduce"
 OPTIONAL="bench/gpu/check_train_device bench/gpu/check_dit_device bench/bench_attention bench/check_inception_device
+          bench/check_vae_device
           bench/bench_train_step bench/bench_dit_step bench/bench_backbone bench/bench_mlp_epilogue
           bench/check_graph_step"
 

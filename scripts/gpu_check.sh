@@ -17,7 +17,7 @@
 #     agree_dit   the same for DiT-L/4 batch 4
 #     graph       the training step replayed as a CUDA Graph vs eager steps:
 #                 agreement (1e-6) and steps/s of both (deit_tiny, 64 px, batch 32)
-#   perf      (budget 510 s, ~6-8 min)  the figures of the performance table
+#   perf      (budget 480 s, ~6-8 min)  the figures of the performance table
 #     step_deit   DeiT-S training step (Pre-Norm and SiameseNorm) vs timm with
 #                 torch.compile, bf16, batch 256: img/s, MFU, peak memory, ratios
 #     step_dit    the same for DiT-L/4 vs DiT's model with torch.compile
@@ -26,11 +26,20 @@
 #                 fused SDPA at DeiT-S and DiT-L/4 shapes
 #     kernels     GB/s of LayerNorm, the SiameseNorm kernels and the column-sum
 #                 second stage vs a D2D copy
-#     fid         the FID Inception on the GPU vs the CPU: agreement, images/s
 #     nccl        NCCL all-reduce, a world of 1; a step with the all-reduce after
 #                 the backward pass vs in buckets during it
 #     ckpt_deit, ckpt_dit  activation checkpointing none vs blocks at batch 256,
 #                 bf16: step time, saved-activation and peak bytes, agreement
+#   generate  (budget 260 s)  the DiT path after training: VAE, Inception, FID-50K
+#     vae         the DiT VAE (sd-vae structure) on the GPU vs the CPU: fp32
+#                 agreement (1e-4), encode/decode images/s in fp32 and tf32,
+#                 DiT-L/4 sampling steps (batch 256, guidance) and the
+#                 projected FID-50K minutes
+#     vae_ref     the same VAE in diffusers on the same GPU and precisions vs
+#                 vtrain's (tools/bench_vae_device.py): the images/s ratios;
+#                 SKIP (environment) when python3 cannot import diffusers
+#     fid         the FID Inception on the GPU vs the CPU: agreement, images/s
+#                 with cuDNN, the hand-written conv and TF32, TF32's FID shift
 #   sanitize  (budget 320 s)  compute-sanitizer on the kernel tests
 #     memcheck    memcheck on the kernel tests (a subset)
 #     racecheck   racecheck on the shared-memory kernels
@@ -48,7 +57,7 @@
 # when OUT is set, else runs/gpu_check.log. It ends in a table of the
 # stages and one line saying what ran, what passed and what is unmeasured.
 #
-#   usage: scripts/gpu_check.sh [quick|perf|sanitize|STAGE ...]   (default: quick)
+#   usage: scripts/gpu_check.sh [quick|perf|generate|sanitize|STAGE ...]   (default: quick)
 #   VT_GPU_BUILD     the build folder (default: build-gpu next to scripts/)
 #   VT_GPU_BUDGET_S  the run's budget in seconds (default: the sum of the
 #                    named passes' budgets, or of the named stages' limits;
@@ -179,7 +188,8 @@ vt_find_sanitizer() {
 vt_pass_stages() {
   case $1 in
     quick) echo "env cuda agree_deit agree_dit graph" ;;
-    perf) echo "step_deit step_dit epilogue attention kernels fid nccl ckpt_deit ckpt_dit" ;;
+    perf) echo "step_deit step_dit epilogue attention kernels nccl ckpt_deit ckpt_dit" ;;
+    generate) echo "vae vae_ref fid" ;;
     sanitize) echo "memcheck racecheck" ;;
     *) return 1 ;;
   esac
@@ -190,7 +200,8 @@ vt_pass_stages() {
 vt_pass_budget() {
   case $1 in
     quick) echo 330 ;;
-    perf) echo 510 ;;
+    perf) echo 480 ;;
+    generate) echo 260 ;;
     sanitize) echo 320 ;;
     *) return 1 ;;
   esac
@@ -218,7 +229,9 @@ vt_stage_limit_table() {
     step_deit | step_dit) echo 120 ;;
     epilogue | kernels | nccl) echo 25 ;;
     attention | ckpt_deit) echo 40 ;;
-    fid | ckpt_dit) echo 45 ;;
+    ckpt_dit) echo 45 ;;
+    fid | vae_ref) echo 60 ;;
+    vae) echo 120 ;;
     memcheck | racecheck) echo 150 ;;
     *) return 1 ;;
   esac
@@ -376,6 +389,16 @@ vt_run_stage() {
       vt_stage_prog nccl "NCCL all-reduce, world 1; step one-shot vs bucketed" "$BUILD/bench/bench_allreduce" cifar 32 10 cuda ;;
     fid)
       vt_stage_prog fid "Inception GPU vs CPU, images/s" "$BUILD/bench/check_inception_device" 500 50 4 ;;
+    vae)
+      vt_stage_prog vae "VAE GPU vs CPU, images/s, FID-50K projection" "$BUILD/bench/check_vae_device" 16 256 1 256 2 ;;
+    vae_ref)
+      if [ ! -x "$BUILD/bench/check_vae_device" ]; then vt_record vae_ref "not built" 0 "no $BUILD/bench/check_vae_device"
+      elif ! env LD_LIBRARY_PATH="$VT_PY_LD" python3 -c "import diffusers" >/dev/null 2>&1; then
+        vt_record vae_ref SKIP 0 "environment: python3 cannot import diffusers (pip install diffusers)"
+      else
+        vt_stage vae_ref "VAE vtrain vs diffusers, same GPU, fp32 and tf32" env LD_LIBRARY_PATH="$VT_PY_LD" \
+          VT_BENCH_LD_LIBRARY_PATH="$LD_LIBRARY_PATH" python3 tools/bench_vae_device.py --bin "$BUILD/bench/check_vae_device"
+      fi ;;
     step_deit | step_dit)
       # Few steps: torch.compile's compilation (its first step) and both
       # schemes of vtrain's side share the stage's limit.
@@ -408,7 +431,7 @@ vt_gpu_check_main() {
   else mkdir -p runs && VT_LOG=runs/gpu_check.log; fi
   : >"$VT_LOG"
   if ! stages=$(vt_expand_stages "$@"); then
-    vt_log "gpu_check: unknown pass or stage '$stages' (passes: quick perf sanitize; stages: $(vt_pass_stages quick) $(vt_pass_stages perf) $(vt_pass_stages sanitize) agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 ckpt). Nothing was run."
+    vt_log "gpu_check: unknown pass or stage '$stages' (passes: quick perf generate sanitize; stages: $(vt_pass_stages quick) $(vt_pass_stages perf) $(vt_pass_stages generate) $(vt_pass_stages sanitize) agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 ckpt). Nothing was run."
     exit 2
   fi
   VT_BUDGET=${VT_GPU_BUDGET_S:-$(vt_default_budget "$@")}
@@ -449,7 +472,7 @@ vt_gpu_check_main() {
   VT_PROGS=()
   for s in tests/test_cuda bench/bench_cuda_kernels bench/bench_allreduce bench/gpu/check_train_device \
            bench/gpu/check_dit_device bench/check_train_device bench/check_dit_device bench/bench_attention \
-           bench/check_inception_device bench/bench_train_step bench/bench_dit_step bench/bench_backbone bench/bench_mlp_epilogue \
+           bench/check_inception_device bench/check_vae_device bench/bench_train_step bench/bench_dit_step bench/bench_backbone bench/bench_mlp_epilogue \
            bench/gpu/check_graph_step bench/check_graph_step; do
     [ -x "$BUILD/$s" ] && VT_PROGS+=("$BUILD/$s")
   done

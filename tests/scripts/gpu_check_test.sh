@@ -188,6 +188,28 @@ check "sanitize: refused device is SKIP environment" contains "$L" "^memcheck  *
 check "sanitize: hazard is FAIL" contains "$L" "^racecheck  *FAIL .*exit 3"
 check "sanitize: exit 1 (racecheck)" test "$rc" = 1
 
+# The generate pass: its stages and budget; without its programs they are
+# "not built" (unmeasured), not failures.
+run generate -- generate
+rc=$?
+L=$T/generate/gpu_check.log
+check "generate: exit 0" test "$rc" = 0
+check "generate: its stages" contains "$L" "gpu_check: generate: vae vae_ref fid$"
+check "generate: its budget" contains "$L" "budget 260s"
+check "generate: vae not built" contains "$L" "^vae  *not built .*check_vae_device"
+check "generate: vae_ref not built" contains "$L" "^vae_ref  *not built .*check_vae_device"
+# With the program but no diffusers for python3: vae_ref is SKIP (environment).
+printf '#!/bin/sh\necho "{\\"verdict\\": \\"agree\\"}"\n' >"$W/build-gpu/bench/check_vae_device"
+chmod +x "$W/build-gpu/bench/check_vae_device"
+mkdir -p "$T/nodiff"
+printf '#!/bin/sh\nexit 1\n' >"$T/nodiff/python3"
+chmod +x "$T/nodiff/python3"
+run generate2 "PATH=$T/nodiff:$T/bin:$BASEPATH" -- vae vae_ref
+L=$T/generate2/gpu_check.log
+check "generate: vae PASS" contains "$L" "^vae  *PASS"
+check "generate: no diffusers is SKIP environment" contains "$L" "^vae_ref  *SKIP .*environment: python3 cannot import diffusers"
+rm "$W/build-gpu/bench/check_vae_device"
+
 # A bundle that needs a newer C library than this machine's is refused.
 echo "glibc: 99.1" >"$W/MANIFEST"
 run glibc -- cuda
