@@ -14,6 +14,7 @@
 #include "core/checkpoint_dir.h"
 #include "core/exit_status.h"
 #include "core/log.h"
+#include "core/out_of_memory.h"
 #include "core/npz.h"
 #include "core/philox.h"
 #include "core/progress.h"
@@ -177,6 +178,7 @@ SamplePartial::Keys sample_keys(const DitTrainConfig& cfg, const SampleRequest& 
       {"latent_scale", latents ? num(cfg.latent_scale) : "none"},
       {"vae_sha256", vae ? vae_fingerprint(req.vae_source) : "none"},
       {"vae_batch", vae ? std::to_string(vae_decode_batch(cfg)) : "none"},
+      {"vae_precision", vae ? vae_precision_name(vae->precision()) : "none"},
       {"output", lay.str()},
       {"compute", compute}};
 }
@@ -296,8 +298,11 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
         x.slice(0, b0, b0 + nb).copy_from(xb);
         if (b0 + nb == n) {
           if (latents) scale(x, static_cast<float>(1.0 / cfg.latent_scale), x);
-          const Tensor o = vae ? vae_decode_to_uint8(*vae, x, decode_batch, "chunk " + std::to_string(k))
-                               : latents ? x : to_uint8_nhwc(x);
+          const Tensor o =
+              vae ? naming_out_of_memory("sample: VAE decode of sample.batch=" + std::to_string(decode_batch) +
+                                             " images per call (lower it)",
+                                         [&] { return vae_decode_to_uint8(*vae, x, decode_batch, "chunk " + std::to_string(k)); })
+                  : latents ? x : to_uint8_nhwc(x);
           std::map<std::string, NpyArray> arrays;
           arrays[lay.key] = NpyArray::from_tensor(o);
           arrays["labels"] =

@@ -50,6 +50,9 @@ const ConfigSchema& dittrain_schema() {
         .optional("data.workers", T::Int, "2", "loader threads")
         .optional("data.on_corrupt", T::String, "error", "error | skip")
         .optional("vae.path", T::String, "~", "AutoencoderKL folder (diffusers) for extract and sample decoding")
+        .optional("vae.precision", T::String, "auto",
+                  "the VAE's arithmetic on the device key's device: auto (tf32 on CUDA, as DiT's sample.py; fp32 on "
+                  "the CPU) | fp32 | tf32 (CUDA only); bf16 is not supported yet")
         .optional("train.batch_size", T::Int, "256", "global batch size (images per optimiser step)")
         .optional("train.steps", T::Int, "400000", "optimiser steps")
         .optional("train.max_steps", T::Int, "~", "stop after this many steps, >= 1 (unset: train.steps; the run is resumable)")
@@ -163,6 +166,23 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
   t.hflip = c.get<bool>("data.hflip");
   t.latent_scale = real_in(c, "data.latent_scale", 0, 1e6, /*open_lo=*/true);
   if (c.has("vae.path")) t.vae_path = c.get<std::string>("vae.path");
+  {
+    const std::string vp = c.get<std::string>("vae.precision");
+    if (vp == "auto") {
+      t.vae_precision = t.compute.device.is_cuda() ? VaePrecision::Tf32 : VaePrecision::Fp32;
+    } else {
+      try {
+        t.vae_precision = parse_vae_precision(vp);
+      } catch (const std::invalid_argument&) {
+        bad_value(c, "vae.precision", "expected auto | fp32 | tf32, got '" + vp + "'");
+      }
+      check(c, t.vae_precision != VaePrecision::Bf16, "vae.precision",
+            "'bf16' is not supported yet (the convolutions take fp32 tensors); use auto, fp32 or tf32");
+      check(c, t.vae_precision != VaePrecision::Tf32 || t.compute.device.is_cuda(), "vae.precision",
+            "'tf32' needs a CUDA device (device resolved to " + t.compute.device.str() +
+                "; the CPU computes in fp32); use auto or fp32");
+    }
+  }
   t.workers = static_cast<int>(int_in(c, "data.workers", 0, 256));
   t.on_corrupt = c.get<std::string>("data.on_corrupt");
   check(c, t.on_corrupt == "error" || t.on_corrupt == "skip", "data.on_corrupt",

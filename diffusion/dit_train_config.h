@@ -22,6 +22,7 @@
 #include "train/device_choice.h"
 #include "diffusion/gaussian_diffusion.h"
 #include "diffusion/sampler.h"
+#include "vae/vae_precision.h"
 
 namespace vt {
 
@@ -42,6 +43,8 @@ struct DitTrainConfig {
   bool hflip = true;
   double latent_scale = 0.18215;
   std::string vae_path;  // vae.path: AutoencoderKL folder for extract/sample ("" = none)
+  // vae.precision, resolved: auto is tf32 on CUDA, fp32 on the CPU (vae/vae_precision.h).
+  VaePrecision vae_precision = VaePrecision::Fp32;
   int workers = 2;
   // optimisation
   int64_t batch = 256, steps = 400000;  // train.batch_size (global), train.steps

@@ -366,7 +366,8 @@ void DitTrainer::save_sample_grid(const std::string& path) {
     Tensor x = sample_images(ema_model, cfg_.grid, labels);
     if (cfg_.data_kind == "latents") scale(x, static_cast<float>(1.0 / cfg_.latent_scale), x);
     // Latent grids are decoded to images when a VAE is configured (vae.path).
-    if (cfg_.data_kind == "latents" && !cfg_.vae_path.empty()) x = AutoencoderKL::load(cfg_.vae_path).decode(x);
+    if (cfg_.data_kind == "latents" && !cfg_.vae_path.empty())
+      x = AutoencoderKL::load(cfg_.vae_path, cfg_.compute.device, cfg_.vae_precision).decode(x).to(Device::cpu());
     return to_uint8_nhwc(x);
   });
   save_png_grid(path, images);

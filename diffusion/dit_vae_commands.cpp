@@ -37,6 +37,12 @@ int64_t parse_count(const std::string& key, const std::string& v) {
 
 }  // namespace
 
+AutoencoderKL load_dit_vae(const DitTrainConfig& cfg, const std::string& path) {
+  AutoencoderKL vae = AutoencoderKL::load(path, cfg.compute.device, cfg.vae_precision);
+  log().info("VAE {} on {}, precision {}", path, cfg.compute.device.str(), vae_precision_name(cfg.vae_precision));
+  return vae;
+}
+
 const std::set<std::string>& dit_extract_arg_keys() {
   static const std::set<std::string> k = {"images", "out", "vae", "store", "hflip", "shard_size", "batch"};
   return k;
@@ -74,7 +80,8 @@ void run_dit_extract(const DitTrainConfig& cfg, const std::map<std::string, std:
   o.on_corrupt = cfg.on_corrupt;
   o.seed = cfg.seed;
   o.num_classes = cfg.model.num_classes;
-  const AutoencoderKL vae = AutoencoderKL::load(o.vae_source);
+  apply_device_choice(cfg.compute);
+  const AutoencoderKL vae = load_dit_vae(cfg, o.vae_source);
   check_vae_fits_model(cfg, vae, o.vae_source);
   o.image_size = cfg.model.input_size * vae.config().downsample_factor();
   const ExtractReport r = extract_latents(vae, o);
@@ -95,7 +102,7 @@ std::optional<AutoencoderKL> dit_sample_vae(const DitTrainConfig& cfg, const std
     log().info("sample: no VAE given (vae=PATH or vae.path): the npz will hold latents, not images");
     return std::nullopt;
   }
-  AutoencoderKL vae = AutoencoderKL::load(path);
+  AutoencoderKL vae = load_dit_vae(cfg, path);
   check_vae_fits_model(cfg, vae, path);
   return vae;
 }

@@ -6,6 +6,9 @@
 // and `dittrain sample` of a latent model with vae=PATH (or the config's
 // vae.path) decodes its samples (diffusion/vae_decode_samples.h,
 // diffusion/dit_sample_files.h).
+// Both load the VAE on the config's `device` with `vae.precision` (auto: tf32
+// on CUDA, as DiT's sample.py, fp32 on the CPU), so extraction and decoding
+// run on the GPU when dittrain does (`device=cuda` on the command line).
 // Argument errors are ConfigError naming the argument and its value.
 #pragma once
 #include <map>
@@ -20,6 +23,9 @@ namespace vt {
 
 // images out vae store hflip shard_size batch
 const std::set<std::string>& dit_extract_arg_keys();
+
+// AutoencoderKL::load(path) on cfg.compute.device in cfg.vae_precision, logged.
+AutoencoderKL load_dit_vae(const DitTrainConfig& cfg, const std::string& path);
 
 // The VAE to use: vae=PATH if given, else the config's vae.path ("" if neither).
 std::string dit_vae_path(const DitTrainConfig& cfg, const std::map<std::string, std::string>& opts);

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "core/log.h"
+#include "core/out_of_memory.h"
 #include "core/philox.h"
+#include "core/pinned_memory.h"
 #include "core/progress.h"
 #include "core/safetensors.h"
 #include "data_pipeline/decode.h"
@@ -95,7 +97,10 @@ ExtractReport extract_latents(const AutoencoderKL& vae, const ExtractOptions& o)
     throw std::invalid_argument("extract: model.num_classes is " + std::to_string(o.num_classes) + ", but '" +
                                 o.images_dir + "' has " + std::to_string(folder.num_classes()) + " class folders");
   fs::create_directories(o.out_dir);
-  const SafetensorsMetadata meta = shard_metadata(o, folder);
+  SafetensorsMetadata meta = shard_metadata(o, folder);
+  // The encoder's arithmetic (vae.precision): fp32 and tf32 latents differ
+  // by TF32's rounding, so one folder holds one of them.
+  meta["vae_precision"] = vae_precision_name(vae.precision());
   const int64_t S = o.image_size, h = S / f, copies = o.hflip_copies ? 2 : 1;
   const int64_t n_shards = (folder.size() + o.shard_size - 1) / o.shard_size;
   const int64_t plane = 3 * S * S;
@@ -111,11 +116,15 @@ ExtractReport extract_latents(const AutoencoderKL& vae, const ExtractOptions& o)
       // Written atomically, so present means complete; its options, VAE and
       // images must match (the VAE's path may differ: its fingerprint decides).
       const SafetensorsReader r(path);
-      for (const auto& [key, value] : meta)
-        if (key != "vae" && (!r.metadata().count(key) || r.metadata().at(key) != value))
+      for (const auto& [key, value] : meta) {
+        if (key == "vae") continue;
+        // Shards from before vae.precision existed were encoded in fp32.
+        if (key == "vae_precision" && !r.metadata().count(key) && value == "fp32") continue;
+        if (!r.metadata().count(key) || r.metadata().at(key) != value)
           throw std::runtime_error("extract: out=" + o.out_dir + ": shard '" + path + "' was written with " + key +
                                    " = '" + (r.metadata().count(key) ? r.metadata().at(key) : std::string("?")) +
                                    "', this run has '" + value + "'; use another out folder");
+      }
       ++rep.shards_skipped;
       rep.rows_existing += r.entry("labels").shape.at(0);
       bar.update(last);
@@ -125,14 +134,25 @@ ExtractReport extract_latents(const AutoencoderKL& vae, const ExtractOptions& o)
     std::vector<int64_t> labels;
     for (int64_t b0 = first; b0 < last; b0 += o.batch) {
       const int64_t nb = std::min(o.batch, last - b0);
-      std::vector<float> pix(static_cast<size_t>(nb * copies * plane));
+      // On a GPU the batch is uploaded from page-locked memory (one DMA).
+      PinnedBuffer pinned;
+      std::vector<float> pageable;
+      float* pix = nullptr;
+      const size_t pix_n = static_cast<size_t>(nb * copies * plane);
+      if (vae.device().is_cuda()) {
+        pinned = PinnedBuffer(pix_n * sizeof(float));
+        pix = static_cast<float*>(pinned.data());
+      } else {
+        pageable.resize(pix_n);
+        pix = pageable.data();
+      }
       std::vector<char> ok(static_cast<size_t>(nb));
       std::vector<std::string> why(static_cast<size_t>(nb));
       std::exception_ptr err;
 #pragma omp parallel for schedule(dynamic, 1)
       for (int64_t i = 0; i < nb; ++i) {
         try {
-          float* dst = pix.data() + i * copies * plane;
+          float* dst = pix + i * copies * plane;
           ok[i] = load_image(folder.samples()[b0 + i].path, o, dst, copies == 2 ? dst + plane : nullptr, &why[i]);
         } catch (...) {
 #pragma omp critical
@@ -149,13 +169,17 @@ ExtractReport extract_latents(const AutoencoderKL& vae, const ExtractOptions& o)
           continue;
         }
         if (good != i)
-          std::copy_n(pix.begin() + i * copies * plane, copies * plane, pix.begin() + good * copies * plane);
+          std::copy_n(pix + i * copies * plane, copies * plane, pix + good * copies * plane);
         for (int64_t c = 0; c < copies; ++c) labels.push_back(folder.samples()[b0 + i].label);
         ++good;
       }
       if (good > 0) {
-        const Tensor images = Tensor::wrap(pix.data(), {good * copies, 3, S, S}, DType::F32);
-        const AutoencoderKL::Posterior p = vae.encode(images);
+        const Tensor images = Tensor::wrap(pix, {good * copies, 3, S, S}, DType::F32);
+        AutoencoderKL::Posterior p = naming_out_of_memory("extract: batch=" + std::to_string(o.batch) +
+                                                              " (images per VAE call; lower it)",
+                                                          [&] { return vae.encode(images); });
+        p.mean = p.mean.to(Device::cpu()).contiguous();
+        p.logvar = p.logvar.to(Device::cpu()).contiguous();
         const int64_t lat = C * h * h;
         for (int64_t r = 0; r < good * copies; ++r) {
           const float* m = p.mean.f32() + r * lat;

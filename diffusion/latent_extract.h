@@ -21,9 +21,18 @@
 // options; a rerun into the same folder with other options, another VAE's
 // weights or other images is an error naming out=, the shard and the key.
 //
-// Bad images (undecodable, or with a shorter side below S, which ADM would
-// upsample) are errors naming the file with on_corrupt "error", and are
-// skipped with a warning with "skip" (the shard then holds fewer rows).
+// `vae_precision` (fp32 | tf32) is recorded too: a folder holds latents of
+// one arithmetic (shards written before the key existed count as fp32).
+//
+// Device: the VAE encodes where it lives (vae.device(), vae.precision():
+// dittrain's `device` key and `vae.precision`); on a GPU each batch is
+// decoded and cropped on the host into page-locked memory, uploaded, and the
+// posteriors come back to the host for the shard. A batch the GPU has no
+// memory for is an OutOfMemory naming batch=.
+//
+// Bad images (undecodable) are errors naming the file with on_corrupt
+// "error", and are skipped with a warning with "skip" (the shard then holds
+// fewer rows). Images smaller than S are upsampled, as DiT's center_crop_arr.
 #pragma once
 #include <cstdint>
 #include <string>

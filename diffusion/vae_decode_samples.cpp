@@ -24,7 +24,8 @@ Tensor vae_decode_to_uint8(const AutoencoderKL& vae, const Tensor& lat, int64_t 
   ProgressBar bar("decode", n, po);
   for (int64_t b0 = 0; b0 < n; b0 += batch) {
     const int64_t nb = std::min(batch, n - b0);
-    const Tensor u8 = to_uint8_nhwc(vae.decode(lat.slice(0, b0, b0 + nb).contiguous()));
+    // On a GPU VAE the latents go up and the images come back per batch.
+    const Tensor u8 = to_uint8_nhwc(vae.decode(lat.slice(0, b0, b0 + nb).contiguous()).to(Device::cpu()));
     std::memcpy(out.u8() + b0 * per, u8.contiguous().raw(), static_cast<size_t>(nb * per));
     bar.update(b0 + nb);
   }
