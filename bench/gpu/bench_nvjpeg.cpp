@@ -18,8 +18,13 @@
 //                         device crop vs host full-size crop, uint8 levels:
 //                         0 on the emulator; on a GPU nvJPEG's IDCT and
 //                         upsampling are not libjpeg-turbo's (device_jpeg.h)
+//   resize_max_abs_diff   the device crop + resize of the host decoder's
+//                         pixels (uploaded) vs the host's: must be 0 on any
+//                         device (integer arithmetic, the same coefficients);
+//                         checks the CUDA resize apart from nvJPEG
 //   usage: bench_nvjpeg [root=<shared>/imagenet-samples] [batch=64] [size=224] [max_images=0 (all)] [passes=2]
-// Exit status: 0 measured, 2 bad usage or no GPU, 3 an error (e.g. a corrupt file).
+// Exit status: 0 measured, 1 resize_max_abs_diff not 0, 2 bad usage or no
+// GPU, 3 an error (e.g. a corrupt file).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -134,6 +139,24 @@ int main(int argc, char** argv) {
         }
     }
     const double host_full_s = now_s() - t0;  // includes the comparison, well under the decode
+    // The device resize alone, on the host decoder's pixels (untimed).
+    double resize_diff = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const ImageSize sz = probe_image(bytes[i].data(), bytes[i].size(), names[i]);
+      Philox rng(0, i);
+      const CropBox box = rrc_box(sz.width, sz.height, rng);
+      const DecodedImage d = decode_image(bytes[i].data(), bytes[i].size(), names[i]);
+      const cv::Mat full = d.rgb.isContinuous() ? d.rgb : d.rgb.clone();
+      const Tensor up = Tensor::wrap(full.data, {full.rows, full.cols, 3}, DType::U8).to(Device::cuda(0));
+      const Tensor out = Tensor::empty({S, S, 3}, DType::U8, Device::cuda(0));
+      device_crop_resize(up, box, S, out);
+      const Tensor h = out.to(Device::cpu());
+      const cv::Mat ref = resize_scaled_box(full, 0, 0, full.cols, full.rows, full.cols, full.rows, box, S);
+      for (int y = 0; y < S; ++y)
+        for (int x = 0; x < S * 3; ++x)
+          resize_diff = std::max(resize_diff, std::abs(static_cast<double>(ref.ptr<uint8_t>(y)[x]) -
+                                                       h.data<uint8_t>()[y * S * 3 + x]));
+    }
     t0 = now_s();
     for (size_t i = 0; i < n; ++i) host_rrc(bytes[i], names[i], i, S, true);
     const double host_dct_s = now_s() - t0;
@@ -145,10 +168,10 @@ int main(int argc, char** argv) {
         "{\"bench\": \"nvjpeg_rrc\", \"images\": %zu, \"batch\": %d, \"size\": %d, \"hardware_backend\": %s, "
         "\"device_images_per_s\": %.1f, \"host_full_images_per_s\": %.1f, \"host_dct_images_per_s\": %.1f, "
         "\"device_over_host_full\": %.2f, \"device_over_host_dct\": %.2f, \"paths\": {%s}, "
-        "\"max_abs_diff\": %.0f, \"mean_abs_diff\": %.4f}\n",
+        "\"max_abs_diff\": %.0f, \"mean_abs_diff\": %.4f, \"resize_max_abs_diff\": %.0f}\n",
         n, batch, S, dec.hardware() ? "true" : "false", dev_ips, full_ips, dct_ips, dev_ips / full_ips,
-        dev_ips / dct_ips, p.c_str(), diff_max, n ? diff_sum / (double(n) * S * S * 3) : 0.0);
-    return 0;
+        dev_ips / dct_ips, p.c_str(), diff_max, n ? diff_sum / (double(n) * S * S * 3) : 0.0, resize_diff);
+    return resize_diff == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_nvjpeg: %s\n", e.what());
     return 3;
