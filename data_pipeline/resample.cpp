@@ -38,11 +38,7 @@ double filter_support(ResampleFilter f) {
 
 // Per output index: first input index, tap count and fixed-point weights
 // (Pillow's precompute_coeffs + normalize_coeffs_8bpc).
-struct Coeffs {
-  int ksize = 0;
-  std::vector<int> bounds;  // [xmin, count] per output
-  std::vector<int> k;       // ksize per output
-};
+using Coeffs = PilAxisCoeffs;
 
 Coeffs precompute(int in_size, double in0, double in1, int out_size, ResampleFilter f) {
   const double scale = (in1 - in0) / out_size;
@@ -150,47 +146,54 @@ void check_rgb(const cv::Mat& src, const char* op) {
 
 }  // namespace
 
-cv::Mat resize_pil(const cv::Mat& src, int out_w, int out_h, ResampleFilter filter, std::array<double, 4> box) {
-  check_rgb(src, "resize_pil");
+PilResizePlan plan_resize_pil(int src_w, int src_h, int out_w, int out_h, ResampleFilter filter,
+                              std::array<double, 4> box) {
   if (out_w <= 0 || out_h <= 0)
     throw std::invalid_argument("resize_pil: output size " + std::to_string(out_w) + "x" + std::to_string(out_h) +
                                 " must be positive");
-  if (box[2] <= box[0] || box[3] <= box[1]) box = {0, 0, double(src.cols), double(src.rows)};
-  const bool need_h = out_w != src.cols || box[0] != 0 || box[2] != src.cols;
-  const bool need_v = out_h != src.rows || box[1] != 0 || box[3] != src.rows;
-  const Coeffs ch = precompute(src.cols, box[0], box[2], out_w, filter);
-  Coeffs cv_ = precompute(src.rows, box[1], box[3], out_h, filter);
+  if (box[2] <= box[0] || box[3] <= box[1]) box = {0, 0, double(src_w), double(src_h)};
+  PilResizePlan p;
+  p.need_h = out_w != src_w || box[0] != 0 || box[2] != src_w;
+  p.need_v = out_h != src_h || box[1] != 0 || box[3] != src_h;
+  p.horiz = precompute(src_w, box[0], box[2], out_w, filter);
+  p.vert = precompute(src_h, box[1], box[3], out_h, filter);
   // Pillow 13 (python-pillow/Pillow#9549) runs the vertical pass first when
   // the height shrinks by more than twice as many pixels as the width; the
   // passes round to 8 bits in between, so the order changes the bytes (by a
   // few levels). Pillow <= 12 always ran the horizontal pass first.
-  const bool vertical_first = src.rows - out_h > 0 && src.rows - out_h > (src.cols - out_w) * 2;
-  if (vertical_first) {  // out_h < src.rows: the vertical pass is needed
+  p.vertical_first = src_h - out_h > 0 && src_h - out_h > (src_w - out_w) * 2;
+  p.row_first = 0;
+  p.row_last = src_h;
+  if (!p.vertical_first && p.need_h && p.need_v) {
+    // Only input rows the vertical pass reads go through the horizontal pass.
+    p.row_first = p.vert.bounds[0];
+    p.row_last = p.vert.bounds[2 * out_h - 2] + p.vert.bounds[2 * out_h - 1];
+    for (int i = 0; i < out_h; ++i) p.vert.bounds[2 * i] -= p.row_first;
+  }
+  return p;
+}
+
+cv::Mat resize_pil(const cv::Mat& src, int out_w, int out_h, ResampleFilter filter, std::array<double, 4> box) {
+  check_rgb(src, "resize_pil");
+  const PilResizePlan p = plan_resize_pil(src.cols, src.rows, out_w, out_h, filter, box);
+  if (p.vertical_first) {  // out_h < src.rows: the vertical pass is needed
     cv::Mat tmp(out_h, src.cols, CV_8UC3);
-    resample_vertical(src, tmp, cv_);
-    if (!need_h) return tmp;
+    resample_vertical(src, tmp, p.vert);
+    if (!p.need_h) return tmp;
     cv::Mat out(out_h, out_w, CV_8UC3);
-    resample_horizontal(tmp, out, 0, ch);
+    resample_horizontal(tmp, out, 0, p.horiz);
     return out;
   }
-  // Only input rows the vertical pass reads go through the horizontal pass.
-  const int yfirst = cv_.bounds[0];
-  const int ylast = cv_.bounds[2 * out_h - 2] + cv_.bounds[2 * out_h - 1];
   cv::Mat tmp;
-  if (need_h) {
-    tmp.create(need_v ? ylast - yfirst : src.rows, out_w, CV_8UC3);
-    if (need_v) {
-      for (int i = 0; i < out_h; ++i) cv_.bounds[2 * i] -= yfirst;
-      resample_horizontal(src, tmp, yfirst, ch);
-    } else {
-      resample_horizontal(src, tmp, 0, ch);
-    }
+  if (p.need_h) {
+    tmp.create(p.row_last - p.row_first, out_w, CV_8UC3);
+    resample_horizontal(src, tmp, p.row_first, p.horiz);
   } else {
     tmp = src;
   }
-  if (!need_v) return need_h ? tmp : src.clone();
+  if (!p.need_v) return p.need_h ? tmp : src.clone();
   cv::Mat out(out_h, out_w, CV_8UC3);
-  resample_vertical(tmp, out, cv_);
+  resample_vertical(tmp, out, p.vert);
   return out;
 }
 

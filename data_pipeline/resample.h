@@ -19,6 +19,7 @@
 // truncated to 8 bits).
 #pragma once
 #include <array>
+#include <vector>
 
 #include <opencv2/core.hpp>
 
@@ -31,6 +32,28 @@ enum class ResampleFilter { Box, Bilinear, Bicubic };
 // Throws std::invalid_argument for a non-CV_8UC3 input or non-positive size.
 cv::Mat resize_pil(const cv::Mat& src, int out_w, int out_h, ResampleFilter filter,
                    std::array<double, 4> box = {0, 0, 0, 0});
+
+// The passes resize_pil runs, for another implementation of the same
+// resize (the CUDA one, data_pipeline/device/device_rrc.h) to give the same
+// bytes: per axis Pillow's fixed-point coefficients (bounds = [first input
+// index, tap count] per output index; k = ksize weights per output index,
+// 22 fractional bits), which passes are needed and in which order, and the
+// input rows the horizontal pass covers when it runs first
+// (row_first..row_last; the vertical bounds are then relative to row_first).
+// A pass computes, per output sample and channel,
+//   clip8((2^21 + sum_t in[first + t] * k[t]) >> 22),  clip8: to [0, 255].
+struct PilAxisCoeffs {
+  int ksize = 0;
+  std::vector<int> bounds, k;
+};
+struct PilResizePlan {
+  PilAxisCoeffs horiz, vert;
+  bool need_h = false, need_v = false, vertical_first = false;
+  int row_first = 0, row_last = 0;  // horizontal-first: input rows [row_first, row_last)
+};
+// Same arguments (src size instead of the image) and box rule as resize_pil.
+PilResizePlan plan_resize_pil(int src_w, int src_h, int out_w, int out_h, ResampleFilter filter,
+                              std::array<double, 4> box = {0, 0, 0, 0});
 
 enum class AffineFilter { Nearest, Bilinear, Bicubic };
 

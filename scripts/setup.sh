@@ -59,6 +59,37 @@ z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("include/")])
   fi
 fi
 
+# nvJPEG (GPU JPEG decoding, data_pipeline/device/device_jpeg.h). Part of
+# the CUDA toolkit, but the toolkit here (and some installs) leaves it out;
+# the pinned nvidia-nvjpeg wheel of the same CUDA major carries nvjpeg.h and
+# libnvjpeg.so.13, unpacked into a cache folder CMake looks in
+# (VT_NVJPEG_DIR). Skipped without nvcc or when the toolkit has nvjpeg.h; a
+# failed download only means the build has no GPU JPEG decoding.
+NVJPEG_VERSION=13.0.0.40
+NVJPEG_DIR=${VT_NVJPEG_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vtrain/nvjpeg}
+if { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; } && [ ! -f /usr/local/cuda/include/nvjpeg.h ]; then
+  if [ "$(cat "$NVJPEG_DIR/VERSION" 2>/dev/null)" != "$NVJPEG_VERSION" ]; then
+    tmp=$(mktemp -d)
+    if python3 -m pip download --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
+         --python-version 3.11 -d "$tmp" "nvidia-nvjpeg==$NVJPEG_VERSION" >/dev/null; then
+      rm -rf "$NVJPEG_DIR" && mkdir -p "$NVJPEG_DIR"
+      python3 -c 'import os, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+for n in z.namelist():
+    if n.startswith(("nvidia/cu13/include/", "nvidia/cu13/lib/")) and not n.endswith("/"):
+        dest = os.path.join(sys.argv[2], n[len("nvidia/cu13/"):])
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        open(dest, "wb").write(z.read(n))' "$tmp"/*.whl "$NVJPEG_DIR"
+      ln -sf libnvjpeg.so.13 "$NVJPEG_DIR/lib/libnvjpeg.so"
+      echo "$NVJPEG_VERSION" > "$NVJPEG_DIR/VERSION"
+      echo "setup: nvJPEG $NVJPEG_VERSION in $NVJPEG_DIR"
+    else
+      echo "setup: could not download nvidia-nvjpeg==$NVJPEG_VERSION; no GPU JPEG decoding"
+    fi
+    rm -rf "$tmp"
+  fi
+fi
+
 BUILD_DIR=${VT_BUILD_DIR:-build}
 JOBS=${VT_JOBS:-$(nproc)}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}

@@ -105,6 +105,17 @@ cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, 
   std::memmove(d, s, n);
   return cudaSuccess;
 }
+// Pitched copies (data_pipeline/device: decoded images into and out of
+// row-pitched buffers); not inside a capture (nothing captured uses them).
+cudaError_t cudaMemcpy2DAsync(void* d, size_t dpitch, const void* s, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind k, cudaStream_t) {
+  if (vt_emu::capturing()) return vt_emu::capture_violation();
+  if (width > dpitch || width > spitch) return cudaErrorInvalidPitchValue;  // as the runtime refuses
+  if (k == cudaMemcpyDeviceToHost) ++vt_emu::d2h_count;
+  for (size_t r = 0; r < height; ++r)
+    std::memmove(static_cast<char*>(d) + r * dpitch, static_cast<const char*>(s) + r * spitch, width);
+  return cudaSuccess;
+}
 // Pinned host memory (core/pinned_memory.h) is host memory like the rest.
 cudaError_t cudaHostAlloc(void** p, size_t n, unsigned) {
   *p = std::malloc(n ? n : 1);

@@ -1,0 +1,102 @@
+// Batched decoding of encoded images into device memory through nvJPEG
+// (CUDA toolkit; docs.nvidia.com/cuda/nvjpeg), for GPU input pipelines.
+// Built only when CMake finds nvjpeg.h and libnvjpeg (VT_NVJPEG,
+// data_pipeline/device/CMakeLists.txt); on the CUDA emulator the nvJPEG
+// calls are served by libjpeg-turbo (tests/cuda/emu/nvjpeg_emu.cpp).
+//
+// Backend: NVJPEG_BACKEND_HARDWARE (the JPEG decode engines of A100, A30,
+// H100, H200; nvJPEG docs §1.4 "Hardware Acceleration") when nvjpegCreateEx
+// accepts it and the caller allows it, else NVJPEG_BACKEND_DEFAULT (the CUDA
+// backend: Huffman decoding on the CPU or GPU, IDCT and colour conversion
+// on the GPU).
+//
+// Per image, the path is chosen and recorded (DeviceImage::path):
+//  - nvJPEG, in one nvjpegDecodeBatched call for the batch, for JPEGs whose
+//    header nvjpegGetImageInfo reads with 1 or 3 components and, on the
+//    hardware backend, that nvjpegDecodeBatchedSupported accepts (the
+//    engines decode baseline, single-scan JPEGs only, not 4:1:1 / 4:1:0:
+//    nvjpeg.h, nvjpegBackend_t; progressive JPEGs therefore go to the host);
+//  - the host decoder (data_pipeline/decode.h, decode_image at full size)
+//    followed by an upload for everything else: non-JPEG files (sniffed
+//    from the bytes, as the host path does), 4-component CMYK/YCCK JPEGs
+//    (nvJPEG's CMYK conversion, nvjpegDecodeParamsSetAllowCMYK, is "a simple
+//    subtractive scheme", not PIL's Adobe-inverted convention the host
+//    decoder follows), JPEGs nvJPEG's header reading or batch decode refuses
+//    (any status but the device/library failures below, e.g.
+//    NVJPEG_STATUS_BAD_JPEG, _JPEG_NOT_SUPPORTED, _INCOMPLETE_BITSTREAM; a
+//    refused batch call does not name the file, so all of that call's
+//    images are then decoded on the host).
+//  A file the host decoder cannot decode either gets the host decoder's
+//  CorruptImage naming the file in DeviceImage::error; nothing is dropped.
+//
+// Pixels: nvJPEG's IDCT, chroma upsampling and YCbCr->RGB conversion are
+// not libjpeg-turbo's, so on a GPU the nvJPEG paths' pixels differ from
+// the host decoder's by a few levels (not bit-identical; the host path is
+// the reference, docs/gpu.md "GPU JPEG decoding"). The emulator's stand-in
+// decodes with libjpeg-turbo, so there every path equals the host decoder
+// bit for bit (tests/cuda/emu/nvjpeg/test_device_jpeg_emu.cpp).
+// EXIF orientation is not applied (as the host decoder).
+//
+// Streams: all work is queued on the op library's compute stream (the
+// calling thread's per-thread default stream); the input bytes must stay
+// valid until that work has completed (synchronise, or read the outputs).
+// nvJPEG may decode a truncated or damaged entropy-coded segment without an
+// error status (the host decoder refuses it); such an image then comes back
+// decoded, not as an error.
+// Not thread-safe: one decoder per thread (nvJPEG docs §1.3).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace vt {
+
+enum class JpegDecodePath { NvjpegHardware, NvjpegCuda, Host };
+const char* jpeg_decode_path_name(JpegDecodePath p);  // "nvjpeg-hardware", "nvjpeg-cuda", "host"
+
+struct EncodedImage {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  std::string name;  // the file, named in errors
+};
+
+struct DeviceImage {
+  Tensor rgb;  // U8 [H, W, 3] contiguous on the decoder's CUDA device (R, G, B); undefined when error is set
+  int width = 0, height = 0;
+  JpegDecodePath path = JpegDecodePath::Host;
+  std::exception_ptr error;  // the host decoder's CorruptImage naming the file, or null
+};
+
+class DeviceJpegDecoder {
+ public:
+  // `device`: a CUDA device index. allow_hardware = false forces the CUDA
+  // backend. Throws std::runtime_error naming the nvJPEG call and status
+  // when no backend can be created.
+  explicit DeviceJpegDecoder(int device, bool allow_hardware = true);
+  ~DeviceJpegDecoder();
+  DeviceJpegDecoder(const DeviceJpegDecoder&) = delete;
+  DeviceJpegDecoder& operator=(const DeviceJpegDecoder&) = delete;
+
+  bool hardware() const;  // the hardware backend is in use
+
+  // Decodes every image of `batch` (any size >= 0), one DeviceImage per
+  // input in order. Corrupt files: DeviceImage::error (above); failures of
+  // the library or the device itself (NVJPEG_STATUS_ALLOCATOR_FAILURE,
+  // _EXECUTION_FAILED, _NOT_INITIALIZED, _INTERNAL_ERROR, _ARCH_MISMATCH,
+  // _INVALID_PARAMETER, or a CUDA error): throws std::runtime_error naming the call and status.
+  std::vector<DeviceImage> decode(const std::vector<EncodedImage>& batch);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Rethrows the first DeviceImage::error (data.on_corrupt=error semantics).
+void rethrow_first_error(const std::vector<DeviceImage>& images);
+
+}  // namespace vt

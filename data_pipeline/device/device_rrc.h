@@ -1,0 +1,31 @@
+// DeiT's RandomResizedCrop (docs/recipes.md §2) on decoded device images:
+// the box is drawn on the host from the header size exactly as the host
+// path draws it (data_pipeline/transforms.h rrc_box, the same Philox
+// draws), and the crop's resize to S x S is Pillow's bicubic
+// (data_pipeline/resample.h resize_pil: the same fixed-point coefficients
+// and pass order, run by the CUDA passes of kernels/cuda/resample_u8.h).
+// Given the same decoded pixels, the result equals the host path with
+// data.dct_scaling off (full-size decode; nvJPEG has no DCT-domain
+// scaling in its batched API) bit for bit.
+#pragma once
+#include <vector>
+
+#include "core/tensor.h"
+#include "data_pipeline/device/device_jpeg.h"
+#include "data_pipeline/transforms.h"
+
+namespace vt {
+
+// Resizes box `b` (full-resolution pixels, inside the image) of `rgb`
+// (U8 [H, W, 3] contiguous, CUDA) to S x S into `out` (U8 [S, S, 3]
+// contiguous, same device; may be a view into a batch). Queued on the
+// compute stream. Errors: std::invalid_argument naming the shapes or box.
+void device_crop_resize(const Tensor& rgb, const CropBox& b, int S, const Tensor& out);
+
+// The batch: image i's box boxes[i] into out[i] (out: U8 [N, S, S, 3]
+// contiguous on the images' device, N = images.size() = boxes.size()).
+// Rethrows the first image's error (DeviceImage::error) before any work.
+void device_crop_resize_batch(const std::vector<DeviceImage>& images, const std::vector<CropBox>& boxes, int S,
+                              const Tensor& out);
+
+}  // namespace vt

@@ -1,0 +1,33 @@
+// One pass of Pillow's separable fixed-point resampling (libImaging/
+// Resample.c, ImagingResampleHorizontal_8bpc / ImagingResampleVertical_8bpc)
+// on interleaved uint8 RGB on the device: the CUDA twin of the passes in
+// data_pipeline/resample.cpp, used by the device RandomResizedCrop
+// (data_pipeline/device/device_rrc.h). Integer arithmetic throughout, so the
+// bytes equal the host's exactly:
+//   out = clip8((2^21 + sum_t in[first + t] * k[t]) >> 22)   per channel.
+//
+// in:  rows of 3 * in_w bytes, `in_pitch` bytes apart (a crop is a pointer
+//      into a larger image); out: out_h rows of 3 * out_w bytes, `out_pitch`
+//      apart. bounds: 2 ints per output index [first, count], k: ksize ints
+//      per output index (data_pipeline/resample.h, PilAxisCoeffs), host
+//      memory; they are copied to the device on `stream` before the launch.
+// Horizontal: out[y][xx] reads in row y + row_offset, columns first..;
+// vertical: out[yy][x] reads rows first.. of column x.
+// Errors: std::invalid_argument for sizes that do not match the bounds,
+// std::runtime_error naming the CUDA error.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace vt {
+namespace cuda {
+
+void resample_u8_rgb_horizontal(const uint8_t* in, int64_t in_pitch, int row_offset, uint8_t* out, int64_t out_pitch,
+                                int out_w, int out_h, const int* bounds, const int* k, int ksize,
+                                cudaStream_t stream = 0);
+void resample_u8_rgb_vertical(const uint8_t* in, int64_t in_pitch, uint8_t* out, int64_t out_pitch, int out_w,
+                              int out_h, const int* bounds, const int* k, int ksize, cudaStream_t stream = 0);
+
+}  // namespace cuda
+}  // namespace vt

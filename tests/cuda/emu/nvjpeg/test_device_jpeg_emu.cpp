@@ -1,0 +1,274 @@
+// The device JPEG decoder (data_pipeline/device/device_jpeg.h) and the
+// device RandomResizedCrop (device_rrc.h) on the CUDA emulator, whose
+// nvJPEG stand-in (tests/cuda/emu/nvjpeg_emu.cpp) decodes with the same
+// libjpeg-turbo as the host decoder: every path must give the host path's
+// pixels bit for bit, every image must come back (decoded, or with the host
+// decoder's CorruptImage naming it), and each image's path must be the one
+// the documentation gives for its kind, which the test reads from the
+// file's own markers (not from the module).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "core/philox.h"
+#include "data/data_test_util.h"
+#include "data_pipeline/crop_decode.h"
+#include "data_pipeline/decode.h"
+#include "data_pipeline/device/device_jpeg.h"
+#include "data_pipeline/device/device_rrc.h"
+#include "data_pipeline/image_folder.h"
+#include "data_pipeline/image_header.h"
+#include "data_pipeline/resample.h"
+#include "nvjpeg_emu.h"
+
+namespace vt {
+namespace {
+
+struct File {
+  std::string name;
+  std::vector<uint8_t> bytes;
+};
+
+// The first start-of-frame marker's type (0xC0 baseline, 0xC1 extended,
+// 0xC2 progressive, ...), or 0; the component count it declares and the
+// first component's horizontal sampling factor (4: 4:1:1 or 4:1:0).
+void read_sof(const std::vector<uint8_t>& b, int* sof, int* components, int* h0) {
+  *sof = 0;
+  *components = 0;
+  *h0 = 0;
+  size_t i = 2;
+  while (i + 11 < b.size() && b[i] == 0xFF) {
+    const int m = b[i + 1];
+    const size_t len = (size_t(b[i + 2]) << 8) | b[i + 3];
+    if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
+      *sof = m;
+      *components = b[i + 9];
+      *h0 = b[i + 11] >> 4;
+      return;
+    }
+    i += 2 + len;
+  }
+}
+
+// The path device_jpeg.h documents for a file, from its bytes.
+JpegDecodePath expected_path(const File& f, bool hardware) {
+  if (sniff_format(f.bytes.data(), f.bytes.size()) != ImageFormat::Jpeg) return JpegDecodePath::Host;
+  int sof = 0, comps = 0, h0 = 0;
+  read_sof(f.bytes, &sof, &comps, &h0);
+  if (comps != 1 && comps != 3) return JpegDecodePath::Host;  // CMYK / YCCK
+  if (!hardware) return JpegDecodePath::NvjpegCuda;
+  // The engines: baseline only, not 4:1:1 / 4:1:0.
+  return sof == 0xC0 && h0 != 4 ? JpegDecodePath::NvjpegHardware : JpegDecodePath::Host;
+}
+
+cv::Mat to_host_mat(const Tensor& rgb) {
+  const Tensor h = rgb.to(Device::cpu());
+  cv::Mat m(static_cast<int>(h.shape()[0]), static_cast<int>(h.shape()[1]), CV_8UC3);
+  std::memcpy(m.data, h.data<uint8_t>(), h.nbytes());
+  return m;
+}
+
+bool same(const cv::Mat& a, const cv::Mat& b) {
+  return a.size() == b.size() && a.type() == b.type() && cv::norm(a, b, cv::NORM_INF) == 0;
+}
+
+std::vector<EncodedImage> encoded(const std::vector<File>& files) {
+  std::vector<EncodedImage> v;
+  for (const File& f : files) v.push_back({f.bytes.data(), f.bytes.size(), f.name});
+  return v;
+}
+
+// Synthetic files of every kind the paths distinguish, plus every 50th
+// ImageNet sample read in place (photos, their grayscale and CMYK JPEGs and
+// the PNG named .JPEG).
+std::vector<File> test_files() {
+  std::vector<File> files;
+  const cv::Mat rgb = testutil::synthetic_rgb(300, 260, 3);
+  auto tj = [&](int subsamp, int flags, int pf = TJPF_RGB) {
+    tjhandle t = tjInitCompress();
+    unsigned char* buf = nullptr;
+    unsigned long size = 0;
+    cv::Mat src = rgb;
+    if (pf == TJPF_GRAY) cv::cvtColor(rgb, src, cv::COLOR_RGB2GRAY);
+    EXPECT_EQ(tjCompress2(t, src.data, src.cols, static_cast<int>(src.step[0]), src.rows, pf, &buf, &size, subsamp,
+                          90, flags),
+              0);
+    std::vector<uint8_t> out(buf, buf + size);
+    tjFree(buf);
+    tjDestroy(t);
+    return out;
+  };
+  files.push_back({"ycc420.jpg", tj(TJSAMP_420, 0)});
+  files.push_back({"ycc444.jpg", tj(TJSAMP_444, 0)});
+  files.push_back({"gray.jpg", tj(TJSAMP_GRAY, 0, TJPF_GRAY)});
+  files.push_back({"progressive.jpg", tj(TJSAMP_422, TJFLAG_PROGRESSIVE)});
+  files.push_back({"ycc411.jpg", tj(TJSAMP_411, 0)});
+  std::vector<uint8_t> cmyk(120 * 90 * 4);
+  for (size_t i = 0; i < cmyk.size(); ++i) cmyk[i] = static_cast<uint8_t>(i * 7 % 251);
+  files.push_back({"cmyk.jpg", testutil::encode_jpeg(cmyk.data(), 120, 90, TJPF_CMYK, 90)});
+  cv::Mat bgr;
+  cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
+  std::vector<uint8_t> png;
+  cv::imencode(".png", bgr, png);
+  files.push_back({"png_named.jpg", png});
+  const std::string root = std::string(VT_SHARED_DATA_DIR) + "/imagenet-samples";
+  if (std::filesystem::exists(root)) {
+    ImageFolder f(root);
+    for (size_t i = 0; i < f.samples().size(); i += 50)
+      files.push_back({f.samples()[i].path, read_file_bytes(f.samples()[i].path)});
+  }
+  return files;
+}
+
+class DeviceJpegEmu : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { vt_emu_nvjpeg_set_hardware_present(GetParam()); }
+  void TearDown() override { vt_emu_nvjpeg_set_hardware_present(true); }
+};
+
+// Every file's decode equals the host decoder's, on the path its kind gets.
+TEST_P(DeviceJpegEmu, DecodeEqualsHostOnDocumentedPath) {
+  const bool hw = GetParam();
+  const std::vector<File> files = test_files();
+  DeviceJpegDecoder dec(0);
+  EXPECT_EQ(dec.hardware(), hw);
+  vt_emu_nvjpeg_reset_counts();
+  const std::vector<DeviceImage> out = dec.decode(encoded(files));
+  ASSERT_EQ(out.size(), files.size());
+  int to_nvjpeg = 0, host = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    SCOPED_TRACE(files[i].name);
+    ASSERT_FALSE(out[i].error);
+    const JpegDecodePath want = expected_path(files[i], hw);
+    EXPECT_EQ(out[i].path, want) << jpeg_decode_path_name(out[i].path);
+    (want == JpegDecodePath::Host ? host : to_nvjpeg) += 1;
+    const DecodedImage ref = decode_image(files[i].bytes.data(), files[i].bytes.size(), files[i].name);
+    EXPECT_EQ(out[i].width, ref.full_width);
+    EXPECT_EQ(out[i].height, ref.full_height);
+    EXPECT_TRUE(same(to_host_mat(out[i].rgb), ref.rgb));
+  }
+  // The synthetic progressive, 4:1:1, CMYK and PNG files at least take the
+  // host path on the hardware backend; the CMYK and PNG ones on the CUDA one.
+  EXPECT_GE(host, hw ? 4 : 2);
+  EXPECT_EQ(vt_emu_nvjpeg_counts().batched_images, to_nvjpeg);
+  EXPECT_EQ(vt_emu_nvjpeg_counts().batched_calls, 1);
+}
+
+// Decode + RandomResizedCrop on the device equals the host path with
+// data.dct_scaling off (decode_image at full size, resize_scaled_box), with
+// the boxes drawn by rrc_box from the same Philox streams.
+TEST_P(DeviceJpegEmu, RandomResizedCropEqualsHost) {
+  const std::vector<File> files = test_files();
+  const int S = 48;
+  DeviceJpegDecoder dec(0);
+  const std::vector<DeviceImage> imgs = dec.decode(encoded(files));
+  std::vector<CropBox> boxes;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const ImageSize sz = probe_image(files[i].bytes.data(), files[i].bytes.size(), files[i].name);
+    Philox rng(7, i);
+    boxes.push_back(rrc_box(sz.width, sz.height, rng));
+  }
+  const Tensor out = Tensor::empty({int64_t(files.size()), S, S, 3}, DType::U8, Device::cuda(0));
+  device_crop_resize_batch(imgs, boxes, S, out);
+  const Tensor host_out = out.to(Device::cpu());
+  for (size_t i = 0; i < files.size(); ++i) {
+    SCOPED_TRACE(files[i].name);
+    const DecodedImage d = decode_image(files[i].bytes.data(), files[i].bytes.size(), files[i].name);
+    Philox rng(7, i);
+    const CropBox b = rrc_box(d.full_width, d.full_height, rng);
+    ASSERT_EQ(b, boxes[i]);
+    const cv::Mat ref = resize_scaled_box(d.rgb, 0, 0, d.full_width, d.full_height, d.rgb.cols, d.rgb.rows, b, S);
+    const cv::Mat got(S, S, CV_8UC3, host_out.data<uint8_t>() + i * S * S * 3);
+    EXPECT_TRUE(same(got, ref));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backend, DeviceJpegEmu, ::testing::Values(true, false),
+                         [](const auto& p) { return p.param ? std::string("Hardware") : std::string("Cuda"); });
+
+// Each branch of Pillow's pass plan on the device (copy, one pass either
+// way, vertical first, horizontal first over the rows it needs) against
+// resize_pil of the host crop.
+TEST(DeviceRrcEmu, EveryPassOrderEqualsResizePil) {
+  const cv::Mat rgb = testutil::synthetic_rgb(300, 260, 11);
+  Tensor dev = Tensor::empty({260, 300, 3}, DType::U8, Device::cuda(0));
+  dev.copy_from(Tensor::wrap(rgb.data, {260, 300, 3}, DType::U8));
+  const int S = 64;
+  const std::vector<CropBox> boxes = {{5, 7, 64, 64},    {0, 0, 200, 64},  {10, 3, 64, 200},
+                                      {20, 30, 240, 90}, {1, 2, 90, 250},  {0, 0, 260, 300},
+                                      {100, 100, 40, 30}};
+  for (const CropBox& b : boxes) {
+    SCOPED_TRACE(std::to_string(b.height) + "x" + std::to_string(b.width));
+    const Tensor out = Tensor::empty({S, S, 3}, DType::U8, Device::cuda(0));
+    device_crop_resize(dev, b, S, out);
+    const cv::Mat ref = resize_pil(rgb(cv::Rect(b.left, b.top, b.width, b.height)).clone(), S, S,
+                                   ResampleFilter::Bicubic);
+    EXPECT_TRUE(same(to_host_mat(out), ref));
+  }
+  const Tensor out = Tensor::empty({S, S, 3}, DType::U8, Device::cuda(0));
+  EXPECT_THROW(device_crop_resize(dev, {200, 0, 64, 64}, S, out), std::invalid_argument);  // past the bottom
+}
+
+// A corrupt JPEG gets the host decoder's CorruptImage naming it; the other
+// images of its batch still decode (to the host's pixels).
+TEST(DeviceJpegEmuErrors, CorruptJpegNamedNothingLost) {
+  for (bool hw : {true, false}) {
+    vt_emu_nvjpeg_set_hardware_present(hw);
+    const cv::Mat rgb = testutil::synthetic_rgb(200, 150, 4);
+    std::vector<File> files;
+    files.push_back({"good_a.jpg", testutil::encode_rgb_jpeg(rgb)});
+    std::vector<uint8_t> cut = testutil::encode_rgb_jpeg(testutil::synthetic_rgb(200, 150, 5));
+    cut.resize(cut.size() / 2);  // inside the entropy-coded data
+    files.push_back({"truncated.jpg", cut});
+    std::vector<uint8_t> junk = {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 'J', 'F', 'I', 'F', 0, 1, 2, 3, 4, 5, 6, 7};
+    files.push_back({"junk.jpg", junk});
+    files.push_back({"good_b.jpg", testutil::encode_rgb_jpeg(testutil::synthetic_rgb(90, 120, 6))});
+    DeviceJpegDecoder dec(0);
+    const std::vector<DeviceImage> out = dec.decode(encoded(files));
+    ASSERT_EQ(out.size(), files.size());
+    for (size_t i : {size_t(1), size_t(2)}) {
+      SCOPED_TRACE(files[i].name);
+      ASSERT_TRUE(out[i].error);
+      std::string want;
+      try {
+        decode_image(files[i].bytes.data(), files[i].bytes.size(), files[i].name);
+      } catch (const CorruptImage& e) {
+        want = e.what();
+      }
+      ASSERT_NE(want, "");
+      try {
+        std::rethrow_exception(out[i].error);
+      } catch (const CorruptImage& e) {
+        EXPECT_EQ(std::string(e.what()), want);
+        EXPECT_NE(std::string(e.what()).find(files[i].name), std::string::npos);
+      }
+    }
+    for (size_t i : {size_t(0), size_t(3)}) {
+      SCOPED_TRACE(files[i].name);
+      ASSERT_FALSE(out[i].error);
+      const DecodedImage ref = decode_image(files[i].bytes.data(), files[i].bytes.size(), files[i].name);
+      EXPECT_TRUE(same(to_host_mat(out[i].rgb), ref.rgb));
+    }
+    EXPECT_THROW(rethrow_first_error(out), CorruptImage);
+    const Tensor o = Tensor::empty({4, 16, 16, 3}, DType::U8, Device::cuda(0));
+    EXPECT_THROW(device_crop_resize_batch(out, std::vector<CropBox>(4, CropBox{0, 0, 16, 16}), 16, o), CorruptImage);
+  }
+  vt_emu_nvjpeg_set_hardware_present(true);
+}
+
+// Without JPEG engines the decoder says so and uses the CUDA backend.
+TEST(DeviceJpegEmuErrors, NoEnginesMeansCudaBackend) {
+  vt_emu_nvjpeg_set_hardware_present(false);
+  EXPECT_FALSE(DeviceJpegDecoder(0).hardware());
+  vt_emu_nvjpeg_set_hardware_present(true);
+  EXPECT_TRUE(DeviceJpegDecoder(0).hardware());
+  EXPECT_FALSE(DeviceJpegDecoder(0, /*allow_hardware=*/false).hardware());
+}
+
+}  // namespace
+}  // namespace vt
