@@ -64,7 +64,12 @@ void write_resized(const vt::ImageFolder& f, const std::string& root, const std:
     unsigned long n = 0;
     if (tjCompress2(tj, rgb.data, rgb.cols, 0, rgb.rows, TJPF_RGB, &buf, &n, TJSAMP_420, 90, 0) != 0)
       throw std::runtime_error(std::string("tjCompress2: ") + tjGetErrorStr2(tj));
-    const fs::path out = fs::path(dst) / fs::relative(s.path, root);
+    // Lexically: fs::relative resolves symlinks, so a class folder linked
+    // from elsewhere gave "../..." and the copy overwrote the original photo.
+    const fs::path rel = fs::path(s.path).lexically_normal().lexically_relative(fs::path(root).lexically_normal());
+    if (rel.empty() || rel.is_absolute() || *rel.begin() == "..")
+      throw std::runtime_error("bench_crop_decode: " + s.path + " is not under " + root + "; not writing its copy");
+    const fs::path out = fs::path(dst) / rel;
     fs::create_directories(out.parent_path());
     std::FILE* fp = std::fopen(out.c_str(), "wb");
     if (!fp || std::fwrite(buf, 1, n, fp) != n || std::fclose(fp) != 0)
