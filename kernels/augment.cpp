@@ -26,17 +26,19 @@ void check_count(const char* op, const std::vector<T>& args, int64_t N) {
     opcheck::fail(op, std::to_string(args.size()) + " argument entries for a batch of " + std::to_string(N));
 }
 
-// The per-sample arguments as a U8 tensor on `dev` (device kernels read them there).
-template <typename T>
-Tensor args_on(const std::vector<T>& args, Device dev) {
-  Tensor host = Tensor::empty({static_cast<int64_t>(args.size() * sizeof(T))}, DType::U8);
-  if (!args.empty()) std::memcpy(host.raw(), args.data(), args.size() * sizeof(T));
-  return host.to(dev);
+// A view of `buf` with `shape` and `dt` on `dev`, reallocated only when it
+// is too small (or of another dtype or device).
+Tensor reuse(Tensor& buf, const Shape& shape, DType dt, Device dev) {
+  const int64_t n = shape_numel(shape);
+  if (!buf.defined() || buf.dtype() != dt || buf.device() != dev || buf.numel() < n)
+    buf = Tensor::empty({n}, dt, dev);
+  return Tensor::wrap(buf.raw(), shape, dt, dev);
 }
 
 }  // namespace
 
-void augment_step(const Tensor& in, const std::vector<AugmentStepArgs>& args, const Tensor& out) {
+void augment_step(const Tensor& in, const std::vector<AugmentStepArgs>& args, const Tensor& out,
+                  AugmentScratch* scratch) {
   const char* op = "augment_step";
   check_images(op, "in", in);
   check_images(op, "out", out);
@@ -50,11 +52,14 @@ void augment_step(const Tensor& in, const std::vector<AugmentStepArgs>& args, co
     if (a.kind < 0 || a.kind >= kAugNumKinds) opcheck::fail(op, "unknown step kind " + std::to_string(a.kind));
   if (!in.device().is_cpu()) {
 #ifdef VT_CUDA
-    const Tensor dargs = args_on(args, in.device());
-    Tensor luts = Tensor::empty({N * 3 * 256}, DType::U8, in.device());
-    Tensor sums = Tensor::empty({N}, DType::I64, in.device());
-    return cuda::augment_step(in.u8(), static_cast<const AugmentStepArgs*>(dargs.raw()), out.u8(), N, H, W, luts.u8(),
-                              static_cast<uint64_t*>(sums.raw()));
+    AugmentScratch local;
+    AugmentScratch& s = scratch ? *scratch : local;
+    const Device dev = in.device();
+    const Tensor dargs = reuse(s.step_args, {N * static_cast<int64_t>(sizeof(AugmentStepArgs))}, DType::U8, dev);
+    const Tensor luts = reuse(s.luts, {N * 3 * 256}, DType::U8, dev);
+    const Tensor sums = reuse(s.sums, {N}, DType::I64, dev);
+    return cuda::augment_step(in.u8(), args.data(), static_cast<AugmentStepArgs*>(dargs.raw()), out.u8(), N, H, W,
+                              luts.u8(), static_cast<uint64_t*>(sums.raw()));
 #else
     opcheck::no_cuda(op);
 #endif
@@ -62,7 +67,7 @@ void augment_step(const Tensor& in, const std::vector<AugmentStepArgs>& args, co
   cpu::augment_step(in.u8(), args.data(), out.u8(), N, H, W);
 }
 
-void augment_erase(const Tensor& out, const std::vector<AugmentEraseArgs>& args) {
+void augment_erase(const Tensor& out, const std::vector<AugmentEraseArgs>& args, AugmentScratch* scratch) {
   const char* op = "augment_erase";
   opcheck::dtype(op, "out", out, DType::F32);
   opcheck::contiguous(op, "out", out);
@@ -81,8 +86,11 @@ void augment_erase(const Tensor& out, const std::vector<AugmentEraseArgs>& args)
   }
   if (!out.device().is_cpu()) {
 #ifdef VT_CUDA
-    const Tensor dargs = args_on(args, out.device());
-    return cuda::augment_erase(out.f32(), static_cast<const AugmentEraseArgs*>(dargs.raw()), N, H, W);
+    AugmentScratch local;
+    AugmentScratch& s = scratch ? *scratch : local;
+    const Tensor dargs =
+        reuse(s.erase_args, {N * static_cast<int64_t>(sizeof(AugmentEraseArgs))}, DType::U8, out.device());
+    return cuda::augment_erase(out.f32(), args.data(), static_cast<AugmentEraseArgs*>(dargs.raw()), N, H, W);
 #else
     opcheck::no_cuda(op);
 #endif
@@ -90,25 +98,26 @@ void augment_erase(const Tensor& out, const std::vector<AugmentEraseArgs>& args)
   cpu::augment_erase(out.f32(), args.data(), N, H, W);
 }
 
-void augment_apply(const Tensor& u8, const AugmentBatchArgs& args, const Tensor& out) {
+void augment_apply(const Tensor& u8, const AugmentBatchArgs& args, const Tensor& out, AugmentScratch* scratch) {
   const char* op = "augment_apply";
   check_images(op, "u8", u8);
   const int64_t N = u8.size(0);
-  Tensor cur = u8, spare;
-  Tensor next = Tensor::empty(u8.shape(), DType::U8, u8.device());
+  AugmentScratch local;
+  AugmentScratch& s = scratch ? *scratch : local;
+  Tensor cur = u8;
   for (const std::vector<AugmentStepArgs>& step : args.steps) {
     check_count(op, step, N);
     bool all_copy = true;
     for (const AugmentStepArgs& a : step) all_copy = all_copy && a.kind == kAugCopy;
     if (all_copy) continue;
-    augment_step(cur, step, next);
-    // Ping-pong between two scratch buffers; the input is never written.
-    if (!spare.defined()) spare = Tensor::empty(u8.shape(), DType::U8, u8.device());
+    // Ping-pong between the scratch buffers; the input is never written.
+    Tensor& buf = s.images[cur.raw() == s.images[0].raw() && s.images[0].defined() ? 1 : 0];
+    const Tensor next = reuse(buf, u8.shape(), DType::U8, u8.device());
+    augment_step(cur, step, next, &s);
     cur = next;
-    std::swap(next, spare);
   }
   normalize_u8_hwc(cur, args.mean, args.std, out);
-  augment_erase(out, args.erase);
+  augment_erase(out, args.erase, &s);
 }
 
 }  // namespace vt

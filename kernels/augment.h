@@ -24,11 +24,22 @@
 
 namespace vt {
 
+// Device memory the ops reuse between calls (on the CPU: unused), so a
+// training step that passes the same scratch allocates nothing after the
+// first (buffers grow to the largest batch seen). Arguments are copied
+// into it with cudaMemcpyAsync on the op library's stream (no host wait).
+struct AugmentScratch {
+  Tensor images[2];           // U8: augment_apply's ping-pong buffers
+  Tensor luts, sums;          // U8 [N * 3 * 256], I64 [N]: per-sample statistics
+  Tensor step_args, erase_args;  // U8: the arguments, on the device
+};
+
 // out[n] = step args[n] applied to in[n]. in, out: U8 [N, H, W, 3]
 // contiguous RGB on one device, distinct buffers; args: N entries.
 // AutoContrast / Equalize read the image's per-band histograms and
 // Contrast its gray mean first (a per-image pass).
-void augment_step(const Tensor& in, const std::vector<AugmentStepArgs>& args, const Tensor& out);
+void augment_step(const Tensor& in, const std::vector<AugmentStepArgs>& args, const Tensor& out,
+                  AugmentScratch* scratch = nullptr);
 
 // RandomErasing (timm, mode 'pixel'): inside sample n's box, every channel
 // of out F32 [N, 3, H, W] (contiguous) gets the box's normals in C, y, x
@@ -38,7 +49,7 @@ void augment_step(const Tensor& in, const std::vector<AugmentStepArgs>& args, co
 // differ from glibc's by an ulp, so a float value can (about once in 1e8)
 // differ by one float ulp from the host's; on the CPU and the emulator they
 // are the same bits.
-void augment_erase(const Tensor& out, const std::vector<AugmentEraseArgs>& args);
+void augment_erase(const Tensor& out, const std::vector<AugmentEraseArgs>& args, AugmentScratch* scratch = nullptr);
 
 // A batch's whole augmentation after RandomResizedCrop, as the host
 // pipeline orders it (data_pipeline/augment_plan.h augment_batch_args
@@ -55,6 +66,6 @@ struct AugmentBatchArgs {
 // (contiguous, same device): the steps in order (augment_step; a step
 // that copies every sample is skipped), normalize_u8_hwc
 // (kernels/image_prep.h, the host's to_chw_normalized bits), augment_erase.
-void augment_apply(const Tensor& u8, const AugmentBatchArgs& args, const Tensor& out);
+void augment_apply(const Tensor& u8, const AugmentBatchArgs& args, const Tensor& out, AugmentScratch* scratch = nullptr);
 
 }  // namespace vt

@@ -192,6 +192,7 @@ struct Trainer::Impl {
     MixupParams mix;
     AugmentSettings augment;  // data.augment_on=device: the plans' settings
     Tensor augmented;         // data.augment_on=device: the batch after augment_apply (kernels/augment.h), model's device
+    AugmentScratch augment_scratch;  // and its buffers, kept: a step allocates nothing after the first
     Tensor logits, dlogits, targets;
     Tensor images, labels;  // GPU: the uploaded batch (the CPU step reads the loader's)
     BatchUploader* upload = nullptr;  // GPU: the pinned upload ring (data_pipeline/batch_upload.h)
@@ -246,7 +247,7 @@ struct Trainer::Impl {
     if (!w.augmented.defined() || w.augmented.shape() != want || w.augmented.device() != images.device())
       w.augmented = Tensor::empty(want, DType::F32, images.device());
     augment_apply(images, augment_batch_args(plans, w.augment, static_cast<int>(u[1]), static_cast<int>(u[2])),
-                  w.augmented);
+                  w.augmented, &w.augment_scratch);
     images = w.augmented;
   }
 

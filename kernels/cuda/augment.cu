@@ -86,12 +86,15 @@ __global__ void augment_erase_kernel(float* __restrict__ out, const AugmentErase
 
 }  // namespace
 
-void augment_step(const uint8_t* in, const AugmentStepArgs* args, uint8_t* out, int64_t N, int H, int W, uint8_t* luts,
-                  uint64_t* sums, cudaStream_t stream) {
+void augment_step(const uint8_t* in, const AugmentStepArgs* host_args, AugmentStepArgs* args, uint8_t* out,
+                  int64_t N, int H, int W, uint8_t* luts, uint64_t* sums, cudaStream_t stream) {
   const char* op = "cuda::augment_step";
   const int64_t total = N * H * W;
   if (total == 0) return;
   if (N * 4 > 2147483647) throw std::invalid_argument(std::string(op) + ": batch too large");
+  check(cudaMemcpyAsync(args, host_args, static_cast<size_t>(N) * sizeof(AugmentStepArgs), cudaMemcpyHostToDevice,
+                        stream),
+        op);
   augment_stats_kernel<<<static_cast<unsigned>(N * 4), kStatThreads, 0, stream>>>(in, args, static_cast<int64_t>(H) * W,
                                                                                   luts, sums);
   check_launch(op);
@@ -99,10 +102,14 @@ void augment_step(const uint8_t* in, const AugmentStepArgs* args, uint8_t* out, 
   check_launch(op);
 }
 
-void augment_erase(float* out, const AugmentEraseArgs* args, int64_t N, int H, int W, cudaStream_t stream) {
+void augment_erase(float* out, const AugmentEraseArgs* host_args, AugmentEraseArgs* args, int64_t N, int H, int W,
+                   cudaStream_t stream) {
   const char* op = "cuda::augment_erase";
   const int64_t total = N * 3 * H * W;
   if (total == 0) return;
+  check(cudaMemcpyAsync(args, host_args, static_cast<size_t>(N) * sizeof(AugmentEraseArgs), cudaMemcpyHostToDevice,
+                        stream),
+        op);
   augment_erase_kernel<<<grid_1d(total, 256), 256, 0, stream>>>(out, args, H, W, total);
   check_launch(op);
 }

@@ -19,10 +19,14 @@
 namespace vt {
 namespace cuda {
 
-// luts: device scratch of N * 3 * 256 bytes; sums: N uint64.
-void augment_step(const uint8_t* in, const AugmentStepArgs* args, uint8_t* out, int64_t N, int H, int W, uint8_t* luts,
-                  uint64_t* sums, cudaStream_t stream = 0);
-void augment_erase(float* out, const AugmentEraseArgs* args, int64_t N, int H, int W, cudaStream_t stream = 0);
+// host_args: N entries in host memory, copied (cudaMemcpyAsync: staged at
+// once, no host wait, ordered on `stream`) into dev_args (device memory for
+// N entries) before the kernels; luts: device scratch of N * 3 * 256 bytes;
+// sums: N uint64.
+void augment_step(const uint8_t* in, const AugmentStepArgs* host_args, AugmentStepArgs* dev_args, uint8_t* out,
+                  int64_t N, int H, int W, uint8_t* luts, uint64_t* sums, cudaStream_t stream = 0);
+void augment_erase(float* out, const AugmentEraseArgs* host_args, AugmentEraseArgs* dev_args, int64_t N, int H, int W,
+                   cudaStream_t stream = 0);
 
 }  // namespace cuda
 }  // namespace vt

@@ -127,6 +127,22 @@ TEST(CudaAugment, WholeBatchesMatchTheCpuTwins) {
   augment_apply(in.to(Device::cuda(0)), a, gout);
   const Tensor back = gout.to(Device::cpu());
   EXPECT_EQ(0, std::memcmp(back.f32(), cpu.f32(), cpu.nbytes()));
+  // With a kept scratch (a training step's): a smaller batch first (the
+  // buffers grow), then this one twice; the same bits each time.
+  AugmentScratch scratch;
+  AugmentBatchArgs half = a;
+  for (auto& step : half.steps) step.resize(static_cast<size_t>(N / 2));
+  half.erase.resize(static_cast<size_t>(N / 2));
+  Tensor ghalf = Tensor::zeros({N / 2, 3, H, W}, DType::F32, Device::cuda(0));
+  augment_apply(in.slice(0, 0, N / 2).contiguous().to(Device::cuda(0)), half, ghalf, &scratch);
+  const Tensor back_half = ghalf.to(Device::cpu());
+  EXPECT_EQ(0, std::memcmp(back_half.f32(), cpu.f32(), back_half.nbytes()));
+  for (int k = 0; k < 2; ++k) {
+    Tensor g = Tensor::zeros({N, 3, H, W}, DType::F32, Device::cuda(0));
+    augment_apply(in.to(Device::cuda(0)), a, g, &scratch);
+    const Tensor b = g.to(Device::cpu());
+    EXPECT_EQ(0, std::memcmp(b.f32(), cpu.f32(), cpu.nbytes())) << "scratch run " << k;
+  }
 }
 
 }  // namespace
