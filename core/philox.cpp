@@ -18,6 +18,25 @@ uint64_t philox_stream(uint64_t a, uint64_t b, uint64_t c) {
 Philox::Philox(uint64_t seed, uint64_t stream, uint64_t first_block)
     : key_{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}, stream_(stream), block_(first_block) {}
 
+PhiloxPosition Philox::position() const {
+  PhiloxPosition p;
+  p.seed = static_cast<uint64_t>(key_[0]) | static_cast<uint64_t>(key_[1]) << 32;
+  p.stream = stream_;
+  // A partly used buffer holds block block_ - 1; an empty one (lane 4) none.
+  if (lane_ >= 4) p.block = block_, p.lane = 0;
+  else p.block = block_ - 1, p.lane = static_cast<uint32_t>(lane_);
+  return p;
+}
+
+Philox Philox::at(const PhiloxPosition& p) {
+  Philox g(p.seed, p.stream, p.block);
+  if (p.lane > 0) {
+    g.refill();
+    g.lane_ = static_cast<int>(p.lane);
+  }
+  return g;
+}
+
 void Philox::refill() {
   PhiloxCounter ctr{static_cast<uint32_t>(block_), static_cast<uint32_t>(block_ >> 32), static_cast<uint32_t>(stream_),
                     static_cast<uint32_t>(stream_ >> 32)};

@@ -15,6 +15,18 @@ namespace vt {
 using PhiloxCounter = std::array<uint32_t, 4>;
 using PhiloxKey = std::array<uint32_t, 2>;
 
+// Where a vt::Philox stands: the next draw is word `lane` (0..3) of block
+// `block` of the generator (seed, stream). Plain data, so a draw sequence
+// can be recorded on the host and replayed elsewhere (data_pipeline's
+// augmentation plans record where RandomErasing's normals start).
+struct PhiloxPosition {
+  uint64_t seed = 0, stream = 0, block = 0;
+  uint32_t lane = 0;
+  bool operator==(const PhiloxPosition& o) const {
+    return seed == o.seed && stream == o.stream && block == o.block && lane == o.lane;
+  }
+};
+
 // One 10-round Philox4x32 block: the raw bijection, as in Random123.
 PhiloxCounter philox4x32_10(PhiloxCounter ctr, PhiloxKey key);
 
@@ -47,6 +59,10 @@ class Philox {
 
   // Position, for checkpointing: the next block index and the buffered lane.
   uint64_t block() const { return block_; }
+  // The position of the next draw, and a generator that continues from one
+  // (at(g.position()) draws exactly what g draws next).
+  PhiloxPosition position() const;
+  static Philox at(const PhiloxPosition& p);
 
  private:
   void refill();

@@ -90,4 +90,21 @@ VT_HOST_DEVICE inline double philox_normal(uint64_t seed, uint64_t stream, uint6
   return philox_box_muller(philox_uniform_double(b.w[0], b.w[1]), philox_uniform_double(b.w[2], b.w[3]));
 }
 
+// Normal k (from 0) that a vt::Philox standing at (block, lane)
+// (core/philox.h PhiloxPosition) draws with its k+1-th normal(): words
+// lane + 4k .. lane + 4k + 3 counted from word 0 of `block`, spread over
+// blocks block + k and (lane > 0) block + k + 1. Lets a kernel draw any
+// normal of a recorded sequence independently.
+VT_HOST_DEVICE inline double philox_normal_at(uint64_t seed, uint64_t stream, uint64_t block, uint32_t lane,
+                                              uint64_t k) {
+  const PhiloxWords a = philox_block(seed, stream, block + k);
+  const PhiloxWords b = lane > 0 ? philox_block(seed, stream, block + k + 1) : a;
+  uint32_t w[4];
+  for (uint32_t i = 0; i < 4; ++i) {
+    const uint32_t t = lane + i;
+    w[i] = t < 4 ? a.w[t] : b.w[t - 4];
+  }
+  return philox_box_muller(philox_uniform_double(w[0], w[1]), philox_uniform_double(w[2], w[3]));
+}
+
 }  // namespace vt

@@ -8,6 +8,7 @@ const std::vector<std::string>& run_control_keys() {
       "ckpt.keep_last",  "ckpt.keep_best",   "eval",             "sample",  "threads",
       "device",          "precision",        "data.workers",  "data.prefetch",   "train.allreduce_bucket_mb",
       "train.activation_checkpointing", "train.cuda_graph",
+      "data.augment_on",
       "run.stop_signals", "dist.timeout_s", "ckpt.on_write_error",
   };
   return keys;

@@ -79,6 +79,7 @@ void BatchUploader::stage() {
   d.index = host.index;
   d.mix = host.mix;
   d.indices = host.indices;
+  d.plans = host.plans;
   d.images = device_view(s.images, host.images);
   d.labels = device_view(s.labels, host.labels);
   copy_async(d.images, host.images.contiguous(), up);

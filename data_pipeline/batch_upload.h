@@ -52,12 +52,13 @@ namespace vt {
 // modify them in place (vtrain mixes the images there).
 struct DeviceBatch {
   int64_t index = 0;   // the host batch's Batch::index
-  Tensor images;       // F32 [B, C, H, W]
+  Tensor images;       // F32 [B, C, H, W]; U8 [B, H, W, C] crops when the loader has augment_plans
   Tensor labels;       // I32 [B]
   Tensor targets;      // F32 [B, K] when the host batch had targets, else undefined
   Tensor host_labels;  // I32 [B] on the host: a copy of the batch's labels
   MixupDecision mix;   // the host batch's (loader-side Mixup)
   std::vector<int64_t> indices;  // the host batch's Batch::indices (dataset indices used)
+  std::vector<AugmentPlan> plans;  // the host batch's Batch::plans (augment_plans: applied on the device)
 };
 
 class BatchUploader {

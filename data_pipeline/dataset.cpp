@@ -27,26 +27,51 @@ cv::Mat crop_resize(const DecodedImage& d, const CropBox& b, int out) {
 
 }  // namespace
 
+void Dataset::load_planned(int64_t i, Philox&, uint8_t*, AugmentPlan*) const {
+  throw std::logic_error("dataset sample " + name(i) + ": this dataset has no augmentation plan (data.augment_on=device "
+                         "needs the DeiT train pipeline)");
+}
+
+AugmentSettings augment_settings(const ImagePipelineConfig& cfg) {
+  AugmentSettings s;
+  s.hflip = cfg.hflip, s.rand_augment = cfg.rand_augment, s.random_erasing = cfg.random_erasing;
+  s.randaug = cfg.randaug, s.erasing = cfg.erasing;
+  s.mean = cfg.mean, s.std = cfg.std;
+  return s;
+}
+
+void process_image_planned(const uint8_t* bytes, size_t n, const std::string& name, const ImagePipelineConfig& cfg,
+                           Philox& rng, uint8_t* hwc, AugmentPlan* plan) {
+  if (cfg.kind != ImagePipeline::DeitTrain)
+    throw std::invalid_argument("process_image_planned: only the DeiT train pipeline has an augmentation plan");
+  const int S = cfg.size;
+  cv::Mat img;
+  if (sniff_format(bytes, n) == ImageFormat::Jpeg) {
+    const ImageSize full = probe_image(bytes, n, name);
+    const CropBox box = rrc_box(full.width, full.height, rng, cfg.rrc);
+    if (cfg.decode != DecodeMode::Crop ||
+        !decode_crop_resize(bytes, n, name, cfg.dct_scaling, full.width, full.height, box, S, &img))
+      img = crop_resize(decode_for(bytes, n, name, cfg.dct_scaling, box.width, box.height, S, S), box, S);
+  } else {
+    const DecodedImage d = decode_image(bytes, n, name);
+    img = crop_resize(d, rrc_box(d.full_width, d.full_height, rng, cfg.rrc), S);
+  }
+  cv::Mat dst(S, S, CV_8UC3, hwc);
+  img.copyTo(dst);  // copyTo keeps dst's buffer: same size and type
+  *plan = plan_augment(S, S, rng, augment_settings(cfg));
+}
+
 void process_image(const uint8_t* bytes, size_t n, const std::string& name, const ImagePipelineConfig& cfg,
                    Philox& rng, float* out) {
   const int S = cfg.size;
   cv::Mat img;
   switch (cfg.kind) {
     case ImagePipeline::DeitTrain: {
-      if (sniff_format(bytes, n) == ImageFormat::Jpeg) {
-        const ImageSize full = probe_image(bytes, n, name);
-        const CropBox box = rrc_box(full.width, full.height, rng, cfg.rrc);
-        if (cfg.decode != DecodeMode::Crop ||
-            !decode_crop_resize(bytes, n, name, cfg.dct_scaling, full.width, full.height, box, S, &img))
-          img = crop_resize(decode_for(bytes, n, name, cfg.dct_scaling, box.width, box.height, S, S), box, S);
-      } else {
-        const DecodedImage d = decode_image(bytes, n, name);
-        img = crop_resize(d, rrc_box(d.full_width, d.full_height, rng, cfg.rrc), S);
-      }
-      if (cfg.hflip && rng.uniform_double() < 0.5) hflip_inplace(img);
-      if (cfg.rand_augment) img = rand_augment(img, rng, cfg.randaug);
-      to_chw_normalized(img, cfg.mean, cfg.std, out);
-      if (cfg.random_erasing) random_erasing(out, 3, S, S, rng, cfg.erasing);
+      // The crop, then its augmentation: the one path for host and batched runs.
+      std::vector<uint8_t> hwc(static_cast<size_t>(S) * S * 3);
+      AugmentPlan plan;
+      process_image_planned(bytes, n, name, cfg, rng, hwc.data(), &plan);
+      apply_augment_plan(hwc.data(), S, S, plan, augment_settings(cfg), out);
       return;
     }
     case ImagePipeline::DeitEval: {
@@ -87,6 +112,12 @@ void ImageFolderDataset::load(int64_t i, Philox& rng, float* out) const {
   const std::string& path = folder_.samples().at(static_cast<size_t>(i)).path;
   const std::vector<uint8_t> bytes = read_file_bytes(path);
   process_image(bytes.data(), bytes.size(), path, cfg_, rng, out);
+}
+
+void ImageFolderDataset::load_planned(int64_t i, Philox& rng, uint8_t* hwc, AugmentPlan* plan) const {
+  const std::string& path = folder_.samples().at(static_cast<size_t>(i)).path;
+  const std::vector<uint8_t> bytes = read_file_bytes(path);
+  process_image_planned(bytes.data(), bytes.size(), path, cfg_, rng, hwc, plan);
 }
 
 // ---------------------------------------------------------------- latents

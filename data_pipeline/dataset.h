@@ -9,6 +9,7 @@
 
 #include "core/philox.h"
 #include "core/tensor.h"
+#include "data_pipeline/augment_plan.h"
 #include "data_pipeline/crop_decode.h"
 #include "data_pipeline/image_folder.h"
 #include "data_pipeline/randaugment.h"
@@ -28,6 +29,13 @@ class Dataset {
   // CorruptImage (decode.h) for a file that cannot be decoded, other
   // exceptions for I/O errors.
   virtual void load(int64_t i, Philox& rng, float* out) const = 0;
+  // data.augment_on=device: sample i up to its augmentation (DeitTrain:
+  // RandomResizedCrop) as uint8 HWC [H, W, 3] in `hwc` (numel(sample_shape())
+  // bytes), and the plan of the rest (augment_plan.h), from the same rng
+  // draws as load(), so apply_augment_plan(hwc, plan) is load()'s output
+  // bit for bit. Datasets without such a split say so (std::logic_error).
+  virtual bool has_augment_plans() const { return false; }
+  virtual void load_planned(int64_t i, Philox& rng, uint8_t* hwc, AugmentPlan* plan) const;
   // The loader announces a batch's samples before loading them, so a dataset
   // can ask the OS to read their bytes in one go (packed shards:
   // madvise(MADV_WILLNEED)); default: nothing.
@@ -65,8 +73,18 @@ struct ImagePipelineConfig {
 
 // Runs the configured pipeline on one encoded image (JPEG, PNG, ...) and
 // writes [3, size, size] floats. `name` is used in error messages.
+// DeitTrain: process_image_planned, then apply_augment_plan.
 void process_image(const uint8_t* bytes, size_t n, const std::string& name, const ImagePipelineConfig& cfg,
                    Philox& rng, float* out);
+
+// The augmentation settings of a DeitTrain pipeline (augment_plan.h).
+AugmentSettings augment_settings(const ImagePipelineConfig& cfg);
+
+// DeitTrain only (else std::invalid_argument): decode and RandomResizedCrop
+// into hwc uint8 [size, size, 3], then plan_augment, from `rng` as
+// process_image draws.
+void process_image_planned(const uint8_t* bytes, size_t n, const std::string& name, const ImagePipelineConfig& cfg,
+                           Philox& rng, uint8_t* hwc, AugmentPlan* plan);
 
 class ImageFolderDataset : public Dataset {
  public:
@@ -77,6 +95,8 @@ class ImageFolderDataset : public Dataset {
   int num_classes() const override { return folder_.num_classes(); }
   std::string name(int64_t i) const override;
   void load(int64_t i, Philox& rng, float* out) const override;
+  bool has_augment_plans() const override { return cfg_.kind == ImagePipeline::DeitTrain; }
+  void load_planned(int64_t i, Philox& rng, uint8_t* hwc, AugmentPlan* plan) const override;
   const ImageFolder& folder() const { return folder_; }
   const ImagePipelineConfig& config() const { return cfg_; }
 

@@ -76,6 +76,14 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig cfg) : ds_(s
       throw std::invalid_argument("Loader: mixup/cutmix needs an even batch size, got " +
                                   std::to_string(cfg_.batch_size));
   }
+  if (cfg_.augment_plans) {
+    if (!ds_->has_augment_plans())
+      throw std::invalid_argument("Loader: augment_plans needs a dataset with augmentation plans (the DeiT train pipeline)");
+    if (cfg_.mixup)
+      throw std::invalid_argument("Loader: augment_plans with loader-side mixup would mix unaugmented crops");
+    if (ds_->sample_shape().size() != 3 || ds_->sample_shape()[0] != 3)
+      throw std::invalid_argument("Loader: augment_plans needs [3, H, W] samples, got " + shape_str(ds_->sample_shape()));
+  }
   capacity_ = std::max(cfg_.prefetch, cfg_.workers);
   if (cfg_.pinned_slots) {
     // The consumer's leased batches take slots beyond the prefetch window.
@@ -229,14 +237,16 @@ void Loader::worker_loop() {
   }
 }
 
-void Loader::load_sample(int64_t pos, uint64_t epoch, float* dst, int32_t* label, int64_t* used) {
+void Loader::load_sample(int64_t pos, uint64_t epoch, float* dst, uint8_t* u8, AugmentPlan* plan, int32_t* label,
+                         int64_t* used) {
   const int64_t N = ds_->size();
   int64_t idx = order_.indices[static_cast<size_t>(pos)];
   const uint64_t stream = philox_stream(kPurposeAugment, epoch, static_cast<uint64_t>(order_.draw_ids[static_cast<size_t>(pos)]));
   for (int64_t attempt = 0;; ++attempt) {
     Philox rng(cfg_.seed, stream);
     try {
-      ds_->load(idx, rng, dst);
+      if (cfg_.augment_plans) ds_->load_planned(idx, rng, u8, plan);
+      else ds_->load(idx, rng, dst);
       *label = ds_->label(idx);
       *used = idx;
       return;
@@ -270,24 +280,34 @@ void Loader::build(int64_t b, int64_t slot, uint64_t epoch, uint64_t generation,
   const int64_t per = shape_numel(shape);
   Shape bshape{B};
   bshape.insert(bshape.end(), shape.begin(), shape.end());
+  // augment_plans: the uint8 crops, HWC (fits the slot's float images).
+  const DType dt = cfg_.augment_plans ? DType::U8 : DType::F32;
+  if (cfg_.augment_plans) bshape = {B, shape[1], shape[2], shape[0]};
   Batch& batch = out.batch;
   batch.index = b;
   if (ring_) {  // views of the slot's memory, leased when next() hands the batch out
     char* base = ring_->base(slot);
-    batch.images = Tensor::wrap(base, bshape, DType::F32);
+    batch.images = Tensor::wrap(base, bshape, dt);
     batch.labels = Tensor::wrap(base + ring_->labels_at, {B}, DType::I32);
   } else {
-    batch.images = Tensor::empty(bshape, DType::F32);
+    batch.images = Tensor::empty(bshape, dt);
     batch.labels = Tensor::empty({B}, DType::I32);
   }
   batch.indices.resize(static_cast<size_t>(B));
+  if (cfg_.augment_plans) batch.plans.resize(static_cast<size_t>(B));
   ds_->will_need(order_.indices.data() + begin, B);
   for (int i = 0; i < B; ++i) {
     {
       std::lock_guard<std::mutex> g(mu_);
       if (generation != generation_) return;  // epoch abandoned: result is discarded
     }
-    load_sample(begin + i, epoch, batch.images.f32() + i * per, batch.labels.i32() + i, &batch.indices[static_cast<size_t>(i)]);
+    const size_t k = static_cast<size_t>(i);
+    if (cfg_.augment_plans)
+      load_sample(begin + i, epoch, nullptr, batch.images.u8() + i * per, &batch.plans[k], batch.labels.i32() + i,
+                  &batch.indices[k]);
+    else
+      load_sample(begin + i, epoch, batch.images.f32() + i * per, nullptr, nullptr, batch.labels.i32() + i,
+                  &batch.indices[k]);
   }
   if (cfg_.mixup) {
     const MixupParams& mp = *cfg_.mixup;

@@ -59,15 +59,21 @@ struct LoaderConfig {
   OnCorrupt on_corrupt = OnCorrupt::Error;
   std::optional<MixupParams> mixup;  // num_classes is taken from the dataset
   bool pinned_slots = false;         // batches in leased pinned slots (above)
+  // data.augment_on=device: the dataset stops before the augmentation
+  // (Dataset::load_planned): images are the uint8 crops, plans their
+  // augmentation, applied by the consumer (augment_batch_args + kernels/augment.h augment_apply). Needs a dataset
+  // with has_augment_plans() and no loader-side mixup (it would mix crops).
+  bool augment_plans = false;
 };
 
 struct Batch {
   int64_t index = 0;   // batch index within the epoch (the order given to start_epoch)
-  Tensor images;       // F32 [B, C, H, W]; with pinned_slots these three lease the batch's slot
+  Tensor images;       // F32 [B, C, H, W] (augment_plans: U8 [B, H, W, C]); with pinned_slots these three lease the batch's slot
   Tensor labels;       // I32 [B]
   Tensor targets;      // F32 [B, K] soft targets when mixup is on, else undefined
   MixupDecision mix;
   std::vector<int64_t> indices;  // dataset indices actually used (after skips)
+  std::vector<AugmentPlan> plans;  // augment_plans: one per image, else empty
 };
 
 class Loader {
@@ -105,7 +111,9 @@ class Loader {
   // Slot of batch b of this epoch (mu_ held): batches of successive epochs
   // continue around the ring.
   int64_t slot_of(int64_t b) const { return (slot_base_ + b) % capacity_; }
-  void load_sample(int64_t pos, uint64_t epoch, float* dst, int32_t* label, int64_t* used);
+  // Writes the sample's floats to dst, or (augment_plans) its crop to u8 and its plan.
+  void load_sample(int64_t pos, uint64_t epoch, float* dst, uint8_t* u8, AugmentPlan* plan, int32_t* label,
+                   int64_t* used);
   void stop_epoch(std::unique_lock<std::mutex>& lk);
   void stop_workers();
   struct PinnedRing;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "data_pipeline/resample.h"
+#include "kernels/augment_math.h"
 
 namespace vt {
 
@@ -61,20 +62,7 @@ cv::Mat pil_autocontrast(const cv::Mat& img) {
   // ImageOps.autocontrast(cutoff=0): per band, map [lo, hi] to [0, 255].
   const auto h = histograms(img);
   std::array<std::array<uint8_t, 256>, 3> luts;
-  for (int c = 0; c < 3; ++c) {
-    int lo = 0, hi = 255;
-    while (lo < 256 && h[c][lo] == 0) ++lo;
-    while (hi >= 0 && h[c][hi] == 0) --hi;
-    for (int i = 0; i < 256; ++i) {
-      if (hi <= lo) {
-        luts[c][i] = static_cast<uint8_t>(i);
-      } else {
-        const double scale = 255.0 / (hi - lo), offset = -lo * scale;
-        int v = static_cast<int>(i * scale + offset);
-        luts[c][i] = static_cast<uint8_t>(std::clamp(v, 0, 255));
-      }
-    }
-  }
+  for (int c = 0; c < 3; ++c) augment_math::autocontrast_lut(h[c].data(), luts[c].data());
   return point3(img, luts);
 }
 
@@ -82,44 +70,25 @@ cv::Mat pil_equalize(const cv::Mat& img) {
   // ImageOps.equalize: step = (count - count of the last non-empty bin) // 255.
   const auto h = histograms(img);
   std::array<std::array<uint8_t, 256>, 3> luts;
-  for (int c = 0; c < 3; ++c) {
-    int64_t total = 0, last = 0, nonzero = 0;
-    for (int i = 0; i < 256; ++i)
-      if (h[c][i]) {
-        total += h[c][i];
-        last = h[c][i];
-        ++nonzero;
-      }
-    const int64_t step = nonzero <= 1 ? 0 : (total - last) / 255;
-    if (step == 0) {
-      for (int i = 0; i < 256; ++i) luts[c][i] = static_cast<uint8_t>(i);
-      continue;
-    }
-    int64_t n = step / 2;
-    for (int i = 0; i < 256; ++i) {
-      luts[c][i] = static_cast<uint8_t>(std::min<int64_t>(n / step, 255));
-      n += h[c][i];
-    }
-  }
+  for (int c = 0; c < 3; ++c) augment_math::equalize_lut(h[c].data(), luts[c].data());
   return point3(img, luts);
 }
 
 std::array<uint8_t, 256> posterize_lut(int bits) {
   std::array<uint8_t, 256> l;
-  const int mask = ~((1 << (8 - bits)) - 1);
-  for (int i = 0; i < 256; ++i) l[i] = static_cast<uint8_t>(i & mask);
+  for (int i = 0; i < 256; ++i) l[i] = augment_math::posterize(i, bits);
   return l;
 }
 
 std::array<uint8_t, 256> solarize_lut(int threshold) {
   std::array<uint8_t, 256> l;
-  for (int i = 0; i < 256; ++i) l[i] = static_cast<uint8_t>(i < threshold ? i : 255 - i);
+  for (int i = 0; i < 256; ++i) l[i] = augment_math::solarize(i, threshold);
   return l;
 }
 
 std::array<uint8_t, 256> solarize_add_lut(int add, int threshold) {
   std::array<uint8_t, 256> l;
-  for (int i = 0; i < 256; ++i) l[i] = static_cast<uint8_t>(i < threshold ? std::min(255, i + add) : i);
+  for (int i = 0; i < 256; ++i) l[i] = augment_math::solarize_add(i, add, threshold);
   return l;
 }
 
@@ -128,8 +97,7 @@ cv::Mat pil_gray(const cv::Mat& img) {
   for (int y = 0; y < img.rows; ++y) {
     const uint8_t* s = img.ptr<uint8_t>(y);
     uint8_t* o = g.ptr<uint8_t>(y);
-    for (int x = 0; x < img.cols; ++x)
-      o[x] = static_cast<uint8_t>((s[3 * x] * 19595 + s[3 * x + 1] * 38470 + s[3 * x + 2] * 7471 + 0x8000) >> 16);
+    for (int x = 0; x < img.cols; ++x) o[x] = augment_math::gray(s[3 * x], s[3 * x + 1], s[3 * x + 2]);
   }
   return g;
 }
@@ -141,14 +109,10 @@ cv::Mat pil_blend(const cv::Mat& degenerate, const cv::Mat& img, float factor) {
     const uint8_t* a = degenerate.ptr<uint8_t>(y);
     const uint8_t* b = img.ptr<uint8_t>(y);
     uint8_t* o = out.ptr<uint8_t>(y);
-    for (int x = 0; x < img.cols * 3; ++x) {
-      const float t = static_cast<float>(static_cast<int>(a[x]) + factor * (static_cast<int>(b[x]) - static_cast<int>(a[x])));
-      o[x] = t <= 0.0f ? 0 : t >= 255.0f ? 255 : static_cast<uint8_t>(t);
-    }
+    for (int x = 0; x < img.cols * 3; ++x) o[x] = augment_math::blend(a[x], b[x], factor);
   }
   return out;
 }
-
 cv::Mat pil_color(const cv::Mat& img, float factor) {
   cv::Mat g = pil_gray(img), deg;
   cv::Mat planes[3] = {g, g, g};
@@ -174,7 +138,6 @@ cv::Mat pil_sharpness(const cv::Mat& img, float factor) {
   // ImageFilter.SMOOTH: 3x3 kernel (1 1 1 / 1 5 1 / 1 1 1) / 13 in float,
   // rounded; the one-pixel border is copied unchanged (libImaging/Filter.c).
   cv::Mat deg = img.clone();
-  const float k = 1.0f / 13.0f, kc = 5.0f / 13.0f;
   for (int y = 1; y + 1 < img.rows; ++y) {
     const uint8_t* r0 = img.ptr<uint8_t>(y - 1);
     const uint8_t* r1 = img.ptr<uint8_t>(y);
@@ -183,70 +146,101 @@ cv::Mat pil_sharpness(const cv::Mat& img, float factor) {
     for (int x = 1; x + 1 < img.cols; ++x)
       for (int c = 0; c < 3; ++c) {
         const int i = 3 * x + c;
-        const float ss = (r0[i - 3] + r0[i] + r0[i + 3] + r1[i - 3] + r1[i + 3] + r2[i - 3] + r2[i] + r2[i + 3]) * k +
-                         r1[i] * kc;
-        o[i] = ss <= 0.0f ? 0 : ss >= 255.0f ? 255 : static_cast<uint8_t>(ss + 0.5f);
+        const int sum8 = r0[i - 3] + r0[i] + r0[i + 3] + r1[i - 3] + r1[i + 3] + r2[i - 3] + r2[i] + r2[i + 3];
+        o[i] = augment_math::smooth(sum8, r1[i]);
       }
   }
   return pil_blend(deg, img, factor);
 }
 
-cv::Mat pil_rotate(const cv::Mat& img, double degrees, const cv::Vec3b& fill) {
+std::array<double, 6> pil_rotate_matrix(int W, int H, double degrees) {
   // Image.rotate(expand=False): about the centre (w/2, h/2), matrix entries
   // rounded to 15 decimals like Pillow.
-  const double w = img.cols, h = img.rows;
+  const double w = W, h = H;
   const double a = -degrees * M_PI / 180.0;
   auto r15 = [](double v) { return std::round(v * 1e15) / 1e15; };
   std::array<double, 6> m = {r15(std::cos(a)), r15(std::sin(a)), 0.0, r15(-std::sin(a)), r15(std::cos(a)), 0.0};
   const double cx = w / 2.0, cy = h / 2.0;
   m[2] = m[0] * -cx + m[1] * -cy + cx;
   m[5] = m[3] * -cx + m[4] * -cy + cy;
-  return affine_pil(img, m, AffineFilter::Bicubic, fill);
+  return m;
+}
+
+cv::Mat pil_rotate(const cv::Mat& img, double degrees, const cv::Vec3b& fill) {
+  return affine_pil(img, pil_rotate_matrix(img.cols, img.rows, degrees), AffineFilter::Bicubic, fill);
+}
+
+AugmentStepArgs randaug_step_args(RandAugOp op, double level, int sign, int W, int H, const RandAugmentParams& p) {
+  // timm's _LEVEL_TO_ARG of the "increasing" policy.
+  const double frac = level / p.max_level;
+  const double s = sign < 0 ? -1.0 : 1.0;
+  AugmentStepArgs a;
+  a.factor = static_cast<float>(1.0 + s * frac * 0.9);  // the enhance ops
+  for (int c = 0; c < 3; ++c) a.fill[c] = p.fill[c];
+  auto affine = [&a](std::array<double, 6> m) {
+    a.kind = kAugAffine;
+    for (int i = 0; i < 6; ++i) a.m[i] = m[i];
+  };
+  switch (op) {
+    case RandAugOp::AutoContrast: a.kind = kAugAutoContrast; break;
+    case RandAugOp::Equalize: a.kind = kAugEqualize; break;
+    case RandAugOp::Invert: a.kind = kAugSolarize, a.ival = 0; break;
+    case RandAugOp::Rotate: affine(pil_rotate_matrix(W, H, s * frac * 30.0)); break;
+    case RandAugOp::PosterizeIncreasing: a.kind = kAugPosterize, a.ival = 4 - static_cast<int>(frac * 4); break;
+    case RandAugOp::SolarizeIncreasing: a.kind = kAugSolarize, a.ival = 256 - static_cast<int>(frac * 256); break;
+    case RandAugOp::SolarizeAdd: a.kind = kAugSolarizeAdd, a.ival = static_cast<int>(frac * 110); break;
+    case RandAugOp::ColorIncreasing: a.kind = kAugColor; break;
+    case RandAugOp::ContrastIncreasing: a.kind = kAugContrast; break;
+    case RandAugOp::BrightnessIncreasing: a.kind = kAugBrightness; break;
+    case RandAugOp::SharpnessIncreasing: a.kind = kAugSharpness; break;
+    case RandAugOp::ShearX: affine({1, s * frac * 0.3, 0, 0, 1, 0}); break;
+    case RandAugOp::ShearY: affine({1, 0, 0, s * frac * 0.3, 1, 0}); break;
+    case RandAugOp::TranslateXRel: affine({1, 0, s * frac * 0.45 * W, 0, 1, 0}); break;
+    case RandAugOp::TranslateYRel: affine({1, 0, 0, 0, 1, s * frac * 0.45 * H}); break;
+  }
+  return a;
 }
 
 cv::Mat randaug_apply(const cv::Mat& img, RandAugOp op, double level, int sign, const RandAugmentParams& p) {
-  const double frac = level / p.max_level;
-  const double s = sign < 0 ? -1.0 : 1.0;
-  auto enhance = [&]() { return static_cast<float>(1.0 + s * frac * 0.9); };
-  switch (op) {
-    case RandAugOp::AutoContrast: return pil_autocontrast(img);
-    case RandAugOp::Equalize: return pil_equalize(img);
-    case RandAugOp::Invert: return pil_point(img, solarize_lut(0));
-    case RandAugOp::Rotate: return pil_rotate(img, s * frac * 30.0, p.fill);
-    case RandAugOp::PosterizeIncreasing: {
-      const int bits = 4 - static_cast<int>(frac * 4);
-      return bits >= 8 ? img : pil_point(img, posterize_lut(bits));
-    }
-    case RandAugOp::SolarizeIncreasing: return pil_point(img, solarize_lut(256 - static_cast<int>(frac * 256)));
-    case RandAugOp::SolarizeAdd: return pil_point(img, solarize_add_lut(static_cast<int>(frac * 110)));
-    case RandAugOp::ColorIncreasing: return pil_color(img, enhance());
-    case RandAugOp::ContrastIncreasing: return pil_contrast(img, enhance());
-    case RandAugOp::BrightnessIncreasing: return pil_brightness(img, enhance());
-    case RandAugOp::SharpnessIncreasing: return pil_sharpness(img, enhance());
-    case RandAugOp::ShearX: return affine_pil(img, {1, s * frac * 0.3, 0, 0, 1, 0}, AffineFilter::Bicubic, p.fill);
-    case RandAugOp::ShearY: return affine_pil(img, {1, 0, 0, s * frac * 0.3, 1, 0}, AffineFilter::Bicubic, p.fill);
-    case RandAugOp::TranslateXRel:
-      return affine_pil(img, {1, 0, s * frac * 0.45 * img.cols, 0, 1, 0}, AffineFilter::Bicubic, p.fill);
-    case RandAugOp::TranslateYRel:
-      return affine_pil(img, {1, 0, 0, 0, 1, s * frac * 0.45 * img.rows}, AffineFilter::Bicubic, p.fill);
+  const AugmentStepArgs a = randaug_step_args(op, level, sign, img.cols, img.rows, p);
+  switch (a.kind) {
+    case kAugAutoContrast: return pil_autocontrast(img);
+    case kAugEqualize: return pil_equalize(img);
+    case kAugPosterize: return a.ival >= 8 ? img : pil_point(img, posterize_lut(a.ival));
+    case kAugSolarize: return pil_point(img, solarize_lut(a.ival));
+    case kAugSolarizeAdd: return pil_point(img, solarize_add_lut(a.ival));
+    case kAugColor: return pil_color(img, a.factor);
+    case kAugContrast: return pil_contrast(img, a.factor);
+    case kAugBrightness: return pil_brightness(img, a.factor);
+    case kAugSharpness: return pil_sharpness(img, a.factor);
+    case kAugAffine:
+      return affine_pil(img, {a.m[0], a.m[1], a.m[2], a.m[3], a.m[4], a.m[5]}, AffineFilter::Bicubic, p.fill);
+    default: return img;
   }
-  return img;
 }
 
-cv::Mat rand_augment(const cv::Mat& img, Philox& rng, const RandAugmentParams& p) {
+int randaug_plan(Philox& rng, const RandAugmentParams& p, RandAugStep* steps) {
   // Draw the op list first (timm draws all ops, then applies them in order).
-  std::array<int, 16> ops{};
-  const int n = std::min(p.num_ops, 16);
+  std::array<int, kMaxRandAugSteps> ops{};
+  const int n = std::min(p.num_ops, kMaxRandAugSteps);
   for (int i = 0; i < n; ++i) ops[i] = static_cast<int>(rng.integer(0, kNumRandAugOps - 1));
-  cv::Mat cur = img;
+  int applied = 0;
   for (int i = 0; i < n; ++i) {
     if (rng.uniform_double() >= p.prob) continue;  // timm: skip when random() > prob
     double m = p.magnitude;
     if (p.magnitude_std > 0) m = rng.normal(m, p.magnitude_std);
     m = std::min(p.max_level, std::max(0.0, m));
     const int sign = rng.uniform_double() < 0.5 ? -1 : 1;
-    cur = randaug_apply(cur, static_cast<RandAugOp>(ops[i]), m, sign, p);
+    steps[applied++] = RandAugStep{static_cast<RandAugOp>(ops[i]), sign, m};
   }
+  return applied;
+}
+
+cv::Mat rand_augment(const cv::Mat& img, Philox& rng, const RandAugmentParams& p) {
+  RandAugStep steps[kMaxRandAugSteps];
+  const int n = randaug_plan(rng, p, steps);
+  cv::Mat cur = img;
+  for (int i = 0; i < n; ++i) cur = randaug_apply(cur, steps[i].op, steps[i].level, steps[i].sign, p);
   return cur;
 }
 

@@ -13,6 +13,7 @@
 #include <opencv2/core.hpp>
 
 #include "core/philox.h"
+#include "kernels/augment_args.h"
 
 namespace vt {
 
@@ -31,12 +32,36 @@ struct RandAugmentParams {
   cv::Vec3b fill{124, 116, 104};
 };
 
-// Applies the policy; returns the image (may alias the input).
+// One applied RandAugment op: which, its magnitude level in [0, max_level]
+// and the sign of its signed parameter (+1 / -1).
+struct RandAugStep {
+  RandAugOp op = RandAugOp::AutoContrast;
+  int sign = 1;
+  double level = 0;
+};
+constexpr int kMaxRandAugSteps = 16;  // num_ops is capped here (as rand_augment always did)
+
+// The policy's draws for one image, in timm's order (all ops first, then per
+// op: apply?, magnitude, sign), without the image: the draws never depend
+// on pixels. Writes the applied steps in order; returns their count.
+int randaug_plan(Philox& rng, const RandAugmentParams& p, RandAugStep* steps);
+
+// Applies the policy; returns the image (may alias the input):
+// randaug_plan, then randaug_apply of each step.
 cv::Mat rand_augment(const cv::Mat& img, Philox& rng, const RandAugmentParams& p = {});
 
 // Applies one op at `level` in [0, 10] with a fixed sign (+1 or -1 for the
 // signed ops), for tests and for reuse.
 cv::Mat randaug_apply(const cv::Mat& img, RandAugOp op, double level, int sign, const RandAugmentParams& p = {});
+
+// The parameters of one op at `level` with `sign` on a W x H image, as the
+// batched kernels take them (kernels/augment_args.h): the kind, the integer
+// (posterize bits, solarize threshold, solarize_add amount), the enhance
+// factor, the affine matrix and fill. randaug_apply applies exactly these.
+AugmentStepArgs randaug_step_args(RandAugOp op, double level, int sign, int W, int H, const RandAugmentParams& p = {});
+
+// Image.rotate(degrees, expand=False)'s inverse affine matrix for a W x H image.
+std::array<double, 6> pil_rotate_matrix(int W, int H, double degrees);
 
 // Pillow equivalents the ops are built from (exposed for tests).
 cv::Mat pil_autocontrast(const cv::Mat& img);

@@ -156,6 +156,11 @@ void ShardDataset::load(int64_t i, Philox& rng, float* out) const {
   process_image(b.data, b.size, name(i), cfg_, rng, out);
 }
 
+void ShardDataset::load_planned(int64_t i, Philox& rng, uint8_t* hwc, AugmentPlan* plan) const {
+  const Bytes b = bytes(i);
+  process_image_planned(b.data, b.size, name(i), cfg_, rng, hwc, plan);
+}
+
 void ShardDataset::will_need(const int64_t* indices, int64_t n) const {
   struct Range {
     size_t shard;

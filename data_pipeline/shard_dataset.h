@@ -45,6 +45,8 @@ class ShardDataset : public Dataset {
   // "<dir>/shard-000003.tar:000001234 (<class>/<file>)".
   std::string name(int64_t i) const override;
   void load(int64_t i, Philox& rng, float* out) const override;
+  bool has_augment_plans() const override { return cfg_.kind == ImagePipeline::DeitTrain; }
+  void load_planned(int64_t i, Philox& rng, uint8_t* hwc, AugmentPlan* plan) const override;
   void will_need(const int64_t* indices, int64_t n) const override;
 
   // The stored bytes of sample i (a view into the mapping, valid while the

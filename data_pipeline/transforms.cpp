@@ -80,7 +80,7 @@ void to_chw_normalized(const cv::Mat& img, const std::array<float, 3>& mean, con
   }
 }
 
-CropBox random_erasing(float* chw, int C, int H, int W, Philox& rng, const ErasingParams& p) {
+CropBox random_erasing_box(int H, int W, Philox& rng, const ErasingParams& p) {
   if (rng.uniform_double() >= p.probability) return {};
   const double area = static_cast<double>(H) * W;
   const double la0 = std::log(p.min_aspect), la1 = std::log(1.0 / p.min_aspect);
@@ -92,15 +92,24 @@ CropBox random_erasing(float* chw, int C, int H, int W, Philox& rng, const Erasi
     if (w < W && h < H) {
       const int top = static_cast<int>(rng.integer(0, H - h));
       const int left = static_cast<int>(rng.integer(0, W - w));
-      for (int c = 0; c < C; ++c)
-        for (int y = top; y < top + h; ++y) {
-          float* row = chw + (static_cast<size_t>(c) * H + y) * W;
-          for (int x = left; x < left + w; ++x) row[x] = static_cast<float>(rng.normal());
-        }
       return {top, left, h, w};
     }
   }
   return {};
+}
+
+void random_erasing_fill(float* chw, int C, int H, int W, const CropBox& box, Philox& rng) {
+  for (int c = 0; c < C; ++c)
+    for (int y = box.top; y < box.top + box.height; ++y) {
+      float* row = chw + (static_cast<size_t>(c) * H + y) * W;
+      for (int x = box.left; x < box.left + box.width; ++x) row[x] = static_cast<float>(rng.normal());
+    }
+}
+
+CropBox random_erasing(float* chw, int C, int H, int W, Philox& rng, const ErasingParams& p) {
+  const CropBox box = random_erasing_box(H, W, rng, p);
+  random_erasing_fill(chw, C, H, W, box, rng);
+  return box;
 }
 
 EvalGeometry eval_geometry(int W, int H, int resize, int crop) {

@@ -56,8 +56,17 @@ struct ErasingParams {
 };
 
 // timm RandomErasing(mode='pixel', count 1) on a CHW float image. Returns
-// the erased box (height 0 when skipped) for inspection.
+// the erased box (height 0 when skipped) for inspection:
+// random_erasing_box, then random_erasing_fill from the same rng.
 CropBox random_erasing(float* chw, int C, int H, int W, Philox& rng, const ErasingParams& p = {});
+
+// RandomErasing's box draws for an H x W image (height 0: not erased); the
+// pixel values are the rng's next draws (random_erasing_fill).
+CropBox random_erasing_box(int H, int W, Philox& rng, const ErasingParams& p = {});
+
+// Fills `box` of every channel with rng.normal() in C, y, x order (timm's
+// torch.empty(...).normal_() over the [C, h, w] patch), as float.
+void random_erasing_fill(float* chw, int C, int H, int W, const CropBox& box, Philox& rng);
 
 // DeiT eval geometry for a W x H source: resize shorter side to `resize`
 // (longer side int(resize*long/short)), then the center crop offsets

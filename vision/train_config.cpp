@@ -53,6 +53,7 @@ const ConfigSchema& vtrain_schema() {
         .optional("data.hflip", T::Bool, "true", "random horizontal flip")
         .optional("data.dct_scaling", T::Bool, "true", "JPEG DCT-domain downscaling")
         .optional("data.decode", T::String, "full", "full | crop: train JPEGs decoded whole, or only RandomResizedCrop's box (same pixels, less work)")
+        .optional("data.augment_on", T::String, "auto", "auto | host | device: augment in the loader's workers, or after the loader on the model's device (uint8 crops + per-sample plans, kernels/augment.h; CPU runs: its CPU twins); auto: device on CUDA (but host for several GPU processes with Mixup/CutMix), host on CPU")
         .optional("data.rand_augment", T::Bool, "true", "RandAugment rand-m9-mstd0.5-inc1")
         .optional("data.randaug_ops", T::Int, "2", "RandAugment ops per image")
         .optional("data.randaug_magnitude", T::Float, "9", "RandAugment magnitude m")
@@ -209,6 +210,13 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
     o.decode = parse_decode_mode(c.get<std::string>("data.decode"));
   } catch (const std::invalid_argument& e) {
     bad_value(c, "data.decode", e.what());
+  }
+  {
+    const std::string on = c.get<std::string>("data.augment_on");
+    if (on != "auto" && on != "host" && on != "device")
+      bad_value(c, "data.augment_on", "expected 'auto', 'host' or 'device', got '" + on + "'");
+    o.augment_on_auto = on == "auto";
+    o.augment_on_device = on == "device" || (on == "auto" && o.compute.device.is_cuda());
   }
   o.rand_augment = c.get<bool>("data.rand_augment");
   o.randaug_ops = static_cast<int>(int_in(c, "data.randaug_ops", 0, 64));

@@ -42,6 +42,16 @@ struct TrainOptions {
   std::vector<double> rrc_scale, rrc_ratio;
   bool hflip = true, rand_augment = true, dct_scaling = true;
   DecodeMode decode = DecodeMode::Full;  // data.decode (data_pipeline/decode_mode.h)
+  // data.augment_on: false = host (the loader's workers augment each
+  // sample); true = device: the workers stop at the uint8 crop and its plan
+  // (data_pipeline/augment_plan.h), the batch travels as uint8 (uploaded so
+  // on a GPU) and the trainer applies the batch's plans on the model's
+  // device before Mixup/CutMix (kernels/augment.h augment_apply; CPU runs:
+  // its CPU twins).
+  // auto (augment_on_auto): device on CUDA, host on CPU; the trainer falls
+  // back to host where device cannot run (several GPU processes mixing the
+  // global batch on the host).
+  bool augment_on_device = false, augment_on_auto = true;
   int randaug_ops = 2;
   double randaug_magnitude = 9, randaug_std = 0.5;
   double erasing_prob = 0.25;

@@ -15,9 +15,11 @@
 #include "core/log.h"
 #include "core/philox.h"
 #include "core/progress.h"
+#include "data_pipeline/augment_plan.h"
 #include "data_pipeline/batch_upload.h"
 #include "data_pipeline/loader.h"
 #include "core/allocator.h"
+#include "kernels/augment.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/mixup.h"
 #include "kernels/optim.h"
@@ -188,6 +190,9 @@ struct Trainer::Impl {
 
   struct StepWork {  // per-run buffers and constants of the step, on the model's device
     MixupParams mix;
+    AugmentSettings augment;  // data.augment_on=device: the plans' settings
+    Tensor augmented;         // data.augment_on=device: the batch after augment_apply (kernels/augment.h), model's device
+    AugmentScratch augment_scratch;  // and its buffers, kept: a step allocates nothing after the first
     Tensor logits, dlogits, targets;
     Tensor images, labels;  // GPU: the uploaded batch (the CPU step reads the loader's)
     BatchUploader* upload = nullptr;  // GPU: the pinned upload ring (data_pipeline/batch_upload.h)
@@ -231,6 +236,21 @@ struct Trainer::Impl {
     }
   }
 
+  // data.augment_on=device: `images` are the loader's uint8 crops [B, H, W, 3]
+  // (on the host, or uploaded); each sample's augmentation as the host's,
+  // on their device (kernels/augment.h), before Mixup/CutMix as there.
+  // `images` then views w.augmented, F32 [B, 3, H, W]. Else nothing.
+  static void augment_batch(Tensor& images, const std::vector<AugmentPlan>& plans, StepWork& w) {
+    if (images.dtype() != DType::U8) return;
+    const Shape& u = images.shape();
+    const Shape want{u[0], u[3], u[1], u[2]};
+    if (!w.augmented.defined() || w.augmented.shape() != want || w.augmented.device() != images.device())
+      w.augmented = Tensor::empty(want, DType::F32, images.device());
+    augment_apply(images, augment_batch_args(plans, w.augment, static_cast<int>(u[1]), static_cast<int>(u[2])),
+                  w.augmented, &w.augment_scratch);
+    images = w.augmented;
+  }
+
   // The model's part of a step on `batch` (batch b of the epoch):
   // (Mixup/CutMix) forward, loss, backward into the store's gradients.
   // Returns the loss (NaN on a GPU: it stays in w.stats); the update is
@@ -244,6 +264,7 @@ struct Trainer::Impl {
     }
     CrossEntropyResult ce;
     ps.zero_grad();
+    augment_batch(batch.images, batch.plans, w);
     if (o.mixing()) {
       Philox rng(o.seed, philox_stream(kPurposeTrainMix, static_cast<uint64_t>(epoch), static_cast<uint64_t>(b)));
       const Shape& s = batch.images.shape();
@@ -359,6 +380,7 @@ struct Trainer::Impl {
     Output forward_backward(int64_t) override {
       if (!(work.upload ? work.upload->next(work.device_batch) : loader.next(batch)))
         throw std::logic_error("vtrain: the loader ran dry inside an epoch");
+      if (work.upload) augment_batch(work.device_batch.images, work.device_batch.plans, work);
       evaluated_now = saved_now = false;
       const int64_t b = I.batch_in_epoch;
       const double lr = lr_at(I.o.sched, I.epoch, b, steps_per_epoch);
@@ -403,6 +425,7 @@ struct Trainer::Impl {
     bool splits_step() const override { return work.upload != nullptr && dist().world() == 1; }
     Output prepare_step(int64_t, std::string* why) override {
       if (!work.upload->next(work.device_batch)) throw std::logic_error("vtrain: the loader ran dry inside an epoch");
+      augment_batch(work.device_batch.images, work.device_batch.plans, work);
       evaluated_now = saved_now = false;
       const int64_t b = I.batch_in_epoch;
       Output out;
@@ -502,6 +525,12 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
     throw ConfigError("train.batch_size = " + std::to_string(o.batch_size) + " (the global batch) is not divisible by the " +
                       std::to_string(world) + " processes of this run");
   I.rank_batch = o.batch_size / world;
+  if (o.augment_on_device && o.compute.device.is_cuda() && world > 1 && o.mixing() && o.augment_on_auto)
+    o.augment_on_device = false;  // auto: the global batch is mixed on the host (below)
+  if (o.augment_on_device && o.compute.device.is_cuda() && world > 1 && o.mixing())
+    throw ConfigError("data.augment_on=device: a GPU run of " + std::to_string(world) +
+                      " processes mixes the global batch on the host before its upload (Mixup/CutMix pairs span "
+                      "ranks), which needs the batch augmented there: use data.augment_on=host");
   size_t epoch_samples = 0;
   try {
     epoch_samples = I.make_order(0, 0, 1).size();
@@ -569,11 +598,15 @@ TrainSummary Trainer::Impl::loop() {
   const TrainOptions& o = I.o;
   VisionTransformer& model = *I.model;
   ParamStore& ps = model.params();
-  // The input path a run takes is stated up front (data.format, data.decode;
-  // the augmentation runs on the host in every configuration today).
-  log().info("vtrain: device {} | input: {} ({}), decode {}, augmentation on the host", o.compute.describe(),
+  // The input path a run takes is stated up front (data.format, data.decode,
+  // data.augment_on).
+  log().info("vtrain: device {} | input: {} ({}), decode {}, {}", o.compute.describe(),
              o.data_format == "shards" ? "packed shards" : "image folder", o.data_root,
-             o.decode == DecodeMode::Crop ? "crop (region at the crop's DCT scale)" : "full");
+             o.decode == DecodeMode::Crop ? "crop (region at the crop's DCT scale)" : "full",
+             !o.augment_on_device ? std::string("augmentation on the host")
+             : o.compute.device.is_cuda()
+                 ? "augmentation on the device (uint8 crops + plans uploaded, CUDA kernels)"
+                 : "augmentation on the device path (uint8 crops + plans, its CPU twins on " + o.compute.device.str() + ")");
   log().info("vtrain: run {} | {} {} dim {} depth {} heads {} patch {} img {} | {} params | train {} images, val {}, {} classes",
              I.run->path(), o.preset, norm_scheme_name(o.vit.backbone.scheme), o.vit.backbone.dim, o.vit.backbone.depth,
              o.vit.backbone.heads, o.vit.patch_size, o.vit.img_size, ps.numel(), I.train_images(), I.val_ds->size(),
@@ -590,6 +623,7 @@ TrainSummary Trainer::Impl::loop() {
   lc.seed = o.seed;
   lc.on_corrupt = parse_on_corrupt(o.on_corrupt);
   lc.pinned_slots = o.compute.device.is_cuda();  // uploaded from pinned slots
+  lc.augment_plans = o.augment_on_device;        // the step applies them (forward_backward)
   Loader loader(I.train_ds, lc);
 
   StepWork work;
@@ -597,6 +631,7 @@ TrainSummary Trainer::Impl::loop() {
   work.mix.prob = o.mixup_prob, work.mix.switch_prob = o.mixup_switch_prob;
   work.mix.label_smoothing = o.label_smoothing;
   work.mix.num_classes = static_cast<int>(o.vit.num_classes);
+  work.augment = augment_settings(train_pipeline(o));
   LoopOptions lo;
   lo.log_every_steps = o.log_every_steps;
   lo.ckpt_every_steps = o.ckpt_every_steps;

@@ -86,3 +86,20 @@ TEST(Philox, BetaMean) {
   for (int i = 0; i < n; ++i) s += g.beta(2.0, 1.0);
   EXPECT_NEAR(s / n, 2.0 / 3.0, 0.01);  // a / (a + b)
 }
+
+// Philox::at(g.position()) draws what g draws next, at every lane of a
+// block (after u32, u64, double and normal draws), and reports the same position.
+TEST(Philox, AtPositionContinuesTheStream) {
+  for (int skip = 0; skip < 11; ++skip) {
+    vt::Philox g(0x123456789ABCull, vt::philox_stream(7, 8, 9), 3);
+    for (int k = 0; k < skip; ++k) (k % 3 == 2) ? (void)g.normal() : (void)g.next_u32();
+    const vt::PhiloxPosition p = g.position();
+    EXPECT_LT(p.lane, 4u);
+    vt::Philox h = vt::Philox::at(p);
+    EXPECT_EQ(h.position(), p);
+    for (int k = 0; k < 9; ++k) {
+      ASSERT_EQ(h.next_u32(), g.next_u32()) << "skip " << skip << " draw " << k;
+      ASSERT_EQ(h.normal(), g.normal()) << "skip " << skip << " draw " << k;
+    }
+  }
+}

@@ -120,6 +120,18 @@ TEST(TrainConfigChecks, DecodeMode) {
   EXPECT_EQ(options({"data.decode=crop"}).decode, DecodeMode::Crop);
 }
 
+TEST(TrainConfigChecks, AugmentOn) {
+  const std::string m = config_error({"data.augment_on=gpu"});
+  EXPECT_EQ(m.rfind("data.augment_on (command line)", 0), 0u) << m;
+  EXPECT_NE(m.find("'auto', 'host' or 'device'"), std::string::npos) << m;
+  EXPECT_NE(m.find("'gpu'"), std::string::npos) << m;
+  EXPECT_FALSE(options({"device=cpu"}).augment_on_device);  // the default, auto: host on the CPU
+  EXPECT_TRUE(options({"device=cpu"}).augment_on_auto);
+  EXPECT_FALSE(options({"device=cpu", "data.augment_on=host"}).augment_on_device);
+  EXPECT_TRUE(options({"device=cpu", "data.augment_on=device"}).augment_on_device);
+  EXPECT_FALSE(options({"device=cpu", "data.augment_on=device"}).augment_on_auto);
+}
+
 TEST(TrainConfigChecks, RunNameIsOnePathComponent) {
   for (const char* bad : {"name=..", "name=.", "name=a/b", "name=/abs", "name=sp ace", "name=a\\b"}) {
     const std::string m = config_error({bad});

@@ -155,6 +155,50 @@ TEST_F(TrainerTest, PackedShardsTrainBitwiseAsTheFolder) {
   EXPECT_NE(e.find("data.format=shards"), std::string::npos) << e;
 }
 
+// data.augment_on=device on a CPU run: the loader hands over uint8 crops and
+// their plans, the step applies them with the batched CPU twins before
+// Mixup/CutMix. Packed shards read that way train bitwise as the folder
+// read with host augmentation (losses; model, EMA and optimizer files at
+// every checkpoint), also when the device run is stopped at step 2 and
+// resumed (mid-epoch: the batches after the stop are the same), and the
+// first log line names where augmentation runs.
+TEST_F(TrainerTest, AugmentOnDeviceTrainsBitwiseAsTheHost) {
+  for (const char* split : {"train", "test"}) {
+    PackOptions po;
+    po.images_dir = data() + "/" + split;
+    po.out_dir = out("shards") + "/" + split;
+    po.progress = false;
+    ASSERT_GT(pack_shards(po).images, 0);
+  }
+  const std::vector<std::string> ov{"train.max_steps=6", "eval.every_epochs=1", "log.tensorboard=false",
+                                    "data.random_erasing=0.5", "device=cpu"};
+  const std::vector<double> host = run(parse(tiny_yaml(data(), out("h")), ov));
+  std::vector<std::string> dov = ov;
+  dov.push_back("data.format=shards");
+  dov.push_back("data.augment_on=device");
+  std::vector<std::string> first = dov;
+  first[0] = "train.max_steps=2";
+  std::vector<double> device = run(parse(tiny_yaml(out("shards"), out("d")), first));
+  for (double l : run(parse(tiny_yaml(out("shards"), out("d")), dov))) device.push_back(l);
+  ASSERT_EQ(host.size(), 6u);
+  EXPECT_EQ(device, host);
+  for (const char* step : {"step_1", "step_2", "step_4", "step_6"})
+    for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"}) {
+      const std::string a = out("h") + "/t/" + step + "/" + f, b = out("d") + "/t/" + step + "/" + f;
+      std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+      const std::string ba((std::istreambuf_iterator<char>(fa)), std::istreambuf_iterator<char>());
+      const std::string bb((std::istreambuf_iterator<char>(fb)), std::istreambuf_iterator<char>());
+      ASSERT_FALSE(ba.empty()) << a;
+      EXPECT_TRUE(ba == bb) << step << " " << f;
+    }
+  std::ifstream lh(out("h") + "/t/log.txt"), ld(out("d") + "/t/log.txt");
+  const std::string th((std::istreambuf_iterator<char>(lh)), std::istreambuf_iterator<char>());
+  const std::string td((std::istreambuf_iterator<char>(ld)), std::istreambuf_iterator<char>());
+  EXPECT_NE(th.find("augmentation on the host"), std::string::npos) << th;
+  EXPECT_NE(td.find("augmentation on the device path (uint8 crops + plans, its CPU twins on cpu)"), std::string::npos) << td;
+  EXPECT_EQ(td.find("augmentation on the host"), std::string::npos) << td;
+}
+
 TEST_F(TrainerTest, CheckpointLayoutAndRetention) {
   TrainSummary s;
   run(parse(tiny_yaml(data(), out("c")), {"ckpt.every_steps=0", "ckpt.keep_last=1", "eval.every_epochs=1"}), &s);

@@ -201,3 +201,36 @@ TEST_F(DeitTrainEmu, CudaGraphCaptureAllocatesOnce) {
 
 }  // namespace
 }  // namespace vt
+
+namespace vt {
+namespace {
+
+// data.augment_on=device on (emulated) CUDA: the loader's uint8 crops and
+// plans are uploaded and augmented by kernels/augment.h on the device
+// (RandAugment, flip, normalisation, RandomErasing at probability 0.5),
+// before Mixup/CutMix. The same 10 steps as the host-augmented GPU run bit
+// for bit (losses, model, EMA, optimizer moments), eagerly and with CUDA
+// Graph steps (the augmentation runs before the batch is copied into the
+// graph's fixed buffers), and a device-augmented run stopped at step 3
+// resumes onto the same weights.
+TEST_F(DeitTrainEmu, AugmentOnDeviceMatchesHostAugmentationBitForBit) {
+  for (const char* graph : {"off", "auto"}) {
+    auto ov = [&](const char* on) {
+      return std::vector<std::string>{"device=cuda", "precision=fp32", std::string("train.cuda_graph=") + graph,
+                                      "data.random_erasing=0.5", std::string("data.augment_on=") + on};
+    };
+    const std::string h = std::string("host_") + graph, d = std::string("dev_") + graph;
+    const auto host = train(h, "siamese", ov("host"));
+    std::vector<std::string> first = ov("device");
+    first.push_back("train.max_steps=3");
+    auto dev = train(d, "siamese", first);
+    for (double l : train(d, "siamese", ov("device"))) dev.push_back(l);
+    ASSERT_EQ(host.size(), 10u) << graph;
+    EXPECT_EQ(dev, host) << graph;
+    for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"})
+      EXPECT_EQ(vt_test::max_abs_diff(file(d, 10, f), file(h, 10, f)), 0.0) << graph << " " << f;
+  }
+}
+
+}  // namespace
+}  // namespace vt

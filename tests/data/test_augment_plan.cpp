@@ -1,0 +1,210 @@
+// The plan/apply split of DeiT's train augmentation (augment_plan.h) against
+// the interleaved pipeline it replaced: RandomResizedCrop, then flip,
+// rand_augment, to_chw_normalized and random_erasing all drawing from one
+// Philox as they go, on real ImageNet and CIFAR-10 JPEGs read in place.
+#include <gtest/gtest.h>
+
+#include <omp.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data_pipeline/augment_plan.h"
+#include "data_pipeline/dataset.h"
+#include "data_pipeline/decode.h"
+#include "data_pipeline/loader.h"
+#include "data_pipeline/sampler.h"
+#include "kernels/augment.h"
+
+namespace vt {
+namespace {
+
+const std::string kShared = VT_SHARED_DATA_DIR;
+
+// Settings that exercise every part: erasing at probability 1 (so the
+// normals path runs on every sample), RandAugment with 3 ops.
+ImagePipelineConfig heavy(int size) {
+  ImagePipelineConfig c;
+  c.size = size;
+  c.randaug.num_ops = 3;
+  c.erasing.probability = 1.0;
+  return c;
+}
+
+// The pre-split pipeline, from the crop on: the rng continues from the crop's draws.
+std::vector<float> interleaved(const cv::Mat& crop, Philox& rng, const ImagePipelineConfig& c) {
+  cv::Mat img = crop.clone();
+  if (c.hflip && rng.uniform_double() < 0.5) hflip_inplace(img);
+  if (c.rand_augment) img = rand_augment(img, rng, c.randaug);
+  std::vector<float> out(static_cast<size_t>(3) * c.size * c.size);
+  to_chw_normalized(img, c.mean, c.std, out.data());
+  if (c.random_erasing) random_erasing(out.data(), 3, c.size, c.size, rng, c.erasing);
+  return out;
+}
+
+// For `count` evenly spaced images of a folder and two draw streams each:
+// process_image (plan + apply) == the interleaved pipeline, bit for bit, and
+// the planned crop + apply_augment_plan == both. Returns how many samples
+// erased a box and applied at least one RandAugment op.
+int check_folder(const std::string& root, const ImagePipelineConfig& cfg, int count) {
+  ImageFolderDataset ds(root, cfg);
+  ImagePipelineConfig crop_only = cfg;  // the crop's draws and nothing after
+  crop_only.hflip = crop_only.rand_augment = crop_only.random_erasing = false;
+  const int S = cfg.size;
+  const size_t numel = static_cast<size_t>(3) * S * S;
+  int exercised = 0;
+  for (int k = 0; k < count; ++k) {
+    const int64_t i = k * ds.size() / count;
+    const std::vector<uint8_t> bytes = read_file_bytes(ds.name(i));
+    for (uint64_t draw : {uint64_t(0), uint64_t(977)}) {
+      const uint64_t stream = philox_stream(kPurposeAugment, 2, static_cast<uint64_t>(i) + draw);
+      std::vector<uint8_t> crop(static_cast<size_t>(S) * S * 3);
+      AugmentPlan unused;
+      Philox r_ref(11, stream);
+      process_image_planned(bytes.data(), bytes.size(), ds.name(i), crop_only, r_ref, crop.data(), &unused);
+      const std::vector<float> want = interleaved(cv::Mat(S, S, CV_8UC3, crop.data()), r_ref, cfg);
+
+      std::vector<float> got(numel), applied(numel);
+      Philox r_host(11, stream);
+      process_image(bytes.data(), bytes.size(), ds.name(i), cfg, r_host, got.data());
+      Philox r_plan(11, stream);
+      std::vector<uint8_t> crop2(crop.size());
+      AugmentPlan plan;
+      process_image_planned(bytes.data(), bytes.size(), ds.name(i), cfg, r_plan, crop2.data(), &plan);
+      apply_augment_plan(crop2.data(), S, S, plan, augment_settings(cfg), applied.data());
+
+      EXPECT_EQ(crop, crop2) << ds.name(i);
+      EXPECT_EQ(0, std::memcmp(want.data(), got.data(), numel * 4)) << ds.name(i) << " draw " << draw;
+      EXPECT_EQ(0, std::memcmp(want.data(), applied.data(), numel * 4)) << ds.name(i) << " draw " << draw;
+      if (plan.erase.height > 0 && plan.num_steps > 0) ++exercised;
+    }
+  }
+  return exercised;
+}
+
+TEST(AugmentPlan, PlanThenApplyIsTheInterleavedPipelineOnImageNet) {
+  const int n = check_folder(kShared + "/imagenet-samples", heavy(224), 24);
+  EXPECT_GT(n, 30);  // most of the 48 samples erase and run RandAugment
+}
+
+TEST(AugmentPlan, PlanThenApplyIsTheInterleavedPipelineOnCifar10) {
+  // CIFAR-10's recipe (configs/cifar10_*.yaml: 32 px, erasing 0.25) and the heavy one.
+  ImagePipelineConfig c;
+  c.size = 32;
+  check_folder(kShared + "/cifar10/test", c, 40);
+  EXPECT_GT(check_folder(kShared + "/cifar10/test", heavy(32), 40), 40);
+}
+
+// Every op reaches the plan: over many draws each of the 15 ops is planned
+// with both signs, and the plan's steps are what rand_augment applies
+// (same ops, levels and signs from the same stream).
+TEST(AugmentPlan, StepsAreRandAugmentsDraws) {
+  AugmentSettings s;
+  s.randaug.num_ops = 2;
+  int seen[kNumRandAugOps][2] = {};
+  for (uint64_t k = 0; k < 400; ++k) {
+    Philox a(3, k), b(3, k);
+    const AugmentPlan p = plan_augment(16, 16, a, s);
+    if (b.uniform_double() < 0.5) ASSERT_EQ(p.flip, 1);
+    else ASSERT_EQ(p.flip, 0);
+    RandAugStep steps[kMaxRandAugSteps];
+    const int n = randaug_plan(b, s.randaug, steps);
+    ASSERT_EQ(p.num_steps, n);
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(p.steps[i].op, steps[i].op);
+      EXPECT_EQ(p.steps[i].level, steps[i].level);
+      EXPECT_EQ(p.steps[i].sign, steps[i].sign);
+      EXPECT_GE(p.steps[i].level, 0.0);
+      EXPECT_LE(p.steps[i].level, 10.0);
+      ++seen[static_cast<int>(steps[i].op)][steps[i].sign > 0];
+    }
+    const CropBox e = random_erasing_box(16, 16, b, s.erasing);
+    EXPECT_EQ(p.erase, e);
+    EXPECT_EQ(p.erase_normals, b.position());
+  }
+  for (int op = 0; op < kNumRandAugOps; ++op)
+    for (int sg = 0; sg < 2; ++sg) EXPECT_GT(seen[op][sg], 0) << randaug_op_name(static_cast<RandAugOp>(op));
+}
+
+// The batched CPU twins (kernels/augment.h augment_apply on the plans'
+// kernel arguments) are per-sample apply_augment_plan (the host's cv::Mat
+// ops), whatever the thread count; inputs are left untouched.
+TEST(AugmentPlan, AugmentBatchIsPerSampleApply) {
+  ImageFolderDataset ds(kShared + "/imagenet-samples", heavy(64));
+  const int N = 6, S = 64;
+  Tensor u8 = Tensor::empty({N, S, S, 3}, DType::U8);
+  std::vector<AugmentPlan> plans(N);
+  for (int n = 0; n < N; ++n) {
+    Philox rng(5, static_cast<uint64_t>(n));
+    ds.load_planned(n * 97, rng, u8.u8() + static_cast<size_t>(n) * S * S * 3, &plans[static_cast<size_t>(n)]);
+  }
+  const Tensor before = u8.clone();
+  const size_t per = static_cast<size_t>(3) * S * S;
+  std::vector<float> want(N * per);
+  for (int n = 0; n < N; ++n)
+    apply_augment_plan(u8.u8() + n * per, S, S, plans[static_cast<size_t>(n)], augment_settings(heavy(64)),
+                       want.data() + n * per);
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    Tensor out = Tensor::full({N, 3, S, S}, -7.0f);
+    augment_apply(u8, augment_batch_args(plans, augment_settings(heavy(64)), S, S), out);
+    EXPECT_EQ(0, std::memcmp(out.f32(), want.data(), want.size() * 4)) << threads << " threads";
+  }
+  EXPECT_EQ(0, std::memcmp(before.u8(), u8.u8(), u8.nbytes()));
+  // Each sample also equals the dataset's own load() from the same stream.
+  for (int n = 0; n < N; ++n) {
+    Philox rng(5, static_cast<uint64_t>(n));
+    std::vector<float> direct(per);
+    ds.load(n * 97, rng, direct.data());
+    EXPECT_EQ(0, std::memcmp(direct.data(), want.data() + n * per, per * 4)) << n;
+  }
+  // A plan list shorter than the batch is refused.
+  plans.pop_back();
+  EXPECT_THROW(augment_apply(u8, augment_batch_args(plans, augment_settings(heavy(64)), S, S), Tensor::empty({N, 3, S, S})),
+               std::invalid_argument);
+}
+
+// The loader's augment_plans batches, applied, are its float batches.
+TEST(AugmentPlan, LoaderPlansApplyToTheFloatBatches) {
+  ImagePipelineConfig cfg = heavy(48);
+  auto ds = std::make_shared<ImageFolderDataset>(kShared + "/imagenet-samples", cfg);
+  EpochOrder order = train_order(ds->size(), 9, 1, 0, 1);
+  order.indices.resize(16), order.draw_ids.resize(16);
+  LoaderConfig lc;
+  lc.batch_size = 8;
+  lc.seed = 9;
+  std::vector<Batch> f, p;
+  for (bool planned : {false, true}) {
+    lc.augment_plans = planned;
+    lc.workers = planned ? 2 : 1;
+    Loader l(ds, lc);
+    l.start_epoch(1, order);
+    Batch b;
+    while (l.next(b)) (planned ? p : f).push_back(b);
+  }
+  ASSERT_EQ(f.size(), 2u);
+  ASSERT_EQ(p.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(p[k].images.dtype(), DType::U8);
+    EXPECT_EQ(p[k].images.shape(), (Shape{8, 48, 48, 3}));
+    ASSERT_EQ(p[k].plans.size(), 8u);
+    Tensor out = Tensor::empty({8, 3, 48, 48});
+    augment_apply(p[k].images, augment_batch_args(p[k].plans, augment_settings(cfg), 48, 48), out);
+    EXPECT_EQ(0, std::memcmp(out.f32(), f[k].images.f32(), out.nbytes())) << "batch " << k;
+    EXPECT_EQ(0, std::memcmp(p[k].labels.i32(), f[k].labels.i32(), p[k].labels.nbytes()));
+  }
+  // A pipeline without a plan (evaluation) and loader-side mixup are refused.
+  ImagePipelineConfig ev;
+  ev.kind = ImagePipeline::DeitEval;
+  ev.size = 48;
+  auto eval_ds = std::make_shared<ImageFolderDataset>(kShared + "/imagenet-samples", ev);
+  lc.augment_plans = true;
+  EXPECT_THROW(Loader(eval_ds, lc), std::invalid_argument);
+  lc.mixup = MixupParams{};
+  EXPECT_THROW(Loader(ds, lc), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vt
