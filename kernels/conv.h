@@ -41,6 +41,21 @@ struct Conv2dParams {
   // rounded to 10 mantissa bits). Ignored on the CPU and by the hand-written
   // kernel, which stay fp32.
   bool tf32 = false;
+  // CPU only: a 3x3 stride-1 dense convolution may use oneDNN's Winograd
+  // F(4x4, 3x3) kernel (2-3x the direct kernel's speed at 128-512 channels on
+  // AVX-512; its rounding error at those sizes is that of the direct fp32
+  // kernel, which the VAE parity tests check against float64 diffusers).
+  // Falls back to the direct kernel where oneDNN has no Winograd
+  // implementation (other ISAs, odd channel counts). Off by default: the FID
+  // Inception keeps the direct kernel that pytorch-fid's features were
+  // matched with. Ignored on CUDA.
+  bool cpu_winograd = false;
+  // CPU only: w does not change while its storage lives (a frozen model's
+  // weights), so its reorder into oneDNN's layout is made on the first call
+  // and reused (one copy per weight tensor; a copy whose storage was freed
+  // is dropped when the next new weight of that shape comes). Ignored on
+  // CUDA.
+  bool frozen_weights = false;
 };
 
 // [N, O, OH, OW] for input shape [N, C, H, W] and weight shape [O, C/G, KH, KW];
