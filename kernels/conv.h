@@ -16,7 +16,8 @@
 //   padding is symmetric (ph_end = ph) unless pad_h_end / pad_w_end are set
 //   (diffusers' Downsample2D pads (0, 1, 0, 1), i.e. right and bottom only).
 // Errors: std::invalid_argument naming the op, the tensor and its shape.
-// CPU through oneDNN (primitives cached by shape/strides). CUDA: cuDNN in
+// CPU through oneDNN (primitives cached by shape/strides; Winograd and a
+// once-per-weight reorder on request: cpu_winograd, frozen_weights). CUDA: cuDNN in
 // builds with it (VT_CUDNN_CONV, kernels/cuda/conv_cudnn.h: fp32 without
 // TF32 unless Conv2dParams::tf32), else, or when cuDNN has no algorithm for
 // the shape, or after set_conv_cudnn(false), the hand-written fp32
