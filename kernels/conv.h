@@ -47,15 +47,17 @@ struct Conv2dParams {
   // AVX-512; its rounding error at those sizes is that of the direct fp32
   // kernel, which the VAE parity tests check against float64 diffusers).
   // Falls back to the direct kernel where oneDNN has no Winograd
-  // implementation (other ISAs, odd channel counts). Off by default: the FID
+  // implementation (other ISAs, odd channel counts) and below 64 input
+  // channels, where the direct one is faster. Off by default: the FID
   // Inception keeps the direct kernel that pytorch-fid's features were
   // matched with. Ignored on CUDA.
   bool cpu_winograd = false;
   // CPU only: w does not change while its storage lives (a frozen model's
   // weights), so its reorder into oneDNN's layout is made on the first call
   // and reused (one copy per weight tensor; a copy whose storage was freed
-  // is dropped when the next new weight of that shape comes). Ignored on
-  // CUDA.
+  // is dropped when the next new weight of that shape comes). Memory: a
+  // Winograd copy is 4x its weight (6x6 tiles of 3x3 kernels); the VAE's
+  // copies add about 1.7 GB to the process. Ignored on CUDA.
   bool frozen_weights = false;
 };
 
