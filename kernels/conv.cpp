@@ -77,7 +77,10 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const 
 #endif
     return;
   }
-  cpu::conv2d_forward(d, x.f32(), w.f32(), bias.defined() ? bias.f32() : nullptr, y.f32());
+  cpu::CpuConvOptions opt;
+  opt.winograd = p.cpu_winograd;
+  if (p.frozen_weights) opt.weights_owner = w.storage();
+  cpu::conv2d_forward(d, x.f32(), w.f32(), bias.defined() ? bias.f32() : nullptr, y.f32(), opt);
 }
 
 void set_conv_cudnn(bool on) {

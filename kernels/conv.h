@@ -16,7 +16,8 @@
 //   padding is symmetric (ph_end = ph) unless pad_h_end / pad_w_end are set
 //   (diffusers' Downsample2D pads (0, 1, 0, 1), i.e. right and bottom only).
 // Errors: std::invalid_argument naming the op, the tensor and its shape.
-// CPU through oneDNN (primitives cached by shape/strides). CUDA: cuDNN in
+// CPU through oneDNN (primitives cached by shape/strides; Winograd and a
+// once-per-weight reorder on request: cpu_winograd, frozen_weights). CUDA: cuDNN in
 // builds with it (VT_CUDNN_CONV, kernels/cuda/conv_cudnn.h: fp32 without
 // TF32 unless Conv2dParams::tf32), else, or when cuDNN has no algorithm for
 // the shape, or after set_conv_cudnn(false), the hand-written fp32
@@ -41,6 +42,23 @@ struct Conv2dParams {
   // rounded to 10 mantissa bits). Ignored on the CPU and by the hand-written
   // kernel, which stay fp32.
   bool tf32 = false;
+  // CPU only: a 3x3 stride-1 dense convolution may use oneDNN's Winograd
+  // F(4x4, 3x3) kernel (2-3x the direct kernel's speed at 128-512 channels on
+  // AVX-512; its rounding error at those sizes is that of the direct fp32
+  // kernel, which the VAE parity tests check against float64 diffusers).
+  // Falls back to the direct kernel where oneDNN has no Winograd
+  // implementation (other ISAs, odd channel counts) and below 64 input
+  // channels, where the direct one is faster. Off by default: the FID
+  // Inception keeps the direct kernel that pytorch-fid's features were
+  // matched with. Ignored on CUDA.
+  bool cpu_winograd = false;
+  // CPU only: w does not change while its storage lives (a frozen model's
+  // weights), so its reorder into oneDNN's layout is made on the first call
+  // and reused (one copy per weight tensor; a copy whose storage was freed
+  // is dropped when the next new weight of that shape comes). Memory: a
+  // Winograd copy is 4x its weight (6x6 tiles of 3x3 kernels); the VAE's
+  // copies add about 1.7 GB to the process. Ignored on CUDA.
+  bool frozen_weights = false;
 };
 
 // [N, O, OH, OW] for input shape [N, C, H, W] and weight shape [O, C/G, KH, KW];

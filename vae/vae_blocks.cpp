@@ -83,7 +83,11 @@ Conv2dLayer Conv2dLayer::load(VaeWeights& w, const std::string& prefix, int64_t 
   const int64_t k = kind == Kind::Pointwise ? 1 : 3;
   c.weight = w.take(prefix + ".weight", {cout, cin, k, k});
   c.bias = w.take(prefix + ".bias", {cout});
-  if (kind == Kind::Same3x3) c.params.pad_h = c.params.pad_w = 1;
+  c.params.frozen_weights = true;  // the VAE is frozen
+  if (kind == Kind::Same3x3) {
+    c.params.pad_h = c.params.pad_w = 1;
+    c.params.cpu_winograd = true;  // the CPU VAE's time is in these convolutions
+  }
   if (kind == Kind::Downsample) {
     // Downsample2D(padding=0): F.pad(x, (0, 1, 0, 1)), then 3x3 stride 2.
     c.params.stride_h = c.params.stride_w = 2;

@@ -79,6 +79,40 @@ TEST(Conv2d, WritesIntoChannelSliceOfConcatBuffer) {
     }
 }
 
+TEST(Conv2d, WinogradMatchesNaiveDouble) {
+  // 64 input channels: oneDNN's Winograd kernel where the CPU has one (the
+  // direct kernel elsewhere); both within fp32 rounding of the reference.
+  Tensor x = evaltest::uniform({2, 64, 11, 10}, 7);
+  Tensor w = evaltest::uniform({32, 64, 3, 3}, 8, -0.1f, 0.1f);
+  Tensor b = evaltest::uniform({32}, 9);
+  Conv2dParams p = P(1, 1, 1, 1);
+  p.cpu_winograd = true;
+  Tensor y = Tensor::empty(conv2d_output_shape(x.shape(), w.shape(), p));
+  conv2d_forward(x, w, b, y, p);
+  evaltest::expect_near_all(naive_conv(x, w, b, p, y.shape()), y, 1e-5, 1e-5, "winograd");
+}
+
+TEST(Conv2d, FrozenWeightsFollowTheirStorage) {
+  // The reordered copy is per weight tensor: two live weights of one shape
+  // each get their own, and a weight freed and replaced (possibly at the
+  // same address) is not served from the old copy.
+  Tensor x = evaltest::uniform({1, 64, 9, 9}, 10);
+  Conv2dParams p = P(1, 1, 1, 1);
+  p.frozen_weights = true;
+  for (bool winograd : {false, true}) {
+    p.cpu_winograd = winograd;
+    Tensor keep = evaltest::uniform({16, 64, 3, 3}, 11, -0.1f, 0.1f);
+    for (uint64_t seed = 12; seed < 15; ++seed) {
+      Tensor w = evaltest::uniform({16, 64, 3, 3}, seed, -0.1f, 0.1f);
+      for (const Tensor* wt : {&keep, &w}) {
+        Tensor y = Tensor::empty(conv2d_output_shape(x.shape(), wt->shape(), p));
+        conv2d_forward(x, *wt, Tensor(), y, p);
+        evaltest::expect_near_all(naive_conv(x, *wt, Tensor(), p, y.shape()), y, 1e-5, 1e-5, "frozen");
+      }
+    }
+  }
+}
+
 TEST(Conv2d, RejectsBadShapes) {
   Tensor x = Tensor::zeros({1, 3, 8, 8});
   Tensor w = Tensor::zeros({4, 2, 3, 3});
