@@ -52,7 +52,7 @@ const ConfigSchema& dittrain_schema() {
         .optional("vae.path", T::String, "~", "AutoencoderKL folder (diffusers) for extract and sample decoding")
         .optional("vae.precision", T::String, "auto",
                   "the VAE's arithmetic on the device key's device: auto (tf32 on CUDA, as DiT's sample.py; fp32 on "
-                  "the CPU) | fp32 | tf32 (CUDA only); bf16 is not supported yet")
+                  "the CPU) | fp32 | tf32 (CUDA only) | bf16 (CUDA only: diffusers' vae.to(torch.bfloat16))")
         .optional("train.batch_size", T::Int, "256", "global batch size (images per optimiser step)")
         .optional("train.steps", T::Int, "400000", "optimiser steps")
         .optional("train.max_steps", T::Int, "~", "stop after this many steps, >= 1 (unset: train.steps; the run is resumable)")
@@ -174,12 +174,10 @@ DitTrainConfig dit_train_config(const Config& config, const std::string& config_
       try {
         t.vae_precision = parse_vae_precision(vp);
       } catch (const std::invalid_argument&) {
-        bad_value(c, "vae.precision", "expected auto | fp32 | tf32, got '" + vp + "'");
+        bad_value(c, "vae.precision", "expected auto | fp32 | tf32 | bf16, got '" + vp + "'");
       }
-      check(c, t.vae_precision != VaePrecision::Bf16, "vae.precision",
-            "'bf16' is not supported yet (the convolutions take fp32 tensors); use auto, fp32 or tf32");
-      check(c, t.vae_precision != VaePrecision::Tf32 || t.compute.device.is_cuda(), "vae.precision",
-            "'tf32' needs a CUDA device (device resolved to " + t.compute.device.str() +
+      check(c, t.vae_precision == VaePrecision::Fp32 || t.compute.device.is_cuda(), "vae.precision",
+            "'" + vp + "' needs a CUDA device (device resolved to " + t.compute.device.str() +
                 "; the CPU computes in fp32); use auto or fp32");
     }
   }

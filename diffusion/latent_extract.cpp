@@ -98,8 +98,8 @@ ExtractReport extract_latents(const AutoencoderKL& vae, const ExtractOptions& o)
                                 o.images_dir + "' has " + std::to_string(folder.num_classes()) + " class folders");
   fs::create_directories(o.out_dir);
   SafetensorsMetadata meta = shard_metadata(o, folder);
-  // The encoder's arithmetic (vae.precision): fp32 and tf32 latents differ
-  // by TF32's rounding, so one folder holds one of them.
+  // The encoder's arithmetic (vae.precision): fp32, tf32 and bf16 latents
+  // differ by their roundings, so one folder holds one of them.
   meta["vae_precision"] = vae_precision_name(vae.precision());
   const int64_t S = o.image_size, h = S / f, copies = o.hflip_copies ? 2 : 1;
   const int64_t n_shards = (folder.size() + o.shard_size - 1) / o.shard_size;

@@ -21,7 +21,7 @@
 // options; a rerun into the same folder with other options, another VAE's
 // weights or other images is an error naming out=, the shard and the key.
 //
-// `vae_precision` (fp32 | tf32) is recorded too: a folder holds latents of
+// `vae_precision` (fp32 | tf32 | bf16) is recorded too: a folder holds latents of
 // one arithmetic (shards written before the key existed count as fp32).
 //
 // Device: the VAE encodes where it lives (vae.device(), vae.precision():

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kernels/cpu/conv.h"
+#include "kernels/elementwise.h"
 #include "kernels/op_checks.h"
 #ifdef VT_CUDA
 #include "kernels/cuda/conv.h"
@@ -21,6 +22,25 @@ std::string params_str(const Conv2dParams& p) {
          std::to_string(pad_w_end(p)) + "), dilation (" + std::to_string(p.dilation_h) +
          ", " + std::to_string(p.dilation_w) + "), groups " + std::to_string(p.groups);
 }
+
+#ifdef VT_CUDA
+// BF16 where cuDNN is absent, off or has no algorithm: the operands widened
+// to fp32 (exact), the hand-written fp32 kernel, the result (bias included)
+// rounded once to bf16 and copied into y's strides.
+void conv2d_bf16_by_fp32(const Conv2dDesc& d0, const Tensor& x, const Tensor& w, const float* b, const Tensor& y) {
+  const Device dev = x.device();
+  Tensor xf = Tensor::empty(x.shape(), DType::F32, dev), wf = Tensor::empty(w.shape(), DType::F32, dev);
+  convert(x.contiguous(), xf);
+  convert(w, wf);
+  Tensor yf = Tensor::empty(y.shape(), DType::F32, dev), yb = Tensor::empty(y.shape(), DType::BF16, dev);
+  Conv2dDesc d = d0;
+  for (int i = 0; i < 4; ++i) d.x_strides[i] = xf.strides()[i], d.y_strides[i] = yf.strides()[i];
+  cuda::conv2d_forward(d, xf.f32(), wf.f32(), b, yf.f32());
+  convert(yf, yb);
+  Tensor out = y;  // a handle on y's storage
+  out.copy_from(yb);
+}
+#endif
 
 }  // namespace
 
@@ -45,11 +65,11 @@ Shape conv2d_output_shape(const Shape& x, const Shape& w, const Conv2dParams& p)
 
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const Conv2dParams& p) {
   const char* op = "conv2d_forward";
-  opcheck::dtype(op, "x", x, DType::F32);
-  opcheck::dtype(op, "w", w, DType::F32);
+  const DType io = opcheck::io_dtype(op, "x", x);
+  opcheck::dtype(op, "w", w, io);
   opcheck::contiguous(op, "w", w);
   const Shape out = conv2d_output_shape(x.shape(), w.shape(), p);
-  opcheck::dtype(op, "y", y, DType::F32);
+  opcheck::dtype(op, "y", y, io);
   opcheck::shape(op, "y", y, out);
   if (x.strides()[3] != 1 && x.size(3) > 1) opcheck::fail(op, opcheck::desc("x", x) + " must have W stride 1");
   if (y.strides()[3] != 1 && y.size(3) > 1) opcheck::fail(op, opcheck::desc("y", y) + " must have W stride 1");
@@ -68,11 +88,12 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const 
   if (opcheck::on_cuda(op, x)) {
 #ifdef VT_CUDA
     const float* b = bias.defined() ? bias.f32() : nullptr;
+    const bool bf16 = io == DType::BF16;
 #ifdef VT_CUDNN_CONV
-    if (cuda::conv_cudnn() &&
-        cuda::conv2d_cudnn(d, x.f32(), w.f32(), b, y.f32(), p.tf32 ? cuda::ConvMath::Tf32 : cuda::ConvMath::Fp32))
-      return;
+    const cuda::ConvMath math = bf16 ? cuda::ConvMath::Bf16 : p.tf32 ? cuda::ConvMath::Tf32 : cuda::ConvMath::Fp32;
+    if (cuda::conv_cudnn() && cuda::conv2d_cudnn(d, x.raw(), w.raw(), b, y.raw(), math)) return;
 #endif
+    if (bf16) return conv2d_bf16_by_fp32(d, x, w, b, y);
     cuda::conv2d_forward(d, x.f32(), w.f32(), b, y.f32());
 #endif
     return;

@@ -5,7 +5,7 @@
 // optionally followed by ReLU (fused as a oneDNN post-op, used for folded
 // Conv+BN+ReLU units).
 //
-// Shapes (F32, CPU or CUDA, all tensors on one device):
+// Shapes (all tensors on one device):
 //   x    [N, C, H, W]           any strides with W contiguous (stride 1)
 //   w    [O, C/G, KH, KW]       contiguous
 //   bias [O] contiguous, or an undefined Tensor for no bias
@@ -15,13 +15,23 @@
 //   OH = (H + ph + ph_end - dh (KH - 1) - 1) / sh + 1   (floor), likewise OW;
 //   padding is symmetric (ph_end = ph) unless pad_h_end / pad_w_end are set
 //   (diffusers' Downsample2D pads (0, 1, 0, 1), i.e. right and bottom only).
-// Errors: std::invalid_argument naming the op, the tensor and its shape.
+// Dtypes: x, w, y F32 (CPU or CUDA), or all three BF16 on CUDA only (what
+// PyTorch runs for a bf16 nn.Conv2d: cuDNN with bf16 data and fp32
+// accumulation, ConvMath::Bf16); bias always F32 (a caller following a bf16
+// module passes its bf16 bias values widened to fp32, the same numbers).
+// BF16 through cuDNN: y = bf16(bf16(conv) + bias), the conv rounded to bf16
+// and the bias added by a separate pass and rounded again, as PyTorch's
+// cudnn_convolution + add_ of the bias; through the hand-written kernel
+// (no cuDNN, or none for the shape): operands widened to fp32 exactly, y =
+// bf16(conv + bias) rounded once.
+// Errors: std::invalid_argument naming the op, the tensor and its shape (or
+// its dtype: BF16 on the CPU, or mixed dtypes).
 // CPU through oneDNN (primitives cached by shape/strides; Winograd and a
 // once-per-weight reorder on request: cpu_winograd, frozen_weights). CUDA: cuDNN in
 // builds with it (VT_CUDNN_CONV, kernels/cuda/conv_cudnn.h: fp32 without
 // TF32 unless Conv2dParams::tf32), else, or when cuDNN has no algorithm for
 // the shape, or after set_conv_cudnn(false), the hand-written fp32
-// implicit-GEMM kernel (kernels/cuda/conv.h; no TF32). Same shapes and
+// implicit-GEMM kernel (kernels/cuda/conv.h; no TF32; BF16 as above). Same shapes and
 // strides on every path; fp32 results agree with the CPU to fp32
 // accumulation-order rounding.
 #pragma once
@@ -40,7 +50,7 @@ struct Conv2dParams {
   bool relu = false;  // y = max(0, conv(x) + bias)
   // CUDA with cuDNN only: TF32 tensor cores allowed (ConvMath::Tf32, inputs
   // rounded to 10 mantissa bits). Ignored on the CPU and by the hand-written
-  // kernel, which stay fp32.
+  // kernel, which stay fp32, and for BF16 tensors.
   bool tf32 = false;
   // CPU only: a 3x3 stride-1 dense convolution may use oneDNN's Winograd
   // F(4x4, 3x3) kernel (2-3x the direct kernel's speed at 128-512 channels on

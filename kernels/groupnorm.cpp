@@ -13,10 +13,10 @@ namespace vt {
 void groupnorm_forward(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias, float eps,
                        const Tensor& y, bool silu) {
   const char* op = "groupnorm_forward";
-  opcheck::dtype(op, "x", x, DType::F32);
+  const DType io = opcheck::io_dtype(op, "x", x);
   opcheck::contiguous(op, "x", x);
   if (x.dim() < 2) opcheck::fail(op, opcheck::desc("x", x) + " must be at least 2-d [N, C, ...]");
-  opcheck::f32_like(op, "y", y, x.shape());
+  opcheck::like(op, "y", y, x.shape(), io);
   const int64_t n = x.size(0), c = x.size(1);
   if (num_groups < 1 || c % num_groups != 0)
     opcheck::fail(op, "num_groups " + std::to_string(num_groups) + " must divide the channels C = " +
@@ -30,7 +30,7 @@ void groupnorm_forward(const Tensor& x, int64_t num_groups, const Tensor& weight
   const float* b = bias.defined() ? bias.f32() : nullptr;
   if (opcheck::on_cuda(op, x)) {
 #ifdef VT_CUDA
-    return cuda::groupnorm_forward(x.f32(), w, b, y.f32(), n, c, spatial, num_groups, eps, silu);
+    return cuda::groupnorm_forward(x.raw(), w, b, y.raw(), io, n, c, spatial, num_groups, eps, silu);
 #endif
   }
   cpu::groupnorm_forward(x.f32(), w, b, y.f32(), n, c, spatial, num_groups, eps, silu);

@@ -9,9 +9,13 @@
 // Statistics: two passes (mean, centred squares), float partial sums over
 // blocks of 1024 elements added in double.
 //
-// Shapes (F32, CPU or CUDA, all tensors on one device): x [N, C, ...]
-// contiguous, at least 2-d; y the same shape, contiguous, may alias x. C must
-// be divisible by num_groups.
+// Shapes (all tensors on one device): x [N, C, ...] contiguous, at least
+// 2-d; y the same shape and dtype, contiguous, may alias x. C must be
+// divisible by num_groups. Dtypes: x, y F32 (CPU or CUDA), or BF16 on CUDA
+// (PyTorch's CUDA group_norm for bf16: the same fp32 statistics and
+// arithmetic over the bf16 inputs, each output, after SiLU when fused,
+// rounded once to bf16 - PyTorch's unfused GroupNorm then SiLU rounds twice,
+// a difference of at most one bf16 rounding); weight, bias F32.
 // CPU: OpenMP over the N*G rows. CUDA (kernels/cuda/groupnorm.h): the same
 // two passes, float sums over chunks of 4096 elements added in double in
 // chunk order (deterministic), SiLU with expf (the CPU's is a 2-ulp

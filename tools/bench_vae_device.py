@@ -11,14 +11,18 @@ random weights, random images in [-1, 1] of size x size, a batch of --batch;
 timed (best of --repeats after a warm-up call): encode (the posterior, its
 mean copied to the host) and decode of the means (the images copied to the
 host), as check_vae_device does. Precisions: fp32 (TF32 off for cuDNN and
-matmuls: torch.backends.cudnn.allow_tf32 = False, as vae.precision fp32)
-and tf32 (both allowed: DiT's sample.py, vae.precision's CUDA default).
+matmuls: torch.backends.cudnn.allow_tf32 = False, as vae.precision fp32),
+tf32 (both allowed: DiT's sample.py, vae.precision's CUDA default) and bf16
+(a copy of the model after vae.to(torch.bfloat16), the images converted to
+bf16 on entry and the results to float32 before the copy to the host, as
+vae.precision bf16 returns F32).
 --compile also times torch.compile'd encode/decode and keeps PyTorch's
 faster figure per call (the reference is PyTorch at its best). Prints one
 JSON line per implementation and the ratios vtrain / diffusers.
 Needs torch with CUDA and diffusers.
 """
 import argparse
+import copy
 import json
 import os
 import subprocess
@@ -32,6 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vae_fixture import SD_VAE  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PRECISIONS = ("fp32", "tf32", "bf16")
 
 
 def best(f, repeats):
@@ -50,18 +55,21 @@ def diffusers_rates(a):
     vae = AutoencoderKL(**SD_VAE).cuda().eval()
     x = (torch.rand(a.batch, 3, a.size, a.size, device="cuda") * 2 - 1).contiguous()
     out = {}
-    for prec in ("fp32", "tf32"):
+    for prec in PRECISIONS:
         torch.backends.cudnn.allow_tf32 = prec == "tf32"
         torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
-        variants = [("eager", vae.encode, vae.decode)]
+        m, xin = vae, x
+        if prec == "bf16":
+            m, xin = copy.deepcopy(vae).to(torch.bfloat16), x.to(torch.bfloat16)
+        variants = [("eager", m.encode, m.decode)]
         if a.compile:
-            variants.append(("compile", torch.compile(vae.encode), torch.compile(vae.decode)))
+            variants.append(("compile", torch.compile(m.encode), torch.compile(m.decode)))
         rates = {}
         with torch.inference_mode():
-            mean = vae.encode(x).latent_dist.mean
+            mean = m.encode(xin).latent_dist.mean
             for name, enc, dec in variants:
-                e = best(lambda: enc(x).latent_dist.mean.cpu(), a.repeats)
-                d = best(lambda: dec(mean).sample.cpu(), a.repeats)
+                e = best(lambda: enc(xin).latent_dist.mean.float().cpu(), a.repeats)
+                d = best(lambda: dec(mean).sample.float().cpu(), a.repeats)
                 rates[name] = {"encode_images_per_s": a.batch / e, "decode_images_per_s": a.batch / d}
         out[prec] = {k: max(r[k] for r in rates.values()) for k in ("encode_images_per_s", "decode_images_per_s")}
         out[prec]["variants"] = rates
@@ -90,7 +98,7 @@ def main():
     ref = diffusers_rates(a)
     print(json.dumps({"impl": "diffusers", "batch": a.batch, "size": a.size, "torch": torch.__version__, **ref}))
     ratios = {p: {k.split("_")[0] + "_ratio": round(cpp[p][k] / ref[p][k], 3)
-                  for k in ("encode_images_per_s", "decode_images_per_s")} for p in ("fp32", "tf32")}
+                  for k in ("encode_images_per_s", "decode_images_per_s")} for p in PRECISIONS}
     print(json.dumps({"bench": "vae_device_vs_diffusers", "vtrain_over_diffusers": ratios, "target": 1.2}))
 
 

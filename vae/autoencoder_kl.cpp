@@ -32,8 +32,8 @@ AutoencoderKL AutoencoderKL::load(const std::string& path, Device device, VaePre
   AutoencoderKLConfig cfg;
   if (fs::is_regular_file(config, ec)) cfg = AutoencoderKLConfig::from_json_file(config.string());
   AutoencoderKL vae(cfg, load_safetensors(weights.string()), weights.string());
-  vae.to(device);
-  vae.set_precision(precision);  // after the move: tf32 is checked against the device
+  vae.precision_ = precision;
+  vae.to(device);  // checks the precision against the device; one upload
   return vae;
 }
 
@@ -44,6 +44,7 @@ AutoencoderKL::AutoencoderKL(const AutoencoderKLConfig& config, std::map<std::st
   VaeWeights w(std::move(state_dict), source);
   build(w);
   w.expect_all_used();
+  place();  // the CPU, fp32: the forward's parameters are the masters themselves
 }
 
 AutoencoderKL::AutoencoderKL(const AutoencoderKLConfig& config) : cfg_(config) { cfg_.validate("(shapes)"); }
@@ -126,11 +127,28 @@ class MatmulTf32Scope {
 };
 
 void check_precision(VaePrecision p, Device device) {
-  if (p == VaePrecision::Bf16)
+  if (p == VaePrecision::Bf16 && device.is_cpu())
     throw std::invalid_argument(
-        "vae.precision: 'bf16' is not supported yet (the convolution op takes F32 only); use fp32 or tf32");
+        "vae.precision: 'bf16' needs a CUDA device (the VAE on the CPU computes in fp32)");
   if (p == VaePrecision::Tf32 && device.is_cpu())
     throw std::invalid_argument("vae.precision: 'tf32' needs a CUDA device (the VAE on the CPU computes in fp32)");
+}
+
+// x (F32, any device) on `device` in the activation dtype of precision p:
+// BF16 for bf16 (rounded once, as diffusers' caller's .to(torch.bfloat16)).
+Tensor entry(const Tensor& x, Device device, VaePrecision p) {
+  Tensor d = x.contiguous().to(device);
+  if (p != VaePrecision::Bf16) return d;
+  Tensor b = Tensor::empty(d.shape(), DType::BF16, device);
+  convert(d, b);
+  return b;
+}
+// A result back in F32 (bf16 values widened exactly).
+Tensor exit_f32(const Tensor& y) {
+  if (y.dtype() == DType::F32) return y;
+  Tensor f = Tensor::empty(y.shape(), DType::F32, y.device());
+  convert(y.contiguous(), f);
+  return f;
 }
 
 }  // namespace
@@ -148,29 +166,29 @@ void AutoencoderKL::to(Device device) {
 }
 
 void AutoencoderKL::place() {
-  const bool tf32 = precision_ == VaePrecision::Tf32;
-  enc_.conv_in.to(device_, tf32);
+  const VaePrecision pr = precision_;
+  enc_.conv_in.to(device_, pr);
   for (auto& level : enc_.resnets)
-    for (auto& r : level) r.to(device_, tf32);
-  for (auto& d : enc_.downsamplers) d.to(device_, tf32);
-  enc_.mid.to(device_, tf32);
-  enc_.norm_out.to(device_);
-  enc_.conv_out.to(device_, tf32);
-  dec_.conv_in.to(device_, tf32);
-  dec_.mid.to(device_, tf32);
+    for (auto& r : level) r.to(device_, pr);
+  for (auto& d : enc_.downsamplers) d.to(device_, pr);
+  enc_.mid.to(device_, pr);
+  enc_.norm_out.to(device_, pr);
+  enc_.conv_out.to(device_, pr);
+  dec_.conv_in.to(device_, pr);
+  dec_.mid.to(device_, pr);
   for (auto& level : dec_.resnets)
-    for (auto& r : level) r.to(device_, tf32);
-  for (auto& u : dec_.upsamplers) u.to(device_, tf32);
-  dec_.norm_out.to(device_);
-  dec_.conv_out.to(device_, tf32);
-  if (has_quant_) quant_conv_.to(device_, tf32);
-  if (has_post_quant_) post_quant_conv_.to(device_, tf32);
+    for (auto& r : level) r.to(device_, pr);
+  for (auto& u : dec_.upsamplers) u.to(device_, pr);
+  dec_.norm_out.to(device_, pr);
+  dec_.conv_out.to(device_, pr);
+  if (has_quant_) quant_conv_.to(device_, pr);
+  if (has_post_quant_) post_quant_conv_.to(device_, pr);
 }
 
 AutoencoderKL::Posterior AutoencoderKL::encode(const Tensor& images) const {
   check_input("encode", "images", images, cfg_.in_channels);
   MatmulTf32Scope gemm_math(device_, precision_);
-  Tensor h = enc_.conv_in(images.contiguous().to(device_));
+  Tensor h = enc_.conv_in(entry(images, device_, precision_));
   for (size_t i = 0; i < enc_.resnets.size(); ++i) {
     for (const auto& r : enc_.resnets[i]) h = r(h);
     if (i < enc_.downsamplers.size()) h = enc_.downsamplers[i](h);
@@ -181,28 +199,29 @@ AutoencoderKL::Posterior AutoencoderKL::encode(const Tensor& images) const {
   if (has_quant_) h = quant_conv_(h);
   const int64_t lat = cfg_.latent_channels;
   Posterior p;
-  p.mean = h.slice(1, 0, lat).contiguous();
-  p.logvar = h.slice(1, lat, 2 * lat).contiguous();
-  clamp(p.logvar, -30.f, 20.f, p.logvar);
+  p.mean = exit_f32(h.slice(1, 0, lat).contiguous());
+  Tensor logvar = h.slice(1, lat, 2 * lat).contiguous();
+  clamp(logvar, -30.f, 20.f, logvar);  // in the activation dtype, as diffusers
+  p.logvar = exit_f32(logvar);
   return p;
 }
 
 Tensor AutoencoderKL::decode(const Tensor& z) const {
   check_input("decode", "z", z, cfg_.latent_channels);
   MatmulTf32Scope gemm_math(device_, precision_);
-  const Tensor zd = z.contiguous().to(device_);
+  const Tensor zd = entry(z, device_, precision_);
   Tensor h = has_post_quant_ ? post_quant_conv_(zd) : zd;
   h = dec_.mid(dec_.conv_in(h));
   for (size_t i = 0; i < dec_.resnets.size(); ++i) {
     for (const auto& r : dec_.resnets[i]) h = r(h);
     if (i < dec_.upsamplers.size()) {
-      Tensor up = Tensor::empty({h.size(0), h.size(1), 2 * h.size(2), 2 * h.size(3)}, DType::F32, h.device());
+      Tensor up = Tensor::empty({h.size(0), h.size(1), 2 * h.size(2), 2 * h.size(3)}, h.dtype(), h.device());
       upsample_nearest2x(h, up);
       h = dec_.upsamplers[i](up);
     }
   }
   dec_.norm_out.apply_inplace(h, true);
-  return dec_.conv_out(h);
+  return exit_f32(dec_.conv_out(h));
 }
 
 }  // namespace vt

@@ -32,13 +32,20 @@
 // through cuBLAS). Their input may live on the CPU or on any device: it is
 // copied to the VAE's device first; the results are on the VAE's device.
 // precision (vae_precision.h): fp32 (default; equal to the CPU to fp32
-// rounding) or tf32 on CUDA; bf16 is refused.
+// rounding), or tf32 or bf16 on CUDA. bf16 follows diffusers'
+// vae.to(torch.bfloat16): weights and activations bf16 (vae_blocks.h), the
+// F32 input rounded to bf16 on entry, every layer's output rounded to bf16,
+// and the results (mean, logvar, images) returned as F32 tensors holding
+// the bf16 values, so callers see the same dtypes at every precision.
+// The F32 master weights stay on the host (host memory: 4 bytes per
+// parameter, 335 MB for sd-vae-ft-*); the device holds what the precision
+// computes with (4 or, for bf16, 2 bytes per weight).
 //
 // Errors: std::runtime_error naming the file (and key or tensor): a missing
 // folder or safetensors file, a bad config.json, a tensor missing, unexpected
 // or of another shape (e.g. other channel counts than config.json says);
 // std::invalid_argument naming the tensor for inputs of the wrong shape, and
-// naming vae.precision for bf16, or tf32 on the CPU.
+// naming vae.precision for tf32 or bf16 on the CPU.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -68,18 +75,22 @@ class AutoencoderKL {
 
   const AutoencoderKLConfig& config() const { return cfg_; }
 
-  // Moves every weight to `device` (one upload; a no-op when already there).
-  // Throws for tf32 precision on the CPU.
+  // Moves every weight to `device` (one upload from the host masters; on
+  // the CPU the masters themselves). Throws for tf32 or bf16 precision on
+  // the CPU.
   void to(Device device);
-  // Throws std::invalid_argument naming vae.precision for bf16, or tf32 on
-  // the CPU; the setting holds for every later encode/decode, whose GEMMs run
-  // with TF32 exactly when it is tf32 (the process-wide matmul setting,
-  // kernels/matmul.h, is set for the call and restored after it).
+  // Throws std::invalid_argument naming vae.precision for tf32 or bf16 on
+  // the CPU; the setting holds for every later encode/decode (re-derived
+  // from the F32 masters, so switching back and forth rounds nothing twice),
+  // whose fp32 GEMMs run with TF32 exactly when it is tf32 (the process-wide
+  // matmul setting, kernels/matmul.h, is set for the call and restored
+  // after it); bf16's GEMMs take bf16 operands with fp32 accumulation.
   void set_precision(VaePrecision precision);
   Device device() const { return device_; }
   VaePrecision precision() const { return precision_; }
 
-  // Posterior of images [N, in_channels, H, W] F32 in [-1, 1] (any strides, any device):
+  // Posterior of images [N, in_channels, H, W] F32 in [-1, 1] (any strides, any device;
+  // the results F32 at every precision):
   // mean and logvar [N, latent_channels, ceil(H / f), ceil(W / f)],
   // f = config().downsample_factor(); logvar clamped to [-30, 20]. Unscaled
   // (multiply a sample by scaling_factor for DiT).
@@ -99,7 +110,8 @@ class AutoencoderKL {
   AutoencoderKLConfig cfg_;
   Device device_ = Device::cpu();
   VaePrecision precision_ = VaePrecision::Fp32;
-  // Every layer's parameters to device_, the convolutions' tf32 flag from precision_.
+  // Every layer's forward parameters derived from the host masters onto
+  // device_ in precision_ (vae_blocks.h), the convolutions' tf32 flag too.
   void place();
   struct Encoder {
     Conv2dLayer conv_in, conv_out;

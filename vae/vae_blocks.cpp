@@ -13,6 +13,16 @@ namespace {
 
 constexpr float kVaeEps = 1e-6f;  // resnet_eps and the attention group_norm eps of AutoencoderKL
 
+// A weight as the forward uses it on `device`: BF16 for bf16, else F32.
+Tensor run_weight_of(const Tensor& master, Device device, VaePrecision p) {
+  return p == VaePrecision::Bf16 ? master.to(DType::BF16).to(device) : master.to(device);
+}
+// A bias / affine parameter: F32, holding bf16 values for bf16 (what a bf16
+// module's parameter is, widened exactly to the fp32 the kernels take).
+Tensor run_bias_of(const Tensor& master, Device device, VaePrecision p) {
+  return p == VaePrecision::Bf16 ? master.to(DType::BF16).to(DType::F32).to(device) : master.to(device);
+}
+
 // New attention parameter names and the ones diffusers used before 0.14.
 const std::pair<const char*, const char*> kDeprecatedAttention[] = {
     {".to_q.", ".query."}, {".to_k.", ".key."}, {".to_v.", ".value."}, {".to_out.0.", ".proj_attn."}};
@@ -97,15 +107,15 @@ Conv2dLayer Conv2dLayer::load(VaeWeights& w, const std::string& prefix, int64_t 
 }
 
 Tensor Conv2dLayer::operator()(const Tensor& x) const {
-  Tensor y = Tensor::empty(conv2d_output_shape(x.shape(), weight.shape(), params), DType::F32, x.device());
-  conv2d_forward(x, weight, bias, y, params);
+  Tensor y = Tensor::empty(conv2d_output_shape(x.shape(), weight.shape(), params), x.dtype(), x.device());
+  conv2d_forward(x, run_weight, run_bias, y, params);
   return y;
 }
 
-void Conv2dLayer::to(Device device, bool tf32) {
-  weight = weight.to(device);
-  bias = bias.to(device);
-  params.tf32 = tf32;
+void Conv2dLayer::to(Device device, VaePrecision precision) {
+  run_weight = run_weight_of(weight, device, precision);
+  run_bias = run_bias_of(bias, device, precision);
+  params.tf32 = precision == VaePrecision::Tf32;
 }
 
 GroupNormLayer GroupNormLayer::load(VaeWeights& w, const std::string& prefix, int64_t channels, int64_t groups) {
@@ -118,18 +128,18 @@ GroupNormLayer GroupNormLayer::load(VaeWeights& w, const std::string& prefix, in
 }
 
 Tensor GroupNormLayer::operator()(const Tensor& x, bool silu) const {
-  Tensor y = Tensor::empty(x.shape(), DType::F32, x.device());
-  groupnorm_forward(x, groups, weight, bias, eps, y, silu);
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  groupnorm_forward(x, groups, run_weight, run_bias, eps, y, silu);
   return y;
 }
 
 void GroupNormLayer::apply_inplace(const Tensor& x, bool silu) const {
-  groupnorm_forward(x, groups, weight, bias, eps, x, silu);
+  groupnorm_forward(x, groups, run_weight, run_bias, eps, x, silu);
 }
 
-void GroupNormLayer::to(Device device) {
-  weight = weight.to(device);
-  bias = bias.to(device);
+void GroupNormLayer::to(Device device, VaePrecision precision) {
+  run_weight = run_bias_of(weight, device, precision);
+  run_bias = run_bias_of(bias, device, precision);
 }
 
 ResnetBlock2D ResnetBlock2D::load(VaeWeights& w, const std::string& p, int64_t cin, int64_t cout, int64_t groups) {
@@ -151,12 +161,12 @@ Tensor ResnetBlock2D::operator()(const Tensor& x) const {
   return h;
 }
 
-void ResnetBlock2D::to(Device device, bool tf32) {
-  norm1.to(device);
-  norm2.to(device);
-  conv1.to(device, tf32);
-  conv2.to(device, tf32);
-  if (has_shortcut) conv_shortcut.to(device, tf32);
+void ResnetBlock2D::to(Device device, VaePrecision precision) {
+  norm1.to(device, precision);
+  norm2.to(device, precision);
+  conv1.to(device, precision);
+  conv2.to(device, precision);
+  if (has_shortcut) conv_shortcut.to(device, precision);
 }
 
 MidAttention MidAttention::load(VaeWeights& w, const std::string& p, int64_t c, int64_t groups) {
@@ -177,28 +187,29 @@ MidAttention MidAttention::load(VaeWeights& w, const std::string& p, int64_t c, 
 Tensor MidAttention::operator()(const Tensor& x) const {
   const int64_t n = x.size(0), c = x.size(1), t = x.size(2) * x.size(3);
   const Device dev = x.device();
+  const DType io = x.dtype();  // F32, or BF16 (q, k, v, probabilities and output bf16)
   const Tensor hn = group_norm(x, false);
   // Tokens are the H*W positions: qkv[b] [T, 3C] = hn[b]^T W_qkv^T + b_qkv,
   // read straight from the channel-major activations (no transpose copy).
-  Tensor qkv = Tensor::empty({n, t, 3 * c}, DType::F32, dev);
+  Tensor qkv = Tensor::empty({n, t, 3 * c}, io, dev);
   for (int64_t b = 0; b < n; ++b)
-    matmul(hn.select(0, b).view({c, t}), true, qkv_weight, true, qkv.select(0, b), 1.f, 0.f, qkv_bias);
-  Tensor attn = Tensor::empty({n, t, c}, DType::F32, dev);
+    matmul(hn.select(0, b).view({c, t}), true, run_qkv_weight, true, qkv.select(0, b), 1.f, 0.f, run_qkv_bias);
+  Tensor attn = Tensor::empty({n, t, c}, io, dev);
   attention_forward(qkv, 1, attn, Tensor());  // one head of width C: scale C^-1/2 as diffusers
   // to_out.0 back into channel-major layout, bias fused: y [N, C, T, 1] from
   // attn read as [N, C, T, 1] with strides (T C, 1, C, 1).
-  Tensor y = Tensor::empty(x.shape(), DType::F32, dev);
-  conv2d_forward(attn.view({n, t, c, 1}).transpose(1, 2), to_out.weight, to_out.bias, y.view({n, c, t, 1}),
-                 to_out.params);
+  Tensor y = Tensor::empty(x.shape(), io, dev);
+  conv2d_forward(attn.view({n, t, c, 1}).transpose(1, 2), to_out.run_weight, to_out.run_bias,
+                 y.view({n, c, t, 1}), to_out.params);
   add(x, y, y);  // residual connection; rescale_output_factor 1
   return y;
 }
 
-void MidAttention::to(Device device, bool tf32) {
-  group_norm.to(device);
-  qkv_weight = qkv_weight.to(device);
-  qkv_bias = qkv_bias.to(device);
-  to_out.to(device, tf32);
+void MidAttention::to(Device device, VaePrecision precision) {
+  group_norm.to(device, precision);
+  run_qkv_weight = run_weight_of(qkv_weight, device, precision);
+  run_qkv_bias = run_bias_of(qkv_bias, device, precision);
+  to_out.to(device, precision);
 }
 
 MidBlock2D MidBlock2D::load(VaeWeights& w, const std::string& p, int64_t c, int64_t groups, bool attention) {
@@ -216,10 +227,10 @@ Tensor MidBlock2D::operator()(const Tensor& x) const {
   return resnet1(h);
 }
 
-void MidBlock2D::to(Device device, bool tf32) {
-  resnet0.to(device, tf32);
-  if (has_attention) attention.to(device, tf32);
-  resnet1.to(device, tf32);
+void MidBlock2D::to(Device device, VaePrecision precision) {
+  resnet0.to(device, precision);
+  if (has_attention) attention.to(device, precision);
+  resnet1.to(device, precision);
 }
 
 }  // namespace vt

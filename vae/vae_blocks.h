@@ -15,11 +15,21 @@
 //                 probabilities path (cuBLAS GEMMs and a softmax kernel): the
 //                 flash kernel takes head_dim <= 128.
 //   MidBlock2D    UNetMidBlock2D: resnets.0, attentions.0 (optional), resnets.1
-// Activations are [N, C, H, W] F32 contiguous tensors on the device of the
-// parameters (CPU or CUDA: one code path, the ops of kernels/ dispatch);
-// every intermediate is allocated on the input's device.
-// to(device, tf32) moves the parameters (once; the blocks are then used on
-// that device) and sets the convolutions' Conv2dParams::tf32.
+// Activations are [N, C, H, W] contiguous tensors on the device of the
+// parameters (CPU or CUDA: one code path, the ops of kernels/ dispatch),
+// F32, or BF16 for precision bf16 (CUDA only); every intermediate is
+// allocated on the input's device in the input's dtype.
+// Parameters: `weight`, `bias` (and MidAttention's qkv_*) are the F32
+// masters as loaded, kept on the host; to(device, precision) derives what
+// the forward uses (run_*: one upload; the blocks are then used on that
+// device) and sets the convolutions' Conv2dParams::tf32 for tf32:
+//   fp32, tf32  the masters uploaded as they are;
+//   bf16        diffusers' vae.to(torch.bfloat16): convolution and linear
+//               weights as BF16 tensors; biases and GroupNorm affine
+//               parameters rounded to bf16 values but held as F32 (the
+//               kernels take fp32 biases; the numbers are bf16's).
+// Re-deriving from the masters lets a model switch precisions without
+// compounding roundings.
 //
 // Parameters are taken by their diffusers state-dict names from a
 // VaeWeights, which checks each shape and dtype and, at the end, that no
@@ -33,6 +43,7 @@
 
 #include "core/tensor.h"
 #include "kernels/conv.h"
+#include "vae/vae_precision.h"
 
 namespace vt {
 
@@ -66,18 +77,20 @@ class VaeWeights {
 };
 
 struct Conv2dLayer {
-  Tensor weight, bias;  // [O, C, K, K], [O]
+  Tensor weight, bias;          // [O, C, K, K], [O] F32 masters (host)
+  Tensor run_weight, run_bias;  // on the device: weight F32 or BF16, bias F32 (see above)
   Conv2dParams params;
   // kind: 3x3 "same" convolution, 1x1, or diffusers' Downsample2D conv.
   enum class Kind { Same3x3, Pointwise, Downsample };
   static Conv2dLayer load(VaeWeights& w, const std::string& prefix, int64_t cin, int64_t cout, Kind kind);
   Tensor operator()(const Tensor& x) const;
   int64_t out_channels() const { return weight.size(0); }
-  void to(Device device, bool tf32);
+  void to(Device device, VaePrecision precision);
 };
 
 struct GroupNormLayer {
-  Tensor weight, bias;
+  Tensor weight, bias;          // [C] F32 masters (host)
+  Tensor run_weight, run_bias;  // [C] F32 on the device (bf16 values for bf16)
   int64_t groups = 32;
   float eps = 1e-6f;
   static GroupNormLayer load(VaeWeights& w, const std::string& prefix, int64_t channels, int64_t groups);
@@ -85,7 +98,7 @@ struct GroupNormLayer {
   Tensor operator()(const Tensor& x, bool silu) const;
   // The same, overwriting x (saves one activation-sized buffer).
   void apply_inplace(const Tensor& x, bool silu) const;
-  void to(Device device);
+  void to(Device device, VaePrecision precision);
 };
 
 struct ResnetBlock2D {
@@ -95,12 +108,13 @@ struct ResnetBlock2D {
   Conv2dLayer conv_shortcut;
   static ResnetBlock2D load(VaeWeights& w, const std::string& prefix, int64_t cin, int64_t cout, int64_t groups);
   Tensor operator()(const Tensor& x) const;
-  void to(Device device, bool tf32);
+  void to(Device device, VaePrecision precision);
 };
 
 struct MidAttention {
   GroupNormLayer group_norm;
-  Tensor qkv_weight, qkv_bias;  // to_q/to_k/to_v stacked: [3C, C], [3C]
+  Tensor qkv_weight, qkv_bias;  // to_q/to_k/to_v stacked: [3C, C], [3C] F32 masters (host)
+  Tensor run_qkv_weight, run_qkv_bias;  // on the device: F32 or BF16 weight, F32 bias
   // to_out.0 ([C, C] Linear) as the 1x1 convolution it was in old diffusers
   // checkpoints (proj_attn): it reads the token-major attention output
   // [N, T, C] as channels-last [N, C, T, 1] and writes channel-major
@@ -108,7 +122,7 @@ struct MidAttention {
   Conv2dLayer to_out;
   static MidAttention load(VaeWeights& w, const std::string& prefix, int64_t channels, int64_t groups);
   Tensor operator()(const Tensor& x) const;
-  void to(Device device, bool tf32);
+  void to(Device device, VaePrecision precision);
 };
 
 struct MidBlock2D {
@@ -117,7 +131,7 @@ struct MidBlock2D {
   MidAttention attention;
   static MidBlock2D load(VaeWeights& w, const std::string& prefix, int64_t channels, int64_t groups, bool attention);
   Tensor operator()(const Tensor& x) const;
-  void to(Device device, bool tf32);
+  void to(Device device, VaePrecision precision);
 };
 
 }  // namespace vt

@@ -10,10 +10,21 @@
 //         train.py run, which set torch.backends.cudnn.allow_tf32 (PyTorch's
 //         default) and torch.backends.cuda.matmul.allow_tf32 to True.
 //         CUDA only.
-//   bf16  diffusers' vae.to(torch.bfloat16): refused for now (the
-//         convolution op, kernels/conv.h, takes F32 tensors only, though
-//         cuDNN's ConvMath::Bf16 exists below it).
-// Errors: std::invalid_argument naming `vae.precision` and the value.
+//   bf16  diffusers' vae.to(torch.bfloat16) as PyTorch runs it on CUDA:
+//         weights and activations stored in bf16 (8-bit mantissa, unit
+//         roundoff 2^-8), arithmetic in fp32 inside each op: convolutions
+//         through cuDNN with bf16 data and fp32 accumulation
+//         (ConvMath::Bf16; the bias added after the bf16 rounding and
+//         rounded again, as PyTorch's cudnn_convolution + add_), GroupNorm
+//         (+SiLU) with fp32 statistics, the attention GEMMs (cuBLAS(Lt),
+//         bf16 operands, fp32 accumulation) and the probabilities path at
+//         width 512, residual adds rounded once, the logvar clamp in bf16.
+//         Inputs (F32) are rounded to bf16 on entry; results are returned
+//         as F32 (the bf16 values). Expect about 2^-8 relative error per
+//         layer against fp32 (tests/cuda/emu/vae/test_vae_emu.cpp). CUDA
+//         only.
+// Errors: std::invalid_argument naming `vae.precision` and the value (also
+// for tf32 or bf16 with a CPU VAE, vae/autoencoder_kl.h).
 #pragma once
 #include <string>
 

@@ -12,6 +12,8 @@
 //         (max |gpu - cpu| / max |cpu|), the parity bound;
 //   tf32  (vae.precision's default on CUDA, DiT's sample.py) reported, not
 //         judged: its difference is TF32's rounding.
+//   bf16  (diffusers' vae.to(torch.bfloat16)) reported, not judged: its
+//         difference is bf16's rounding (tests/cuda/emu/vae bound it).
 // Timing: best of `repeats` calls after a warm-up call, each ending with the
 // result copied to the host (what extraction and sampling do).
 //
@@ -141,7 +143,7 @@ int main(int argc, char** argv) {
     std::string fields;
     bool ok = true;
     double tf32_decode_ips = 0;
-    for (const VaePrecision p : {VaePrecision::Fp32, VaePrecision::Tf32}) {
+    for (const VaePrecision p : {VaePrecision::Fp32, VaePrecision::Tf32, VaePrecision::Bf16}) {
       vae.set_precision(p);
       AutoencoderKL::Posterior pg;
       const double enc_s = best_seconds(static_cast<int>(repeats), [&] {
@@ -154,7 +156,7 @@ int main(int argc, char** argv) {
       const double e_enc = rel_max_diff(pg.mean, pc.mean), e_dec = rel_max_diff(ig, ic);
       const char* name = vae_precision_name(p);
       if (p == VaePrecision::Fp32) ok = e_enc < 1e-4 && e_dec < 1e-4;
-      else tf32_decode_ips = batch / dec_s;
+      else if (p == VaePrecision::Tf32) tf32_decode_ips = batch / dec_s;
       char buf[400];
       std::snprintf(buf, sizeof buf,
                     ", \"%s\": {\"encode_images_per_s\": %.2f, \"decode_images_per_s\": %.2f, "

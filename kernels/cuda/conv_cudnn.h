@@ -51,7 +51,7 @@
 // conv2d_cudnn returns false, having written nothing, when cuDNN has no
 // usable algorithm for the shape and math (remembered), or a size exceeds
 // cuDNN's int descriptors; kernels/conv.cpp then runs the hand-written fp32
-// kernel (a Bf16 caller has to provide its own fallback).
+// kernel (for Bf16 over operands widened to fp32, the result rounded once).
 // Other cuDNN failures throw std::runtime_error naming the call, the status
 // string and the shape.
 //

@@ -13,17 +13,19 @@ constexpr int kThreads = 256;
 
 // partial[row * chunks + k] = sum over chunk k of row `row` of (x - mean)^2
 // (centred, pass 2) or of x (mean == nullptr, pass 1). One block per chunk.
-__global__ void chunk_sums_kernel(const float* __restrict__ x, const float* __restrict__ mean, int64_t row_len,
+template <typename T>
+__global__ void chunk_sums_kernel(const T* __restrict__ x, const float* __restrict__ mean, int64_t row_len,
                                   int64_t chunks, float* __restrict__ partial) {
   const int64_t row = blockIdx.x / chunks, k = blockIdx.x % chunks;
   const int64_t begin = k * kGroupNormChunk;
   const int64_t end = begin + kGroupNormChunk < row_len ? begin + kGroupNormChunk : row_len;
-  const float* xr = x + row * row_len;
+  const T* xr = x + row * row_len;
   const float m = mean ? mean[row] : 0.0f;
   float v[1] = {0.0f};
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const float d = xr[i] - m;
-    v[0] += mean ? d * d : xr[i];
+    const float xi = ld(xr, i);
+    const float d = xi - m;
+    v[0] += mean ? d * d : xi;
   }
   block_sum<1>(v);
   if (threadIdx.x == 0) partial[blockIdx.x] = v[0];
@@ -62,20 +64,30 @@ __global__ void fold_kernel(const float* __restrict__ partial, const double* __r
   }
 }
 
-template <bool kSilu>
-__global__ void apply_kernel(const float* x, const float* __restrict__ a, const float* __restrict__ shift,
-                             float* y, int64_t spatial, int64_t total) {
+template <typename T>
+__global__ void apply_kernel(const T* x, const float* __restrict__ a, const float* __restrict__ shift, T* y,
+                             int64_t spatial, int64_t total) {
   VT_GRID_STRIDE(i, total) {
     const int64_t nc = i / spatial;
-    const float v = x[i] * a[nc] + shift[nc];
-    y[i] = kSilu ? v / (1.0f + expf(-v)) : v;
+    st(y, i, ld(x, i) * a[nc] + shift[nc]);  // one rounding for a bf16 y
+  }
+}
+
+template <typename T>
+__global__ void apply_silu_kernel(const T* x, const float* __restrict__ a, const float* __restrict__ shift, T* y,
+                                  int64_t spatial, int64_t total) {
+  VT_GRID_STRIDE(i, total) {
+    const int64_t nc = i / spatial;
+    const float v = ld(x, i) * a[nc] + shift[nc];
+    st(y, i, v / (1.0f + expf(-v)));  // one rounding for a bf16 y
   }
 }
 
 }  // namespace
 
-void groupnorm_forward(const float* x, const float* weight, const float* bias, float* y, int64_t n, int64_t c,
-                       int64_t spatial, int64_t groups, float eps, bool silu, cudaStream_t stream) {
+template <typename T>
+void groupnorm_impl(const T* x, const float* weight, const float* bias, T* y, int64_t n, int64_t c, int64_t spatial,
+                    int64_t groups, float eps, bool silu, cudaStream_t stream) {
   const char* op = "groupnorm_forward";
   const int64_t total = n * c * spatial;
   if (total == 0) return;
@@ -97,20 +109,32 @@ void groupnorm_forward(const float* x, const float* weight, const float* bias, f
   float* shift = reinterpret_cast<float*>(base + shift_off);
 
   const unsigned blocks = static_cast<unsigned>(rows * chunks);
-  chunk_sums_kernel<<<blocks, kThreads, 0, stream>>>(x, nullptr, row_len, chunks, partial);
+  chunk_sums_kernel<T><<<blocks, kThreads, 0, stream>>>(x, nullptr, row_len, chunks, partial);
   check_launch(op);
   row_mean_kernel<<<grid_1d(rows, 128), 128, 0, stream>>>(partial, rows, chunks, row_len, mean_d, mean_f);
   check_launch(op);
-  chunk_sums_kernel<<<blocks, kThreads, 0, stream>>>(x, mean_f, row_len, chunks, partial);
+  chunk_sums_kernel<T><<<blocks, kThreads, 0, stream>>>(x, mean_f, row_len, chunks, partial);
   check_launch(op);
   fold_kernel<<<grid_1d(rows, 128), 128, 0, stream>>>(partial, mean_d, rows, chunks, row_len, groups, cg,
                                                       static_cast<double>(eps), weight, bias, a, shift);
   check_launch(op);
   if (silu)
-    apply_kernel<true><<<grid_1d(total, kThreads), kThreads, 0, stream>>>(x, a, shift, y, spatial, total);
+    apply_silu_kernel<T><<<grid_1d(total, kThreads), kThreads, 0, stream>>>(x, a, shift, y, spatial, total);
   else
-    apply_kernel<false><<<grid_1d(total, kThreads), kThreads, 0, stream>>>(x, a, shift, y, spatial, total);
+    apply_kernel<T><<<grid_1d(total, kThreads), kThreads, 0, stream>>>(x, a, shift, y, spatial, total);
   check_launch(op);
+}
+
+void groupnorm_forward(const float* x, const float* weight, const float* bias, float* y, int64_t n, int64_t c,
+                       int64_t spatial, int64_t groups, float eps, bool silu, cudaStream_t stream) {
+  groupnorm_impl(x, weight, bias, y, n, c, spatial, groups, eps, silu, stream);
+}
+
+void groupnorm_forward(const void* x, const float* weight, const float* bias, void* y, DType io, int64_t n,
+                       int64_t c, int64_t spatial, int64_t groups, float eps, bool silu, cudaStream_t stream) {
+  VT_CUDA_DISPATCH_IO("groupnorm_forward", io, T,
+                      groupnorm_impl(static_cast<const T*>(x), weight, bias, static_cast<T*>(y), n, c, spatial,
+                                     groups, eps, silu, stream));
 }
 
 }  // namespace cuda

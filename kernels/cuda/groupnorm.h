@@ -13,11 +13,17 @@
 // addition depends only on the shape, so the result is the same bits every
 // run. mean and rstd are then folded, in double, into a per-(n, c) scale and
 // shift (y = x * a + shift) exactly as the CPU does.
-// Errors: std::runtime_error (CUDA errors). All work is queued on `stream`.
+// The `io` overload reads and writes x, y in F32 or BF16 (PyTorch's CUDA
+// group_norm for bf16: fp32 statistics and arithmetic, each output rounded
+// once to bf16, SiLU included); weight and bias stay fp32.
+// Errors: std::runtime_error (CUDA errors), std::invalid_argument for
+// another io dtype. All work is queued on `stream`.
 #pragma once
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+
+#include "core/dtype.h"
 
 namespace vt {
 namespace cuda {
@@ -26,6 +32,8 @@ constexpr int64_t kGroupNormChunk = 4096;
 
 void groupnorm_forward(const float* x, const float* weight, const float* bias, float* y, int64_t n, int64_t c,
                        int64_t spatial, int64_t groups, float eps, bool silu, cudaStream_t stream = 0);
+void groupnorm_forward(const void* x, const float* weight, const float* bias, void* y, DType io, int64_t n,
+                       int64_t c, int64_t spatial, int64_t groups, float eps, bool silu, cudaStream_t stream = 0);
 
 }  // namespace cuda
 }  // namespace vt

@@ -7,7 +7,8 @@ namespace cuda {
 
 namespace {
 
-__global__ void upsample_nearest2x_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t h, int64_t w,
+template <typename T>
+__global__ void upsample_nearest2x_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t h, int64_t w,
                                           int64_t total) {
   const int64_t ow = 2 * w, oh = 2 * h;
   VT_GRID_STRIDE(e, total) {
@@ -16,14 +17,24 @@ __global__ void upsample_nearest2x_kernel(const float* __restrict__ x, float* __
   }
 }
 
-}  // namespace
-
-void upsample_nearest2x(const float* x, float* y, int64_t planes, int64_t h, int64_t w, cudaStream_t stream) {
+template <typename T>
+void launch(const T* x, T* y, int64_t planes, int64_t h, int64_t w, cudaStream_t stream) {
   const int64_t total = planes * 4 * h * w;
   if (total == 0) return;
   constexpr int kThreads = 256;
-  upsample_nearest2x_kernel<<<detail::grid_1d(total, kThreads), kThreads, 0, stream>>>(x, y, h, w, total);
+  upsample_nearest2x_kernel<T><<<detail::grid_1d(total, kThreads), kThreads, 0, stream>>>(x, y, h, w, total);
   detail::check_launch("upsample_nearest2x");
+}
+
+}  // namespace
+
+void upsample_nearest2x(const float* x, float* y, int64_t planes, int64_t h, int64_t w, cudaStream_t stream) {
+  launch(x, y, planes, h, w, stream);
+}
+
+void upsample_nearest2x_bf16(const void* x, void* y, int64_t planes, int64_t h, int64_t w, cudaStream_t stream) {
+  // A copy of 16-bit values: the bf16 bits themselves.
+  launch(static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), planes, h, w, stream);
 }
 
 }  // namespace cuda

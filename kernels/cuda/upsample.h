@@ -12,6 +12,8 @@ namespace vt {
 namespace cuda {
 
 void upsample_nearest2x(const float* x, float* y, int64_t planes, int64_t h, int64_t w, cudaStream_t stream = 0);
+// The same over bf16 planes (values copied bit for bit).
+void upsample_nearest2x_bf16(const void* x, void* y, int64_t planes, int64_t h, int64_t w, cudaStream_t stream = 0);
 
 }  // namespace cuda
 }  // namespace vt

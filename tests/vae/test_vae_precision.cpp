@@ -1,5 +1,5 @@
-// vae.precision's parser and the choices the CPU refuses (bf16 everywhere,
-// tf32 without a CUDA device), each error naming the key.
+// vae.precision's parser and the choices the CPU refuses (tf32 and bf16
+// without a CUDA device), each error naming the key.
 #include <gtest/gtest.h>
 
 #include "test_fs.h"
@@ -37,6 +37,7 @@ TEST(VaePrecision, CpuRefusesTf32AndBf16) {
   EXPECT_EQ(vae.precision(), VaePrecision::Fp32);
   EXPECT_EQ(vae.device(), Device::cpu());
   EXPECT_THROW(vae.set_precision(VaePrecision::Tf32), std::invalid_argument);
+  EXPECT_THROW(vae.set_precision(VaePrecision::Bf16), std::invalid_argument);
   EXPECT_EQ(vae.precision(), VaePrecision::Fp32) << "a refused setting leaves the model as it was";
 }
 
