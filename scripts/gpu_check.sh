@@ -32,7 +32,7 @@
 #                 bf16: step time, saved-activation and peak bytes, agreement
 #   generate  (budget 260 s)  the DiT path after training: VAE, Inception, FID-50K
 #     vae         the DiT VAE (sd-vae structure) on the GPU vs the CPU: fp32
-#                 agreement (1e-4), encode/decode images/s in fp32 and tf32,
+#                 agreement (1e-4), encode/decode images/s in fp32, tf32, bf16,
 #                 DiT-L/4 sampling steps (batch 256, guidance) and the
 #                 projected FID-50K minutes
 #     vae_ref     the same VAE in diffusers on the same GPU and precisions vs
@@ -396,7 +396,7 @@ vt_run_stage() {
       elif ! env LD_LIBRARY_PATH="$VT_PY_LD" python3 -c "import diffusers" >/dev/null 2>&1; then
         vt_record vae_ref SKIP 0 "environment: python3 cannot import diffusers (pip install diffusers)"
       else
-        vt_stage vae_ref "VAE vtrain vs diffusers, same GPU, fp32 and tf32" env LD_LIBRARY_PATH="$VT_PY_LD" \
+        vt_stage vae_ref "VAE vtrain vs diffusers, same GPU, fp32, tf32, bf16" env LD_LIBRARY_PATH="$VT_PY_LD" \
           VT_BENCH_LD_LIBRARY_PATH="$LD_LIBRARY_PATH" python3 tools/bench_vae_device.py --bin "$BUILD/bench/check_vae_device"
       fi ;;
     step_deit | step_dit)

@@ -5,7 +5,8 @@
 // records vae_precision, a TF32 extraction into an fp32 folder is refused
 // naming the key, and `dittrain sample`'s decoding (vae_decode_to_uint8)
 // gives the CPU's pixels up to one level where fp32 rounding crosses a
-// rounding boundary.
+// rounding boundary. On a device without room for a batch, extraction names
+// batch= and writes no shard.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/allocator.h"
+#include "core/out_of_memory.h"
 #include "core/philox.h"
 #include "core/safetensors.h"
 #include "diffusion/latent_extract.h"
@@ -105,6 +108,26 @@ TEST(DitVaeEmu, SampleDecodingOnCudaGivesTheCpuPixels) {
   }
   EXPECT_LE(worst, 1);
   EXPECT_LT(differ, uc.numel() / 100) << "pixels off by one";
+}
+
+TEST(DitVaeEmu, ExtractOutOfMemoryNamesBatchAndWritesNothing) {
+  if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
+  vt_test::TmpDir tmp;
+  const std::string images = make_folder(tmp);
+  const AutoencoderKL gpu = AutoencoderKL::load(kVae, Device::cuda(0), VaePrecision::Fp32);
+  cuda_empty_cache();
+  setenv("VT_EMU_MEMORY_BYTES", std::to_string(cuda_bytes_in_use() + 256).c_str(), 1);  // the weights, no more
+  try {
+    extract_latents(gpu, options(images, tmp.path() + "/lat"));
+    unsetenv("VT_EMU_MEMORY_BYTES");
+    FAIL() << "extracted on a device without room";
+  } catch (const OutOfMemory& e) {
+    unsetenv("VT_EMU_MEMORY_BYTES");
+    const std::string m = e.what();
+    for (const char* want : {"extract: batch=2 (images per VAE call; lower it)", "CUDA out of memory"})
+      EXPECT_NE(m.find(want), std::string::npos) << "'" << want << "' missing from: " << m;
+  }
+  EXPECT_FALSE(fs::exists(tmp.path() + "/lat/shard_00000.safetensors"));
 }
 
 }  // namespace
