@@ -4,14 +4,14 @@
 // randaugment.cpp (the host's cv::Mat ops), kernels/cpu/augment.cpp (the
 // batched CPU twins) and kernels/cuda/augment.cu (the CUDA twins), so the
 // three agree bit for bit. Integer ops are exact everywhere; float ones
-// round each product and sum separately (the host builds with
-// -ffp-contract=off, device code uses __fmul_rn / __fadd_rn), in Pillow's
-// order. Header only, callable from host and CUDA device code.
+// round each product and sum separately (kernels/rounded_math.h), in
+// Pillow's order. Header only, callable from host and CUDA device code.
 #pragma once
 #include <cstdint>
 
 #include "core/philox_block.h"  // VT_HOST_DEVICE
 #include "kernels/augment_args.h"
+#include "kernels/rounded_math.h"
 
 namespace vt {
 namespace augment_math {
@@ -42,14 +42,9 @@ VT_HOST_DEVICE inline void autocontrast_lut(const Count* h, uint8_t* lut) {
       lut[i] = static_cast<uint8_t>(i);
     } else {
       // Pillow: scale = 255 / (hi - lo), offset = -lo * scale, int(i * scale + offset), in double.
-#ifdef __CUDA_ARCH__
-      const double scale = __ddiv_rn(255.0, static_cast<double>(hi - lo));
-      const double offset = __dmul_rn(static_cast<double>(-lo), scale);
-      const int v = static_cast<int>(__dadd_rn(__dmul_rn(static_cast<double>(i), scale), offset));
-#else
-      const double scale = 255.0 / (hi - lo), offset = -lo * scale;
-      const int v = static_cast<int>(i * scale + offset);
-#endif
+      const double scale = rounded::div(255.0, static_cast<double>(hi - lo));
+      const double offset = rounded::mul(static_cast<double>(-lo), scale);
+      const int v = static_cast<int>(rounded::add(rounded::mul(static_cast<double>(i), scale), offset));
       lut[i] = static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
     }
   }
@@ -89,58 +84,23 @@ VT_HOST_DEVICE inline uint8_t gray(int r, int g, int b) {
 // float, truncated, clipped to [0, 255]. ImageEnhance blends the degenerate
 // image `a` towards the image `b`.
 VT_HOST_DEVICE inline uint8_t blend(int a, int b, float factor) {
-#ifdef __CUDA_ARCH__
-  const float t = __fadd_rn(static_cast<float>(a), __fmul_rn(factor, static_cast<float>(b - a)));
-#else
-  const float t = static_cast<float>(a + factor * (b - a));
-#endif
+  const float t = rounded::add(static_cast<float>(a), rounded::mul(factor, static_cast<float>(b - a)));
   return t <= 0.0f ? 0 : t >= 255.0f ? 255 : static_cast<uint8_t>(t);
 }
 
 // ImageEnhance.Contrast's degenerate value: the gray image's mean, rounded
 // (int(sum / n + 0.5) in double, from the exact integer sum).
 VT_HOST_DEVICE inline int contrast_mean(uint64_t gray_sum, int H, int W) {
-#ifdef __CUDA_ARCH__
-  return static_cast<int>(__dadd_rn(__ddiv_rn(static_cast<double>(gray_sum), __dmul_rn(static_cast<double>(H), W)), 0.5));
-#else
-  return static_cast<int>(static_cast<double>(gray_sum) / (static_cast<double>(H) * W) + 0.5);
-#endif
+  return static_cast<int>(rounded::add(
+      rounded::div(static_cast<double>(gray_sum), rounded::mul(static_cast<double>(H), static_cast<double>(W))), 0.5));
 }
 
 // ImageFilter.SMOOTH (libImaging/Filter.c) at an interior value: the 8
 // neighbours' sum / 13 + centre * 5 / 13 in float, rounded, clipped.
 VT_HOST_DEVICE inline uint8_t smooth(int sum8, int centre) {
   const float k = 1.0f / 13.0f, kc = 5.0f / 13.0f;
-#ifdef __CUDA_ARCH__
-  const float ss = __fadd_rn(__fmul_rn(static_cast<float>(sum8), k), __fmul_rn(static_cast<float>(centre), kc));
-  return ss <= 0.0f ? 0 : ss >= 255.0f ? 255 : static_cast<uint8_t>(__fadd_rn(ss, 0.5f));
-#else
-  const float ss = sum8 * k + centre * kc;
-  return ss <= 0.0f ? 0 : ss >= 255.0f ? 255 : static_cast<uint8_t>(ss + 0.5f);
-#endif
-}
-
-// Double arithmetic rounded per operation on both sides (no FMA).
-VT_HOST_DEVICE inline double dadd(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-VT_HOST_DEVICE inline double dsub(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-VT_HOST_DEVICE inline double dmul(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
+  const float ss = rounded::add(rounded::mul(static_cast<float>(sum8), k), rounded::mul(static_cast<float>(centre), kc));
+  return ss <= 0.0f ? 0 : ss >= 255.0f ? 255 : static_cast<uint8_t>(rounded::add(ss, 0.5f));
 }
 
 // Keys' cubic convolution with a = -1 (Pillow's Geometry.c BICUBIC):
@@ -148,9 +108,9 @@ VT_HOST_DEVICE inline double dmul(double a, double b) {
 // p1 + d (p2 + d (p3 + d p4)) in double; data_pipeline/resample.cpp's
 // affine_pil computes the same operations (its AVX2 lanes too).
 VT_HOST_DEVICE inline double cubic(double v1, double v2, double v3, double v4, double d) {
-  const double d12 = dsub(v1, v2);
-  const double p2 = dsub(v3, v1), p3 = dsub(dadd(dadd(d12, d12), v3), v4), p4 = dadd(dsub(dsub(v2, v1), v3), v4);
-  return dadd(v2, dmul(d, dadd(p2, dmul(d, dadd(p3, dmul(d, p4))))));
+  const double d12 = rounded::sub(v1, v2);
+  const double p2 = rounded::sub(v3, v1), p3 = rounded::sub(rounded::add(rounded::add(d12, d12), v3), v4), p4 = rounded::add(rounded::sub(rounded::sub(v2, v1), v3), v4);
+  return rounded::add(v2, rounded::mul(d, rounded::add(p2, rounded::mul(d, rounded::add(p3, rounded::mul(d, p4))))));
 }
 
 // Image.transform(AFFINE, BICUBIC, fillcolor) at output pixel (x, y) of an
@@ -160,16 +120,16 @@ VT_HOST_DEVICE inline double cubic(double v1, double v2, double v3, double v4, d
 VT_HOST_DEVICE inline void affine_pixel(const uint8_t* img, int H, int W, int y, int x, const double* m,
                                         const uint8_t* fill, uint8_t* o) {
   const double xo = x + 0.5, yo = y + 0.5;
-  double xin = dadd(dadd(dmul(m[0], xo), dmul(m[1], yo)), m[2]);
-  double yin = dadd(dadd(dmul(m[3], xo), dmul(m[4], yo)), m[5]);
+  double xin = rounded::add(rounded::add(rounded::mul(m[0], xo), rounded::mul(m[1], yo)), m[2]);
+  double yin = rounded::add(rounded::add(rounded::mul(m[3], xo), rounded::mul(m[4], yo)), m[5]);
   if (xin < 0.0 || xin >= W || yin < 0.0 || yin >= H) {
     o[0] = fill[0], o[1] = fill[1], o[2] = fill[2];
     return;
   }
-  xin = dsub(xin, 0.5);
-  yin = dsub(yin, 0.5);
+  xin = rounded::sub(xin, 0.5);
+  yin = rounded::sub(yin, 0.5);
   const int xi = static_cast<int>(floor(xin)), yi = static_cast<int>(floor(yin));
-  const double dx = dsub(xin, xi), dy = dsub(yin, yi);
+  const double dx = rounded::sub(xin, xi), dy = rounded::sub(yin, yi);
   int xs[4], ys[4];
   for (int i = 0; i < 4; ++i) {
     const int xx = xi - 1 + i, yy = yi - 1 + i;

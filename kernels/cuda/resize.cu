@@ -1,6 +1,7 @@
 #include "kernels/cuda/resize.h"
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/rounded_math.h"
 
 namespace vt {
 namespace cuda {
@@ -9,35 +10,23 @@ namespace {
 
 using namespace detail;
 
-// Separately rounded float operations: nvcc would otherwise contract a*b+c
-// into one FMA, which the CPU twin (built with -ffp-contract=off) does not.
-__device__ __forceinline__ float mul_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-__device__ __forceinline__ float add_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
+// Separately rounded float operations (kernels/rounded_math.h): nvcc would
+// otherwise contract a*b+c into one FMA, which the CPU twin does not.
+using rounded::add;
+using rounded::mul;
 
 // kernels/cpu/resize.cpp axis_taps for one destination index.
 __device__ __forceinline__ void tap(int64_t d, int64_t in, float scale, int64_t& i0, int64_t& i1, float& l0,
                                     float& l1) {
-  float src = add_rn(mul_rn(scale, add_rn(static_cast<float>(d), 0.5f)), -0.5f);
+  float src = add(mul(scale, add(static_cast<float>(d), 0.5f)), -0.5f);
   if (src < 0.f) src = 0.f;
   int64_t a = static_cast<int64_t>(floorf(src));
   if (a > in - 1) a = in - 1;
-  const float lam = fminf(fmaxf(add_rn(src, -static_cast<float>(a)), 0.f), 1.f);
+  const float lam = fminf(fmaxf(add(src, -static_cast<float>(a)), 0.f), 1.f);
   i0 = a;
   i1 = a < in - 1 ? a + 1 : a;
   l1 = lam;
-  l0 = add_rn(1.f, -lam);
+  l0 = add(1.f, -lam);
 }
 
 __global__ void resize_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t h, int64_t w, int64_t oh,
@@ -50,9 +39,9 @@ __global__ void resize_kernel(const float* __restrict__ x, float* __restrict__ y
     tap(j, w, scale_w, x0, x1, lx0, lx1);
     const float* r0 = x + (p * h + y0) * w;
     const float* r1 = x + (p * h + y1) * w;
-    const float t0 = add_rn(mul_rn(r0[x0], lx0), mul_rn(r0[x1], lx1));
-    const float t1 = add_rn(mul_rn(r1[x0], lx0), mul_rn(r1[x1], lx1));
-    y[e] = add_rn(mul_rn(t0, ly0), mul_rn(t1, ly1));
+    const float t0 = add(mul(r0[x0], lx0), mul(r0[x1], lx1));
+    const float t1 = add(mul(r1[x0], lx0), mul(r1[x1], lx1));
+    y[e] = add(mul(t0, ly0), mul(t1, ly1));
   }
 }
 
