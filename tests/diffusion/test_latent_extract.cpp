@@ -19,6 +19,7 @@
 #include "diffusion/image_grid.h"
 #include "diffusion/latent_extract.h"
 #include "diffusion/vae_decode_samples.h"
+#include "diffusion/extract_test_util.h"
 #include "test_fs.h"
 
 namespace vt {
@@ -26,38 +27,12 @@ namespace {
 namespace fs = std::filesystem;
 using vt_test::error_of;
 
-const std::string kVae = std::string(VT_FIXTURES_DIR) + "/vae/narrow";
-const std::string kSamples = std::string(VT_SHARED_DATA_DIR) + "/imagenet-samples";
-// The fixture's images, in its order (tools/vae_fixture.py IMAGES).
-const char* kClasses[] = {"n01443537", "n01440764", "n01484850"};
-
-std::string first_file(const std::string& dir) {
-  std::vector<std::string> f;
-  for (const auto& e : fs::directory_iterator(dir)) f.push_back(e.path().string());
-  std::sort(f.begin(), f.end());
-  return f.at(0);
-}
-
-// An ImageFolder of the fixture's photos, one class folder each.
-std::string make_folder(const vt_test::TmpDir& tmp, int n) {
-  const std::string root = tmp.path() + "/images";
-  for (int i = 0; i < n; ++i) {
-    fs::create_directories(root + "/" + kClasses[i]);
-    const std::string src = first_file(kSamples + "/" + kClasses[i]);
-    fs::copy_file(src, root + "/" + kClasses[i] + "/" + fs::path(src).filename().string());
-  }
-  return root;
-}
-
-ExtractOptions options(const std::string& images, const std::string& out) {
-  ExtractOptions o;
-  o.images_dir = images;
-  o.out_dir = out;
-  o.vae_source = kVae;
-  o.image_size = 64;
-  o.batch = 2;
-  return o;
-}
+using vt_test::first_file;
+using vt_test::make_sample_folder;
+using vt_test::extract_options;
+const std::string& kVae = vt_test::kNarrowVae;
+const std::string& kSamples = vt_test::kImagenetSamples;
+const auto& kClasses = vt_test::kFixtureClasses;  // the fixture's images, in its order
 
 TEST(LatentExtract, AdmCropMatchesDiTCenterCropArr) {
   if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
@@ -78,7 +53,7 @@ TEST(LatentExtract, ShardsHoldThePosteriorOfTheAdmCrops) {
   if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
   vt_test::TmpDir tmp;
   const AutoencoderKL vae = AutoencoderKL::load(kVae);
-  ExtractOptions o = options(make_folder(tmp, 2), tmp.path() + "/lat");
+  ExtractOptions o = extract_options(make_sample_folder(tmp, 2), tmp.path() + "/lat");
   o.hflip_copies = true;
   const ExtractReport r = extract_latents(vae, o);
   EXPECT_EQ(r.shards_written, 1);
@@ -117,7 +92,7 @@ TEST(LatentExtract, ResumesAfterALostShardAndRefusesOtherOptions) {
   if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
   vt_test::TmpDir tmp;
   const AutoencoderKL vae = AutoencoderKL::load(kVae);
-  ExtractOptions o = options(make_folder(tmp, 3), tmp.path() + "/lat");
+  ExtractOptions o = extract_options(make_sample_folder(tmp, 3), tmp.path() + "/lat");
   o.shard_size = 1;
   o.store_posterior = false;  // pre-drawn samples: deterministic per (seed, shard, row)
   EXPECT_EQ(extract_latents(vae, o).shards_written, 3);
@@ -153,7 +128,7 @@ TEST(LatentExtract, ResumeRefusesAnotherVaesWeights) {
   if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
   vt_test::TmpDir tmp;
   const AutoencoderKL vae = AutoencoderKL::load(kVae);
-  ExtractOptions o = options(make_folder(tmp, 2), tmp.path() + "/lat");
+  ExtractOptions o = extract_options(make_sample_folder(tmp, 2), tmp.path() + "/lat");
   o.shard_size = 1;
   EXPECT_EQ(extract_latents(vae, o).shards_written, 2);
   // The same weights under another path resume (the fingerprint, not the path, decides).
@@ -173,8 +148,8 @@ TEST(LatentExtract, ResumeRefusesOtherImages) {
   if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
   vt_test::TmpDir tmp;
   const AutoencoderKL vae = AutoencoderKL::load(kVae);
-  const std::string images = make_folder(tmp, 2);
-  ExtractOptions o = options(images, tmp.path() + "/lat");
+  const std::string images = make_sample_folder(tmp, 2);
+  ExtractOptions o = extract_options(images, tmp.path() + "/lat");
   EXPECT_EQ(extract_latents(vae, o).shards_written, 1);
   // The same count and shard_size, one file renamed: other images.
   const std::string cls = images + "/" + kClasses[1];
@@ -195,7 +170,7 @@ TEST(LatentExtract, MoreClassFoldersThanModelNumClassesIsAnError) {
   if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
   vt_test::TmpDir tmp;
   const AutoencoderKL vae = AutoencoderKL::load(kVae);
-  ExtractOptions o = options(make_folder(tmp, 3), tmp.path() + "/lat");
+  ExtractOptions o = extract_options(make_sample_folder(tmp, 3), tmp.path() + "/lat");
   o.num_classes = 2;
   const std::string msg = error_of([&] { extract_latents(vae, o); });
   EXPECT_NE(msg.find("model.num_classes"), std::string::npos) << msg;
@@ -208,14 +183,14 @@ TEST(LatentExtract, BadImagesFollowOnCorruptAndSmallImagesAreUpsampled) {
   if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
   vt_test::TmpDir tmp;
   const AutoencoderKL vae = AutoencoderKL::load(kVae);
-  const std::string root = make_folder(tmp, 1);
+  const std::string root = make_sample_folder(tmp, 1);
   // 90x40 is below the crop 64: DiT's center_crop_arr upsamples it, so it is
   // kept (it used to be rejected).
   const std::string small = root + "/" + kClasses[0] + "/small.png";
   const std::string broken = root + "/" + kClasses[0] + "/zz_broken.jpg";
   cv::imwrite(small, cv::Mat(40, 90, CV_8UC3, cv::Scalar(10, 20, 30)));
   std::ofstream(broken) << "\xFF\xD8\xFF not really a jpeg";
-  ExtractOptions o = options(root, tmp.path() + "/lat");
+  ExtractOptions o = extract_options(root, tmp.path() + "/lat");
   const std::string msg = error_of([&] { extract_latents(vae, o); });
   EXPECT_NE(msg.find("zz_broken.jpg"), std::string::npos) << msg;
   o.on_corrupt = "skip";

@@ -21,44 +21,30 @@
 #include "core/safetensors.h"
 #include "diffusion/latent_extract.h"
 #include "diffusion/vae_decode_samples.h"
+#include "diffusion/extract_test_util.h"
 #include "test_fs.h"
 
 namespace vt {
 namespace {
 namespace fs = std::filesystem;
 
-const std::string kVae = std::string(VT_FIXTURES_DIR) + "/vae/narrow";
-const std::string kSamples = std::string(VT_SHARED_DATA_DIR) + "/imagenet-samples";
+using vt_test::kImagenetSamples;
+using vt_test::kNarrowVae;
 
-std::string make_folder(const vt_test::TmpDir& tmp) {
-  const std::string root = tmp.path() + "/images";
-  for (const char* c : {"n01440764", "n01443537", "n01484850"}) {
-    fs::create_directories(root + "/" + c);
-    std::vector<std::string> f;
-    for (const auto& e : fs::directory_iterator(kSamples + "/" + c)) f.push_back(e.path().string());
-    std::sort(f.begin(), f.end());
-    fs::copy_file(f.at(0), root + "/" + c + "/" + fs::path(f.at(0)).filename().string());
-  }
-  return root;
-}
-
+// The three fixture photos, each image also mirrored.
 ExtractOptions options(const std::string& images, const std::string& out) {
-  ExtractOptions o;
-  o.images_dir = images;
-  o.out_dir = out;
-  o.vae_source = kVae;
-  o.image_size = 64;
-  o.batch = 2;  // a full batch and a partial one
+  ExtractOptions o = vt_test::extract_options(images, out);  // two per VAE call: a full batch and a partial one
   o.hflip_copies = true;
   return o;
 }
+std::string make_folder(const vt_test::TmpDir& tmp) { return vt_test::make_sample_folder(tmp, 3); }
 
 TEST(DitVaeEmu, ExtractOnCudaWritesTheCpuPosteriors) {
-  if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
+  if (!fs::is_directory(kImagenetSamples)) GTEST_SKIP() << kImagenetSamples << " missing";
   vt_test::TmpDir tmp;
   const std::string images = make_folder(tmp);
-  const AutoencoderKL cpu = AutoencoderKL::load(kVae);
-  const AutoencoderKL gpu = AutoencoderKL::load(kVae, Device::cuda(0), VaePrecision::Fp32);
+  const AutoencoderKL cpu = AutoencoderKL::load(kNarrowVae);
+  const AutoencoderKL gpu = AutoencoderKL::load(kNarrowVae, Device::cuda(0), VaePrecision::Fp32);
   ASSERT_EQ(extract_latents(cpu, options(images, tmp.path() + "/cpu")).rows, 6);
   ASSERT_EQ(extract_latents(gpu, options(images, tmp.path() + "/gpu")).rows, 6);
   SafetensorsReader rc(tmp.path() + "/cpu/shard_00000.safetensors"), rg(tmp.path() + "/gpu/shard_00000.safetensors");
@@ -76,7 +62,7 @@ TEST(DitVaeEmu, ExtractOnCudaWritesTheCpuPosteriors) {
   EXPECT_EQ(rg.metadata().at("vae_precision"), "fp32");
 
   // TF32 latents are another arithmetic: not mixed into an fp32 folder.
-  const AutoencoderKL tf32 = AutoencoderKL::load(kVae, Device::cuda(0), VaePrecision::Tf32);
+  const AutoencoderKL tf32 = AutoencoderKL::load(kNarrowVae, Device::cuda(0), VaePrecision::Tf32);
   fs::remove(tmp.path() + "/gpu/shard_00000.safetensors");
   // One shard of 3 images: write a two-shard folder so one shard exists.
   ExtractOptions two = options(images, tmp.path() + "/two");
@@ -92,8 +78,8 @@ TEST(DitVaeEmu, ExtractOnCudaWritesTheCpuPosteriors) {
 }
 
 TEST(DitVaeEmu, SampleDecodingOnCudaGivesTheCpuPixels) {
-  const AutoencoderKL cpu = AutoencoderKL::load(kVae);
-  const AutoencoderKL gpu = AutoencoderKL::load(kVae, Device::cuda(0), VaePrecision::Fp32);
+  const AutoencoderKL cpu = AutoencoderKL::load(kNarrowVae);
+  const AutoencoderKL gpu = AutoencoderKL::load(kNarrowVae, Device::cuda(0), VaePrecision::Fp32);
   Tensor z = Tensor::empty({3, 4, 8, 8});
   Philox rng(3, 0);
   for (int64_t i = 0; i < z.numel(); ++i) z.f32()[i] = static_cast<float>(rng.normal());
@@ -111,10 +97,10 @@ TEST(DitVaeEmu, SampleDecodingOnCudaGivesTheCpuPixels) {
 }
 
 TEST(DitVaeEmu, ExtractOutOfMemoryNamesBatchAndWritesNothing) {
-  if (!fs::is_directory(kSamples)) GTEST_SKIP() << kSamples << " missing";
+  if (!fs::is_directory(kImagenetSamples)) GTEST_SKIP() << kImagenetSamples << " missing";
   vt_test::TmpDir tmp;
   const std::string images = make_folder(tmp);
-  const AutoencoderKL gpu = AutoencoderKL::load(kVae, Device::cuda(0), VaePrecision::Fp32);
+  const AutoencoderKL gpu = AutoencoderKL::load(kNarrowVae, Device::cuda(0), VaePrecision::Fp32);
   cuda_empty_cache();
   setenv("VT_EMU_MEMORY_BYTES", std::to_string(cuda_bytes_in_use() + 256).c_str(), 1);  // the weights, no more
   try {
