@@ -105,6 +105,20 @@ ExtractReport extract_latents(const AutoencoderKL& vae, const ExtractOptions& o)
   const int64_t n_shards = (folder.size() + o.shard_size - 1) / o.shard_size;
   const int64_t plane = 3 * S * S;
 
+  // One batch's pixels, allocated once; on a GPU page-locked, so each batch
+  // goes up in one DMA.
+  const size_t pix_n = static_cast<size_t>(o.batch * copies * plane);
+  PinnedBuffer pinned;
+  std::vector<float> pageable;
+  float* pix = nullptr;
+  if (vae.device().is_cuda()) {
+    pinned = PinnedBuffer(pix_n * sizeof(float));
+    pix = static_cast<float*>(pinned.data());
+  } else {
+    pageable.resize(pix_n);
+    pix = pageable.data();
+  }
+
   ExtractReport rep;
   ProgressOptions po;
   po.unit = "img";
@@ -134,18 +148,6 @@ ExtractReport extract_latents(const AutoencoderKL& vae, const ExtractOptions& o)
     std::vector<int64_t> labels;
     for (int64_t b0 = first; b0 < last; b0 += o.batch) {
       const int64_t nb = std::min(o.batch, last - b0);
-      // On a GPU the batch is uploaded from page-locked memory (one DMA).
-      PinnedBuffer pinned;
-      std::vector<float> pageable;
-      float* pix = nullptr;
-      const size_t pix_n = static_cast<size_t>(nb * copies * plane);
-      if (vae.device().is_cuda()) {
-        pinned = PinnedBuffer(pix_n * sizeof(float));
-        pix = static_cast<float*>(pinned.data());
-      } else {
-        pageable.resize(pix_n);
-        pix = pageable.data();
-      }
       std::vector<char> ok(static_cast<size_t>(nb));
       std::vector<std::string> why(static_cast<size_t>(nb));
       std::exception_ptr err;
