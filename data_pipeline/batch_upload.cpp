@@ -8,14 +8,15 @@
 
 namespace vt {
 
-BatchUploader::BatchUploader(Loader& loader, Device device, Prepare prepare)
-    : loader_(loader), device_(device), prepare_(std::move(prepare)) {
+BatchUploader::BatchUploader(Loader& loader, Device device, Prepare prepare, Decode decode)
+    : loader_(loader), device_(device), prepare_(std::move(prepare)), decode_(std::move(decode)) {
   if (!device_.is_cuda())
     throw std::invalid_argument("BatchUploader: device " + device_.str() + " is not a CUDA device");
   stream_ = CudaStream::create(device_.index);
   for (Slot& s : slots_) {
     s.copied = CudaEvent::create(device_.index);
     s.released = CudaEvent::create(device_.index);
+    s.decoded = CudaEvent::create(device_.index);
   }
 }
 
@@ -76,13 +77,35 @@ void BatchUploader::stage() {
   // The copy overwrites the slot only after every step that read it is done.
   s.released.wait_on(up);
   DeviceBatch& d = st.batch;
+  d.images = device_view(s.images, host.images);
+  if (!host.encoded.empty()) {
+    // The decode runs on the compute stream, after the steps that read the
+    // slot (queued before it); the upload stream then waits for it.
+    try {
+      if (!decode_) throw std::logic_error("BatchUploader: an encoded batch (data.decode_on=device) without a decode hook");
+      decode_(host, d.images);
+    } catch (...) {
+      Staged failed;
+      failed.error = std::current_exception();
+      // Decoding queued before the error may still read the host batch's bytes.
+      s.decoded.record(nullptr);
+      s.decoded.synchronize();
+      staged_ = std::move(failed);
+      return;
+    }
+    for (size_t i = 0; i < host.encoded.size(); ++i)  // the host-made crops
+      if (!host.encoded[i].data)
+        copy_async(d.images.select(0, static_cast<int64_t>(i)), host.images.select(0, static_cast<int64_t>(i)), up);
+    s.decoded.record(nullptr);
+    s.decoded.wait_on(up);
+  } else {
+    copy_async(d.images, host.images.contiguous(), up);
+  }
   d.index = host.index;
   d.mix = host.mix;
   d.indices = host.indices;
   d.plans = host.plans;
-  d.images = device_view(s.images, host.images);
   d.labels = device_view(s.labels, host.labels);
-  copy_async(d.images, host.images.contiguous(), up);
   copy_async(d.labels, host.labels.contiguous(), up);
   if (host.targets.defined()) {
     d.targets = device_view(s.targets, host.targets);

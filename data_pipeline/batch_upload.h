@@ -30,8 +30,15 @@
 //    to the caching allocator as used on the upload stream
 //    (cuda_record_stream): a steady-state step allocates nothing.
 //
+// Encoded batches (data.decode_on=device, LoaderConfig::encoded): the
+// `decode` hook fills the device slot's rows of the JPEG samples on the
+// compute stream (data_pipeline/device/device_batch_decode.h), and only the
+// rows of host-made crops are copied; the upload stream waits for the
+// decode (an event) before it records the batch's copy event, so the host
+// batch, whose bytes the decoder reads, is kept until both are done.
+//
 // The loader's errors (a worker's exception, data.on_corrupt=error) and the
-// `prepare` hook's come out of the next() that would have returned that
+// `prepare` and `decode` hooks' come out of the next() that would have returned that
 // batch, never out of prefetch(). The destructor waits for queued copies.
 #pragma once
 #include <array>
@@ -66,10 +73,15 @@ class BatchUploader {
   // Called on each host batch (in its pinned slot) before its copy is
   // queued: vtrain mixes a multi-rank global batch on the host there.
   using Prepare = std::function<void(Batch&)>;
+  // Called on each encoded host batch with the device slot's images (U8
+  // [B, H, W, 3]) after `prepare`: fills the rows of encoded samples on the
+  // compute stream; may turn samples into host crops (Loader::replace_undecodable).
+  using Decode = std::function<void(Batch&, const Tensor& device_images)>;
 
   // `loader` must be made with pinned_slots (else the copies are correct but
   // do not overlap) and outlive the uploader's calls; `device` a CUDA device.
-  BatchUploader(Loader& loader, Device device, Prepare prepare = {});
+  // A loader of encoded batches needs `decode`.
+  BatchUploader(Loader& loader, Device device, Prepare prepare = {}, Decode decode = {});
   ~BatchUploader();
   BatchUploader(const BatchUploader&) = delete;
   BatchUploader& operator=(const BatchUploader&) = delete;
@@ -93,6 +105,7 @@ class BatchUploader {
     Tensor images, labels, targets;  // owned device buffers (the largest batch seen)
     CudaEvent copied;    // upload stream: the copy into this slot
     CudaEvent released;  // compute stream: every step reading this slot is queued
+    CudaEvent decoded;   // compute stream: the decode into this slot (encoded batches)
     Batch host;          // the pinned host batch until `copied` completed
   };
   struct Staged {
@@ -108,6 +121,7 @@ class BatchUploader {
   Loader& loader_;
   Device device_;
   Prepare prepare_;
+  Decode decode_;
   CudaStream stream_;  // declared first: destroyed after the slots' frees and events
   std::array<Slot, 2> slots_;
   int next_slot_ = 0;

@@ -32,6 +32,11 @@ void Dataset::load_planned(int64_t i, Philox&, uint8_t*, AugmentPlan*) const {
                          "needs the DeiT train pipeline)");
 }
 
+void Dataset::load_encoded(int64_t i, Philox&, EncodedSample*, uint8_t*, AugmentPlan*) const {
+  throw std::logic_error("dataset sample " + name(i) + ": this dataset has no encoded samples (data.decode_on=device "
+                         "needs the DeiT train pipeline on an image folder or packed shards)");
+}
+
 AugmentSettings augment_settings(const ImagePipelineConfig& cfg) {
   AugmentSettings s;
   s.hflip = cfg.hflip, s.rand_augment = cfg.rand_augment, s.random_erasing = cfg.random_erasing;
@@ -59,6 +64,20 @@ void process_image_planned(const uint8_t* bytes, size_t n, const std::string& na
   cv::Mat dst(S, S, CV_8UC3, hwc);
   img.copyTo(dst);  // copyTo keeps dst's buffer: same size and type
   *plan = plan_augment(S, S, rng, augment_settings(cfg));
+}
+
+bool process_image_encoded(const uint8_t* bytes, size_t n, const std::string& name, const ImagePipelineConfig& cfg,
+                           Philox& rng, CropBox* box, uint8_t* hwc, AugmentPlan* plan) {
+  if (cfg.kind != ImagePipeline::DeitTrain)
+    throw std::invalid_argument("process_image_encoded: only the DeiT train pipeline has an augmentation plan");
+  if (sniff_format(bytes, n) != ImageFormat::Jpeg) {
+    process_image_planned(bytes, n, name, cfg, rng, hwc, plan);
+    return false;
+  }
+  const ImageSize full = probe_image(bytes, n, name);
+  *box = rrc_box(full.width, full.height, rng, cfg.rrc);
+  *plan = plan_augment(cfg.size, cfg.size, rng, augment_settings(cfg));
+  return true;
 }
 
 void process_image(const uint8_t* bytes, size_t n, const std::string& name, const ImagePipelineConfig& cfg,
@@ -118,6 +137,19 @@ void ImageFolderDataset::load_planned(int64_t i, Philox& rng, uint8_t* hwc, Augm
   const std::string& path = folder_.samples().at(static_cast<size_t>(i)).path;
   const std::vector<uint8_t> bytes = read_file_bytes(path);
   process_image_planned(bytes.data(), bytes.size(), path, cfg_, rng, hwc, plan);
+}
+
+void ImageFolderDataset::load_encoded(int64_t i, Philox& rng, EncodedSample* enc, uint8_t* hwc,
+                                      AugmentPlan* plan) const {
+  const std::string& path = folder_.samples().at(static_cast<size_t>(i)).path;
+  *enc = EncodedSample{};
+  enc->owned = read_file_bytes(path);
+  if (process_image_encoded(enc->owned.data(), enc->owned.size(), path, cfg_, rng, &enc->box, hwc, plan)) {
+    enc->data = enc->owned.data(), enc->size = enc->owned.size();
+    enc->name = path;
+  } else {
+    enc->owned = {};
+  }
 }
 
 // ---------------------------------------------------------------- latents

@@ -17,6 +17,15 @@
 
 namespace vt {
 
+// One sample of a data.decode_on=device batch (Dataset::load_encoded).
+struct EncodedSample {
+  const uint8_t* data = nullptr;  // the JPEG's bytes; null: the crop was made on the host
+  size_t size = 0;
+  std::vector<uint8_t> owned;  // the bytes, when the dataset does not keep them (data points here)
+  std::string name;            // the file (Dataset::name), for the decoder's errors
+  CropBox box;                 // RandomResizedCrop's box in the full-size image's pixels
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -36,6 +45,15 @@ class Dataset {
   // bit for bit. Datasets without such a split say so (std::logic_error).
   virtual bool has_augment_plans() const { return false; }
   virtual void load_planned(int64_t i, Philox& rng, uint8_t* hwc, AugmentPlan* plan) const;
+  // data.decode_on=device: load_planned without decoding a JPEG. A JPEG's
+  // bytes and RandomResizedCrop box (drawn from the header's size) go to
+  // `enc`, for the consumer to decode and crop (data_pipeline/device);
+  // any other format is decoded and cropped here into `hwc` as load_planned
+  // does (enc->data stays null). `plan` as load_planned's. Same draws as
+  // load_planned, so a device decode that gives the host decoder's pixels
+  // gives load_planned's crop (with data.dct_scaling off: the device
+  // decodes at full size). Header errors: CorruptImage naming the file.
+  virtual void load_encoded(int64_t i, Philox& rng, EncodedSample* enc, uint8_t* hwc, AugmentPlan* plan) const;
   // The loader announces a batch's samples before loading them, so a dataset
   // can ask the OS to read their bytes in one go (packed shards:
   // madvise(MADV_WILLNEED)); default: nothing.
@@ -77,6 +95,12 @@ struct ImagePipelineConfig {
 void process_image(const uint8_t* bytes, size_t n, const std::string& name, const ImagePipelineConfig& cfg,
                    Philox& rng, float* out);
 
+// process_image_planned's draws for Dataset::load_encoded: a JPEG's box
+// from its header (true; `hwc` untouched), any other format through
+// process_image_planned into `hwc` (false). Then plan_augment.
+bool process_image_encoded(const uint8_t* bytes, size_t n, const std::string& name, const ImagePipelineConfig& cfg,
+                           Philox& rng, CropBox* box, uint8_t* hwc, AugmentPlan* plan);
+
 // The augmentation settings of a DeitTrain pipeline (augment_plan.h).
 AugmentSettings augment_settings(const ImagePipelineConfig& cfg);
 
@@ -97,6 +121,7 @@ class ImageFolderDataset : public Dataset {
   void load(int64_t i, Philox& rng, float* out) const override;
   bool has_augment_plans() const override { return cfg_.kind == ImagePipeline::DeitTrain; }
   void load_planned(int64_t i, Philox& rng, uint8_t* hwc, AugmentPlan* plan) const override;
+  void load_encoded(int64_t i, Philox& rng, EncodedSample* enc, uint8_t* hwc, AugmentPlan* plan) const override;
   const ImageFolder& folder() const { return folder_; }
   const ImagePipelineConfig& config() const { return cfg_; }
 

@@ -84,6 +84,8 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig cfg) : ds_(s
     if (ds_->sample_shape().size() != 3 || ds_->sample_shape()[0] != 3)
       throw std::invalid_argument("Loader: augment_plans needs [3, H, W] samples, got " + shape_str(ds_->sample_shape()));
   }
+  if (cfg_.encoded && !cfg_.augment_plans)
+    throw std::invalid_argument("Loader: encoded samples (data.decode_on=device) need augment_plans");
   capacity_ = std::max(cfg_.prefetch, cfg_.workers);
   if (cfg_.pinned_slots) {
     // The consumer's leased batches take slots beyond the prefetch window.
@@ -92,7 +94,9 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderConfig cfg) : ds_(s
     const size_t B = static_cast<size_t>(cfg_.batch_size);
     const size_t K = cfg_.mixup ? static_cast<size_t>(cfg_.mixup->num_classes) : 0;
     ring_ = std::make_shared<PinnedRing>();
-    ring_->labels_at = align64(B * static_cast<size_t>(shape_numel(shape)) * sizeof(float));
+    // augment_plans: uint8 crops, a quarter of the floats' bytes.
+    const size_t value_bytes = cfg_.augment_plans ? sizeof(uint8_t) : sizeof(float);
+    ring_->labels_at = align64(B * static_cast<size_t>(shape_numel(shape)) * value_bytes);
     ring_->targets_at = ring_->labels_at + align64(B * sizeof(int32_t));
     const size_t bytes = ring_->targets_at + B * K * sizeof(float);
     ring_->leased.reset(new std::atomic<bool>[static_cast<size_t>(capacity_)]);
@@ -237,37 +241,67 @@ void Loader::worker_loop() {
   }
 }
 
-void Loader::load_sample(int64_t pos, uint64_t epoch, float* dst, uint8_t* u8, AugmentPlan* plan, int32_t* label,
-                         int64_t* used) {
+void Loader::note_corrupt(int64_t idx, const std::exception& e) {
+  const std::string name = ds_->name(idx);
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    ++corrupt_count_;
+    first = corrupt_names_.insert(name).second;
+  }
+  // Through vt::log so the warning reaches the run's log.txt; once per
+  // file per process (an evaluation loader would otherwise repeat the
+  // training loader's warnings every epoch).
+  if (first && first_warning_in_process(name))
+    vt::log().warn("data: skipping corrupt file ({}); replaced by the next valid sample", e.what());
+}
+
+void Loader::load_sample(int64_t pos, int64_t idx, int64_t attempts_done, uint64_t epoch, const SampleOut& out) {
   const int64_t N = ds_->size();
-  int64_t idx = order_.indices[static_cast<size_t>(pos)];
   const uint64_t stream = philox_stream(kPurposeAugment, epoch, static_cast<uint64_t>(order_.draw_ids[static_cast<size_t>(pos)]));
-  for (int64_t attempt = 0;; ++attempt) {
+  for (int64_t attempt = attempts_done;; ++attempt) {
     Philox rng(cfg_.seed, stream);
     try {
-      if (cfg_.augment_plans) ds_->load_planned(idx, rng, u8, plan);
-      else ds_->load(idx, rng, dst);
-      *label = ds_->label(idx);
-      *used = idx;
+      if (out.enc) ds_->load_encoded(idx, rng, out.enc, out.u8, out.plan);
+      else if (out.u8) ds_->load_planned(idx, rng, out.u8, out.plan);
+      else ds_->load(idx, rng, out.dst);
+      *out.label = ds_->label(idx);
+      *out.used = idx;
       return;
     } catch (const CorruptImage& e) {
       if (cfg_.on_corrupt == OnCorrupt::Error) throw;
-      const std::string name = ds_->name(idx);
-      bool first = false;
-      {
-        std::lock_guard<std::mutex> g(mu_);
-        ++corrupt_count_;
-        first = corrupt_names_.insert(name).second;
-      }
-      // Through vt::log so the warning reaches the run's log.txt; once per
-      // file per process (an evaluation loader would otherwise repeat the
-      // training loader's warnings every epoch).
-      if (first && first_warning_in_process(name))
-        vt::log().warn("data: skipping corrupt file ({}); replaced by the next valid sample", e.what());
-      if (attempt + 1 >= N) throw std::runtime_error("data: every sample tried is corrupt (last: " + name + ")");
+      note_corrupt(idx, e);
+      if (attempt + 1 >= N) throw std::runtime_error("data: every sample tried is corrupt (last: " + ds_->name(idx) + ")");
       idx = (idx + 1) % N;
     }
   }
+}
+
+void Loader::replace_undecodable(Batch& batch, int i, std::exception_ptr error) {
+  if (!cfg_.encoded || i < 0 || static_cast<size_t>(i) >= batch.encoded.size())
+    throw std::logic_error("Loader::replace_undecodable: sample " + std::to_string(i) + " of a batch that has " +
+                           std::to_string(batch.encoded.size()) + " encoded samples");
+  if (cfg_.on_corrupt == OnCorrupt::Error) std::rethrow_exception(error);
+  const size_t k = static_cast<size_t>(i);
+  const int64_t idx = batch.indices[k];
+  try {
+    std::rethrow_exception(error);
+  } catch (const CorruptImage& e) {
+    note_corrupt(idx, e);
+  }  // anything else is not about the file: it propagates
+  const int64_t N = ds_->size();
+  const int64_t per = shape_numel(ds_->sample_shape());
+  batch.encoded[k] = EncodedSample{};
+  SampleOut out;
+  out.u8 = batch.images.u8() + i * per;
+  out.plan = &batch.plans[k];
+  out.label = batch.labels.i32() + i;
+  out.used = &batch.indices[k];
+  // The attempts a worker would have made: the order's index (and any
+  // corrupt ones it skipped) up to idx, then idx itself.
+  const int64_t first = order_.indices[static_cast<size_t>(batch.index * cfg_.batch_size + i)];
+  const int64_t done = (idx - first + N) % N + 1;
+  load_sample(batch.index * cfg_.batch_size + i, (idx + 1) % N, done, epoch_, out);
 }
 
 void Loader::build(int64_t b, int64_t slot, uint64_t epoch, uint64_t generation, Slot& out) {
@@ -280,7 +314,7 @@ void Loader::build(int64_t b, int64_t slot, uint64_t epoch, uint64_t generation,
   const int64_t per = shape_numel(shape);
   Shape bshape{B};
   bshape.insert(bshape.end(), shape.begin(), shape.end());
-  // augment_plans: the uint8 crops, HWC (fits the slot's float images).
+  // augment_plans: the uint8 crops, HWC (the slots are sized for them).
   const DType dt = cfg_.augment_plans ? DType::U8 : DType::F32;
   if (cfg_.augment_plans) bshape = {B, shape[1], shape[2], shape[0]};
   Batch& batch = out.batch;
@@ -295,6 +329,7 @@ void Loader::build(int64_t b, int64_t slot, uint64_t epoch, uint64_t generation,
   }
   batch.indices.resize(static_cast<size_t>(B));
   if (cfg_.augment_plans) batch.plans.resize(static_cast<size_t>(B));
+  if (cfg_.encoded) batch.encoded.resize(static_cast<size_t>(B));
   ds_->will_need(order_.indices.data() + begin, B);
   for (int i = 0; i < B; ++i) {
     {
@@ -302,12 +337,12 @@ void Loader::build(int64_t b, int64_t slot, uint64_t epoch, uint64_t generation,
       if (generation != generation_) return;  // epoch abandoned: result is discarded
     }
     const size_t k = static_cast<size_t>(i);
-    if (cfg_.augment_plans)
-      load_sample(begin + i, epoch, nullptr, batch.images.u8() + i * per, &batch.plans[k], batch.labels.i32() + i,
-                  &batch.indices[k]);
-    else
-      load_sample(begin + i, epoch, batch.images.f32() + i * per, nullptr, nullptr, batch.labels.i32() + i,
-                  &batch.indices[k]);
+    SampleOut so;
+    if (cfg_.augment_plans) so.u8 = batch.images.u8() + i * per, so.plan = &batch.plans[k];
+    else so.dst = batch.images.f32() + i * per;
+    if (cfg_.encoded) so.enc = &batch.encoded[k];
+    so.label = batch.labels.i32() + i, so.used = &batch.indices[k];
+    load_sample(begin + i, order_.indices[static_cast<size_t>(begin + i)], 0, epoch, so);
   }
   if (cfg_.mixup) {
     const MixupParams& mp = *cfg_.mixup;

@@ -64,6 +64,12 @@ struct LoaderConfig {
   // augmentation, applied by the consumer (augment_batch_args + kernels/augment.h augment_apply). Needs a dataset
   // with has_augment_plans() and no loader-side mixup (it would mix crops).
   bool augment_plans = false;
+  // data.decode_on=device (needs augment_plans): the dataset stops before
+  // decoding (Dataset::load_encoded): a JPEG sample comes as its bytes and
+  // crop box in Batch::encoded, decoded and cropped by the consumer
+  // (data_pipeline/device/device_batch_decode.h) into the crops' place;
+  // other formats come as host crops in `images` as with augment_plans.
+  bool encoded = false;
 };
 
 struct Batch {
@@ -74,6 +80,9 @@ struct Batch {
   MixupDecision mix;
   std::vector<int64_t> indices;  // dataset indices actually used (after skips)
   std::vector<AugmentPlan> plans;  // augment_plans: one per image, else empty
+  // encoded: one per image; encoded[i].data null means images[i] holds the
+  // host-made crop, else images[i] is left for the consumer to fill.
+  std::vector<EncodedSample> encoded;
 };
 
 class Loader {
@@ -94,6 +103,16 @@ class Loader {
   bool next(Batch& out);
   int64_t num_batches() const { return num_batches_; }
 
+  // encoded: sample i of `batch` (a batch of this epoch, not yet handed to
+  // the next epoch) that the consumer could not decode, `error` the
+  // decoder's CorruptImage naming the file. data.on_corrupt=error rethrows
+  // it; skip counts and warns as a worker does and replaces the sample as a
+  // worker does (the next decodable sample in dataset order, with this
+  // sample's draws) through the host path (Dataset::load_planned): its crop
+  // goes to batch.images[i] (encoded[i].data becomes null), its label,
+  // index and plan to the batch. Thread-safe with the workers.
+  void replace_undecodable(Batch& batch, int i, std::exception_ptr error);
+
   int64_t corrupt_count() const;
   std::vector<std::string> corrupt_names() const;  // sorted, unique
   // pinned_slots: the slots of the ring, and how many are leased now.
@@ -111,9 +130,22 @@ class Loader {
   // Slot of batch b of this epoch (mu_ held): batches of successive epochs
   // continue around the ring.
   int64_t slot_of(int64_t b) const { return (slot_base_ + b) % capacity_; }
-  // Writes the sample's floats to dst, or (augment_plans) its crop to u8 and its plan.
-  void load_sample(int64_t pos, uint64_t epoch, float* dst, uint8_t* u8, AugmentPlan* plan, int32_t* label,
-                   int64_t* used);
+  // Where a sample goes: its floats (dst), or (augment_plans) its crop (u8)
+  // and plan, or (encoded) also its bytes and box (enc).
+  struct SampleOut {
+    float* dst = nullptr;
+    uint8_t* u8 = nullptr;
+    AugmentPlan* plan = nullptr;
+    EncodedSample* enc = nullptr;
+    int32_t* label = nullptr;
+    int64_t* used = nullptr;
+  };
+  // Loads the sample at `pos` of the order, starting from dataset index
+  // `idx` (the order's, or the one after an undecodable one), skipping
+  // corrupt files per on_corrupt.
+  void load_sample(int64_t pos, int64_t idx, int64_t attempts_done, uint64_t epoch, const SampleOut& out);
+  // Counts a corrupt file and warns once per file per process.
+  void note_corrupt(int64_t idx, const std::exception& e);
   void stop_epoch(std::unique_lock<std::mutex>& lk);
   void stop_workers();
   struct PinnedRing;

@@ -161,6 +161,14 @@ void ShardDataset::load_planned(int64_t i, Philox& rng, uint8_t* hwc, AugmentPla
   process_image_planned(b.data, b.size, name(i), cfg_, rng, hwc, plan);
 }
 
+void ShardDataset::load_encoded(int64_t i, Philox& rng, EncodedSample* enc, uint8_t* hwc, AugmentPlan* plan) const {
+  const Bytes b = bytes(i);
+  *enc = EncodedSample{};
+  std::string n = name(i);
+  if (process_image_encoded(b.data, b.size, n, cfg_, rng, &enc->box, hwc, plan))
+    enc->data = b.data, enc->size = b.size, enc->name = std::move(n);
+}
+
 void ShardDataset::will_need(const int64_t* indices, int64_t n) const {
   struct Range {
     size_t shard;

@@ -47,6 +47,8 @@ class ShardDataset : public Dataset {
   void load(int64_t i, Philox& rng, float* out) const override;
   bool has_augment_plans() const override { return cfg_.kind == ImagePipeline::DeitTrain; }
   void load_planned(int64_t i, Philox& rng, uint8_t* hwc, AugmentPlan* plan) const override;
+  // enc->data views the mapping (nothing copied).
+  void load_encoded(int64_t i, Philox& rng, EncodedSample* enc, uint8_t* hwc, AugmentPlan* plan) const override;
   void will_need(const int64_t* indices, int64_t n) const override;
 
   // The stored bytes of sample i (a view into the mapping, valid while the

@@ -53,6 +53,7 @@ const ConfigSchema& vtrain_schema() {
         .optional("data.hflip", T::Bool, "true", "random horizontal flip")
         .optional("data.dct_scaling", T::Bool, "true", "JPEG DCT-domain downscaling")
         .optional("data.decode", T::String, "full", "full | crop: train JPEGs decoded whole, or only RandomResizedCrop's box (same pixels, less work)")
+        .optional("data.decode_on", T::String, "host", "host | device: JPEGs decoded by the loader's workers, or by nvJPEG on the GPU (CUDA runs; whole images, then RandomResizedCrop and the augmentation there; non-JPEG files and what nvJPEG refuses are decoded on the host)")
         .optional("data.augment_on", T::String, "auto", "auto | host | device: augment in the loader's workers, or after the loader on the model's device (uint8 crops + per-sample plans, kernels/augment.h; CPU runs: its CPU twins); auto: device on CUDA (but host for several GPU processes with Mixup/CutMix), host on CPU")
         .optional("data.rand_augment", T::Bool, "true", "RandAugment rand-m9-mstd0.5-inc1")
         .optional("data.randaug_ops", T::Int, "2", "RandAugment ops per image")
@@ -217,6 +218,20 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
       bad_value(c, "data.augment_on", "expected 'auto', 'host' or 'device', got '" + on + "'");
     o.augment_on_auto = on == "auto";
     o.augment_on_device = on == "device" || (on == "auto" && o.compute.device.is_cuda());
+  }
+  {
+    const std::string on = c.get<std::string>("data.decode_on");
+    if (on != "host" && on != "device") bad_value(c, "data.decode_on", "expected 'host' or 'device', got '" + on + "'");
+    o.decode_on_device = on == "device";
+    if (o.decode_on_device && !o.compute.device.is_cuda())
+      bad_value(c, "data.decode_on", "'device' decodes with nvJPEG on a GPU: it needs device=cuda (this run is on " +
+                                         o.compute.device.str() + ")");
+    if (o.decode_on_device && !o.augment_on_device)
+      bad_value(c, "data.decode_on", "'device' hands the decoded crops to the device augmentation: it needs "
+                                     "data.augment_on=device (or auto)");
+    if (o.decode_on_device && o.decode == DecodeMode::Crop)
+      bad_value(c, "data.decode_on", "'device' decodes whole images (nvJPEG's batched decode has no region "
+                                     "decoding): it needs data.decode=full, not crop");
   }
   o.rand_augment = c.get<bool>("data.rand_augment");
   o.randaug_ops = static_cast<int>(int_in(c, "data.randaug_ops", 0, 64));

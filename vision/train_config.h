@@ -52,6 +52,12 @@ struct TrainOptions {
   // back to host where device cannot run (several GPU processes mixing the
   // global batch on the host).
   bool augment_on_device = false, augment_on_auto = true;
+  // data.decode_on: false = host (the loader's workers decode); true =
+  // device: the workers read each JPEG and draw its crop box and plan, and
+  // nvJPEG decodes the batch on the GPU, where it is cropped, resized and
+  // augmented (data_pipeline/device/device_batch_decode.h). Needs CUDA,
+  // augmentation on the device and data.decode: full.
+  bool decode_on_device = false;
   int randaug_ops = 2;
   double randaug_magnitude = 9, randaug_std = 0.5;
   double erasing_prob = 0.25;

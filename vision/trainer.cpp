@@ -18,6 +18,9 @@
 #include "data_pipeline/augment_plan.h"
 #include "data_pipeline/batch_upload.h"
 #include "data_pipeline/loader.h"
+#if VT_NVJPEG
+#include "data_pipeline/device/device_batch_decode.h"
+#endif
 #include "core/allocator.h"
 #include "kernels/augment.h"
 #include "kernels/cross_entropy.h"
@@ -525,6 +528,15 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
     throw ConfigError("train.batch_size = " + std::to_string(o.batch_size) + " (the global batch) is not divisible by the " +
                       std::to_string(world) + " processes of this run");
   I.rank_batch = o.batch_size / world;
+  if (o.decode_on_device && o.compute.device.is_cuda() && world > 1 && o.mixing())
+    throw ConfigError("data.decode_on=device: a GPU run of " + std::to_string(world) +
+                      " processes mixes the global batch on the host before its upload (Mixup/CutMix pairs span "
+                      "ranks), which needs the batch decoded and augmented there: use data.decode_on=host");
+#if !VT_NVJPEG
+  if (o.decode_on_device)
+    throw ConfigError("data.decode_on=device: this build has no nvJPEG decoding (data_pipeline/device is built "
+                      "when CMake finds nvjpeg.h and libnvjpeg; scripts/setup.sh fetches them): use data.decode_on=host");
+#endif
   if (o.augment_on_device && o.compute.device.is_cuda() && world > 1 && o.mixing() && o.augment_on_auto)
     o.augment_on_device = false;  // auto: the global batch is mixed on the host (below)
   if (o.augment_on_device && o.compute.device.is_cuda() && world > 1 && o.mixing())
@@ -602,7 +614,8 @@ TrainSummary Trainer::Impl::loop() {
   // data.augment_on).
   log().info("vtrain: device {} | input: {} ({}), decode {}, {}", o.compute.describe(),
              o.data_format == "shards" ? "packed shards" : "image folder", o.data_root,
-             o.decode == DecodeMode::Crop ? "crop (region at the crop's DCT scale)" : "full",
+             o.decode_on_device ? "on the device (nvJPEG, whole images; non-JPEG files and what nvJPEG refuses on the host)"
+             : o.decode == DecodeMode::Crop ? "crop (region at the crop's DCT scale)" : "full",
              !o.augment_on_device ? std::string("augmentation on the host")
              : o.compute.device.is_cuda()
                  ? "augmentation on the device (uint8 crops + plans uploaded, CUDA kernels)"
@@ -624,6 +637,7 @@ TrainSummary Trainer::Impl::loop() {
   lc.on_corrupt = parse_on_corrupt(o.on_corrupt);
   lc.pinned_slots = o.compute.device.is_cuda();  // uploaded from pinned slots
   lc.augment_plans = o.augment_on_device;        // the step applies them (forward_backward)
+  lc.encoded = o.decode_on_device;               // the uploader's decode hook decodes them (below)
   Loader loader(I.train_ds, lc);
 
   StepWork work;
@@ -653,6 +667,9 @@ TrainSummary Trainer::Impl::loop() {
   // GPU: batch b + 1 is copied on the upload stream while step b runs; a
   // global batch over several ranks is mixed on the host before its copy.
   int64_t epoch_first_batch = I.batch_in_epoch;  // the loader's batch 0 in this epoch
+#if VT_NVJPEG
+  std::unique_ptr<DeviceBatchDecoder> decoder;  // data.decode_on=device (declared first: outlives the uploader)
+#endif
   std::unique_ptr<BatchUploader> upload;
   if (!dev.is_cpu()) {
     BatchUploader::Prepare prepare;
@@ -663,7 +680,19 @@ TrainSummary Trainer::Impl::loop() {
         batch.targets = Tensor::empty({B, K});
         I.mix_global_batch(batch, rng, work, batch.targets);
       };
-    upload = std::make_unique<BatchUploader>(loader, dev, std::move(prepare));
+    BatchUploader::Decode decode;
+#if VT_NVJPEG
+    if (o.decode_on_device) {
+      decoder = std::make_unique<DeviceBatchDecoder>(dev.index);
+      log().info("vtrain: nvJPEG {} backend", decoder->hardware() ? "hardware (JPEG engines)" : "CUDA");
+      decode = [&decoder, &loader](Batch& batch, const Tensor& images) {
+        decoder->decode(batch, images, [&loader](Batch& b, int i, std::exception_ptr e) {
+          loader.replace_undecodable(b, i, std::move(e));
+        });
+      };
+    }
+#endif
+    upload = std::make_unique<BatchUploader>(loader, dev, std::move(prepare), std::move(decode));
     work.upload = upload.get();
     work.stats = Tensor::zeros({2}, DType::F32, dev);
   }
@@ -702,6 +731,15 @@ TrainSummary Trainer::Impl::loop() {
       break;
     }
     // Epoch done.
+#if VT_NVJPEG
+    if (decoder) {
+      const DeviceBatchDecoder::Counts& n = decoder->counts();
+      log().info("data.decode_on=device, so far: {} images by nvJPEG ({}), {} by the host decoder after nvJPEG "
+                 "refused them, {} host crops (non-JPEG files, replacements)",
+                 n.nvjpeg_hardware + n.nvjpeg_cuda, decoder->hardware() ? "hardware" : "CUDA", n.host_fallback,
+                 n.host_crops);
+    }
+#endif
     ++I.epoch;
     I.batch_in_epoch = 0;
     I.report_skipped(loader);

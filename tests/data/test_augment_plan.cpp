@@ -1,22 +1,29 @@
 // The plan/apply split of DeiT's train augmentation (augment_plan.h) against
 // the interleaved pipeline it replaced: RandomResizedCrop, then flip,
 // rand_augment, to_chw_normalized and random_erasing all drawing from one
-// Philox as they go, on real ImageNet and CIFAR-10 JPEGs read in place.
+// Philox as they go, on real ImageNet and CIFAR-10 JPEGs read in place; and
+// the loader's encoded batches (data.decode_on=device) against the planned ones.
 #include <gtest/gtest.h>
 
 #include <omp.h>
 
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
 #include "data_pipeline/augment_plan.h"
+#include "data_pipeline/crop_decode.h"
 #include "data_pipeline/dataset.h"
 #include "data_pipeline/decode.h"
 #include "data_pipeline/loader.h"
 #include "data_pipeline/sampler.h"
 #include "kernels/augment.h"
+#include "data_test_util.h"
 
 namespace vt {
 namespace {
@@ -203,6 +210,134 @@ TEST(AugmentPlan, LoaderPlansApplyToTheFloatBatches) {
   lc.augment_plans = true;
   EXPECT_THROW(Loader(eval_ds, lc), std::invalid_argument);
   lc.mixup = MixupParams{};
+  EXPECT_THROW(Loader(ds, lc), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace vt
+
+namespace vt {
+namespace {
+
+// data.decode_on=device, the loader's side (LoaderConfig::encoded): a JPEG
+// sample comes as its bytes and the RandomResizedCrop box drawn from its
+// header; a whole decode cropped to that box (what the device path does,
+// here with the host decoder) gives the planned loader's crop bit for bit
+// (data.dct_scaling off: the device decodes at full size), with the same
+// plan, label and index. A PNG comes as a host crop. A JPEG whose header
+// reads but whose data does not decode is caught only by the decode: the
+// consumer hands it back (Loader::replace_undecodable), which replaces it
+// as the planned loader's workers do (data.on_corrupt=skip: the next
+// sample, with this sample's draws; counted once) or rethrows (error).
+TEST(AugmentPlan, EncodedBatchesDecodeToThePlannedBatches) {
+  testutil::TempDir tmp("encoded");
+  const std::filesystem::path root = tmp.path;
+  int seed = 0;
+  for (const char* cls : {"a", "b", "c"})
+    for (int k = 0; k < 4; ++k) {
+      const cv::Mat rgb = testutil::synthetic_rgb(40 + 13 * k, 72 - 7 * k, ++seed);
+      testutil::write_bytes(root / cls / (std::to_string(k) + ".jpg"), testutil::encode_rgb_jpeg(rgb, 90));
+    }
+  {  // a PNG named .jpg (formats are sniffed from the bytes)
+    cv::Mat bgr;
+    cv::cvtColor(testutil::synthetic_rgb(50, 61, 99), bgr, cv::COLOR_RGB2BGR);
+    std::vector<uint8_t> png;
+    cv::imencode(".png", bgr, png);
+    testutil::write_bytes(root / "b" / "1.jpg", png);
+  }
+  {  // a JPEG cut in its entropy-coded data: the header still reads
+    std::vector<uint8_t> j = testutil::encode_rgb_jpeg(testutil::synthetic_rgb(64, 64, 7), 90);
+    j.resize(j.size() * 2 / 3);
+    testutil::write_bytes(root / "c" / "2.jpg", j);
+  }
+  ImagePipelineConfig cfg = heavy(24);
+  cfg.dct_scaling = false;
+  auto ds = std::make_shared<ImageFolderDataset>(root.string(), cfg);
+  ASSERT_EQ(ds->size(), 12);
+  EpochOrder order = train_order(ds->size(), 5, 1, 0, 1);
+  LoaderConfig lc;
+  lc.batch_size = 4;
+  lc.seed = 5;
+  lc.augment_plans = true;
+  lc.on_corrupt = OnCorrupt::Skip;
+  std::vector<Batch> planned;
+  int64_t planned_corrupt = 0;
+  {
+    Loader l(ds, lc);
+    l.start_epoch(2, order);
+    Batch b;
+    while (l.next(b)) planned.push_back(b);
+    planned_corrupt = l.corrupt_count();
+  }
+  ASSERT_EQ(planned.size(), 3u);
+  EXPECT_EQ(planned_corrupt, 1);
+  const int64_t per = 24 * 24 * 3;
+  lc.encoded = true;
+  lc.workers = 2;
+  {
+    Loader l(ds, lc);
+    l.start_epoch(2, order);
+    Batch b;
+    int host_crops = 0, replaced = 0;
+    for (size_t k = 0; l.next(b); ++k) {
+      ASSERT_LT(k, planned.size());
+      ASSERT_EQ(b.encoded.size(), 4u);
+      for (int i = 0; i < 4; ++i) {
+        EncodedSample& e = b.encoded[static_cast<size_t>(i)];
+        if (!e.data) {
+          ++host_crops;
+          continue;
+        }
+        EXPECT_EQ(e.name, ds->name(b.indices[static_cast<size_t>(i)]));
+        try {
+          const DecodedImage d = decode_image(e.data, e.size, e.name);
+          const cv::Mat crop = resize_scaled_box(d.rgb, 0, 0, d.full_width, d.full_height, d.rgb.cols, d.rgb.rows,
+                                                 e.box, 24);
+          ASSERT_TRUE(crop.isContinuous());
+          std::memcpy(b.images.u8() + i * per, crop.data, static_cast<size_t>(per));
+        } catch (const CorruptImage&) {
+          l.replace_undecodable(b, i, std::current_exception());
+          EXPECT_EQ(b.encoded[static_cast<size_t>(i)].data, nullptr);
+          ++replaced;
+        }
+      }
+      const Batch& want = planned[k];
+      EXPECT_EQ(b.indices, want.indices) << "batch " << k;
+      EXPECT_EQ(0, std::memcmp(b.labels.i32(), want.labels.i32(), want.labels.nbytes())) << "batch " << k;
+      EXPECT_EQ(0, std::memcmp(b.images.u8(), want.images.u8(), want.images.nbytes())) << "batch " << k;
+      ASSERT_EQ(b.plans.size(), 4u);
+      EXPECT_EQ(0, std::memcmp(b.plans.data(), want.plans.data(), 4 * sizeof(AugmentPlan))) << "batch " << k;
+    }
+    EXPECT_EQ(host_crops, 1);  // the PNG
+    EXPECT_EQ(replaced, 1);    // the cut JPEG
+    EXPECT_EQ(l.corrupt_count(), 1);
+    ASSERT_EQ(l.corrupt_names().size(), 1u);
+    EXPECT_NE(l.corrupt_names()[0].find("2.jpg"), std::string::npos);
+  }
+  // data.on_corrupt=error: the decoder's error comes back, naming the file.
+  lc.on_corrupt = OnCorrupt::Error;
+  Loader l(ds, lc);
+  l.start_epoch(2, order);
+  Batch b;
+  bool thrown = false;
+  while (!thrown && l.next(b))
+    for (int i = 0; i < 4 && !thrown; ++i) {
+      const EncodedSample& e = b.encoded[static_cast<size_t>(i)];
+      if (!e.data) continue;
+      try {
+        decode_image(e.data, e.size, e.name);
+      } catch (const CorruptImage&) {
+        try {
+          l.replace_undecodable(b, i, std::current_exception());
+        } catch (const CorruptImage& err) {
+          thrown = true;
+          EXPECT_NE(std::string(err.what()).find("2.jpg"), std::string::npos) << err.what();
+        }
+      }
+    }
+  EXPECT_TRUE(thrown);
+  // Encoded samples need the planned split.
+  lc.augment_plans = false;
   EXPECT_THROW(Loader(ds, lc), std::invalid_argument);
 }
 

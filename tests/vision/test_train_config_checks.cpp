@@ -132,6 +132,16 @@ TEST(TrainConfigChecks, AugmentOn) {
   EXPECT_FALSE(options({"device=cpu", "data.augment_on=device"}).augment_on_auto);
 }
 
+TEST(TrainConfigChecks, DecodeOn) {
+  std::string m = config_error({"data.decode_on=gpu"});
+  EXPECT_EQ(m.rfind("data.decode_on (command line)", 0), 0u) << m;
+  EXPECT_NE(m.find("'host' or 'device'"), std::string::npos) << m;
+  EXPECT_FALSE(options({}).decode_on_device);  // the default: host
+  m = config_error({"device=cpu", "data.decode_on=device"});
+  EXPECT_EQ(m.rfind("data.decode_on (command line)", 0), 0u) << m;
+  EXPECT_NE(m.find("device=cuda"), std::string::npos) << m;
+}
+
 TEST(TrainConfigChecks, RunNameIsOnePathComponent) {
   for (const char* bad : {"name=..", "name=.", "name=a/b", "name=/abs", "name=sp ace", "name=a\\b"}) {
     const std::string m = config_error({bad});

@@ -234,3 +234,90 @@ TEST_F(DeitTrainEmu, AugmentOnDeviceMatchesHostAugmentationBitForBit) {
 
 }  // namespace
 }  // namespace vt
+
+#include <filesystem>
+#include <fstream>
+
+#include <opencv2/imgcodecs.hpp>
+
+namespace vt {
+namespace {
+
+// data.decode_on=device on (emulated) CUDA: the loader hands each JPEG's
+// bytes and crop box; nvJPEG (the emulator's stand-in: libjpeg-turbo, so
+// the host decoder's pixels) decodes the batch, the crops are resized on
+// the device and augmented there. Against the same run decoding on the host
+// (data.decode: full, data.dct_scaling: false: the device decodes at full
+// size): the same 10 steps bit for bit, eagerly and with CUDA Graph steps,
+// and across a stop at step 3. The training folder also holds a PNG (a
+// host crop), a progressive JPEG (which nvJPEG's hardware backend refuses:
+// the host decoder's, uploaded) and a JPEG cut in its data (it passes the
+// header read; data.on_corrupt=skip replaces it as the host path does; with
+// error, the run stops naming it).
+class DecodeOnDeviceEmu : public DeitTrainEmu {
+ protected:
+  void SetUp() override {
+    DeitTrainEmu::SetUp();
+    namespace fs = std::filesystem;
+    const fs::path train = fs::path(data()) / "train";
+    const cv::Mat a = cv::imread((train / "airplane" / "0001.jpg").string());
+    std::vector<uint8_t> bytes;
+    cv::imencode(".png", a, bytes);
+    write(train / "airplane" / "0001.jpg", bytes);
+    const cv::Mat b = cv::imread((train / "automobile" / "0002.jpg").string());
+    cv::imencode(".jpg", b, bytes, {cv::IMWRITE_JPEG_PROGRESSIVE, 1, cv::IMWRITE_JPEG_QUALITY, 90});
+    write(train / "automobile" / "0002.jpg", bytes);
+    std::ifstream in(train / "bird" / "0003.jpg", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+    bytes.resize(bytes.size() * 2 / 3);
+    write(train / "bird" / "0003.jpg", bytes);
+  }
+  static void write(const std::filesystem::path& p, const std::vector<uint8_t>& b) {
+    std::ofstream(p, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(b.data()),
+                                                               static_cast<std::streamsize>(b.size()));
+  }
+};
+
+TEST_F(DecodeOnDeviceEmu, MatchesHostDecodeBitForBit) {
+  for (const char* graph : {"off", "auto"}) {
+    auto ov = [&](const char* on) {
+      return std::vector<std::string>{"device=cuda", "precision=fp32", std::string("train.cuda_graph=") + graph,
+                                      "data.random_erasing=0.5", "data.dct_scaling=false", "data.on_corrupt=skip",
+                                      "data.augment_on=device", std::string("data.decode_on=") + on};
+    };
+    const std::string h = std::string("host_") + graph, d = std::string("dev_") + graph;
+    const auto host = train(h, "siamese", ov("host"));
+    std::vector<std::string> first = ov("device");
+    first.push_back("train.max_steps=3");
+    auto dev = train(d, "siamese", first);
+    for (double l : train(d, "siamese", ov("device"))) dev.push_back(l);
+    ASSERT_EQ(host.size(), 10u) << graph;
+    EXPECT_EQ(dev, host) << graph;
+    for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"})
+      EXPECT_EQ(vt_test::max_abs_diff(file(d, 10, f), file(h, 10, f)), 0.0) << graph << " " << f;
+  }
+}
+
+// What data.decode_on=device cannot run with is refused, naming the key.
+TEST_F(DecodeOnDeviceEmu, RefusesWhatItCannotRun) {
+  for (const char* other : {"data.augment_on=host", "data.decode=crop"}) {
+    try {
+      Trainer t(cfg("refused", "siamese", {"device=cuda", "data.decode_on=device", other}), "test.yaml");
+      FAIL() << other << " was accepted";
+    } catch (const std::exception& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("data.decode_on (command line)", 0), 0u) << other << ": " << e.what();
+    }
+  }
+}
+
+TEST_F(DecodeOnDeviceEmu, UndecodableFileStopsTheRunNamingIt) {
+  try {
+    train("err", "siamese", {"device=cuda", "data.dct_scaling=false", "data.decode_on=device"});
+    FAIL() << "the cut JPEG did not stop the run";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("bird/0003.jpg"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vt
