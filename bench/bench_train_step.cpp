@@ -36,6 +36,7 @@
 #include "backbone/optimizer_state.h"
 #include "bench/model_flops.h"
 #include "bench/step_bench.h"
+#include "bench/vit_bench_step.h"
 #include "core/philox.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/optim.h"
@@ -46,65 +47,13 @@ using namespace vt;
 
 namespace {
 
-constexpr uint64_t kSeed = 20260101;
-
-VitConfig bench_config(bool tiny, NormScheme scheme) {
-  VitConfig cfg = vit_preset("deit_small", scheme, 0.1f, 1000);
-  if (tiny) {
-    cfg.img_size = 32, cfg.patch_size = 8, cfg.num_classes = 10;
-    cfg.backbone.dim = 32, cfg.backbone.depth = 2, cfg.backbone.heads = 2;
-    cfg.backbone.drop_path = {0.0f, 0.1f};
-  }
-  return cfg;
-}
-
-// One scheme: model built and initialised on the host, moved (as vtrain),
-// synthetic images N(0, 1) and labels uploaded once, then vtrain's step.
+// One scheme: vtrain's step on synthetic images (bench/vit_bench_step.h).
 vt_bench::StepFigures run_scheme(const vt_bench::StepArgs& a, const std::string& scheme) {
-  const VitConfig cfg = bench_config(a.tiny, norm_scheme_from_name(scheme));
-  const Device dev = a.compute.device;
   cuda_reset_peak_bytes();
-  VisionTransformer model(cfg);
-  model.init(kSeed);
-  model.to(dev);
-  if (a.compute.bf16()) model.params().enable_bf16_copy();
-  OptimizerState opt(model.params(), /*with_ema=*/true);
-  const int64_t B = a.batch, K = cfg.num_classes, S = cfg.img_size;
-  Tensor host_images = Tensor::empty({B, cfg.in_chans, S, S}), host_labels = Tensor::empty({B}, DType::I32);
-  Philox g(kSeed, 2);
-  for (int64_t i = 0; i < host_images.numel(); ++i) host_images.f32()[i] = static_cast<float>(g.normal());
-  for (int64_t i = 0; i < B; ++i) host_labels.i32()[i] = static_cast<int32_t>(g.integer(0, K - 1));
-  VitStepInputs in;
-  in.images = host_images.to(dev), in.labels = host_labels.to(dev);
-  in.label_smoothing = 0.1, in.seed = kSeed;
-  VitStepBuffers buf = VitStepBuffers::plan(B, K, dev);
-  UpdateOptions u;  // DeiT's recipe: AdamW wd 0.05, no clipping, EMA 0.99996
-  u.adamw.weight_decay = 0.05;
-  u.ema_decay = 0.99996f;
-  // As vtrain's CUDA Graph steps (vision/trainer.cpp prepare_split): the
-  // images stay at one address and the drop-path kernels read the step
-  // from the device, so the captured body is the same every step.
-  Tensor step_number = Tensor::zeros({1}, DType::I64, dev), host_step = Tensor::empty({1}, DType::I64);
-  model.backbone().set_step_source(step_number);
-  auto set_step = [&](int64_t s) {
-    static_cast<int64_t*>(host_step.raw())[0] = s;
-    step_number.copy_from(host_step);
-    in.step = static_cast<uint64_t>(s);
-  };
-  vt_bench::StepFns fns;
-  fns.whole = [&](int64_t s) {
-    set_step(s);
-    vit_device_forward_backward(model, in, buf);
-    return buf.stats;
-  };
-  fns.prepare = [&](int64_t s) {
-    set_step(s);
-    return buf.stats;
-  };
-  fns.body = [&] { vit_device_body(model, in, buf); };
-  const vt_bench::StepRun r = vt_bench::run_steps(model.params(), opt, u, 5e-4, fns, a);
-  return vt_bench::figures(r, a, scheme, vt_bench::vit_forward_macs(cfg), model.backbone().saved_activation_bytes(),
-                           model.params().numel());
+  vt_bench::VitBenchStep st(a, norm_scheme_from_name(scheme));
+  const vt_bench::StepRun r = vt_bench::run_steps(st.model.params(), *st.opt, st.update, 5e-4, st.fns(), a);
+  return vt_bench::figures(r, a, scheme, vt_bench::vit_forward_macs(st.cfg), st.model.backbone().saved_activation_bytes(),
+                           st.model.params().numel());
 }
 
 int gpu_main(int argc, char** argv) {
@@ -112,7 +61,7 @@ int gpu_main(int argc, char** argv) {
       "bench_train_step --device cuda[:N] [--precision bf16|fp32|tf32] [--batch 256] [--iters 10] [--warmup 3] "
       "[--scheme pre,siamese] [--peak-tflops T] [--cuda-graph auto|off] [--tiny]   |   bench_train_step --flops";
   if (argc == 2 && std::string(argv[1]) == "--flops") {
-    const VitConfig c = bench_config(false, NormScheme::Siamese);
+    const VitConfig c = vt_bench::vit_bench_config(false, NormScheme::Siamese);
     std::printf("{\"bench\": \"vtrain_flops\", \"preset\": \"deit_small\", \"img\": %lld, \"fwd_gmac_per_img\": %.6f}\n",
                 static_cast<long long>(c.img_size), vt_bench::vit_forward_macs(c) / 1e9);
     return 0;
@@ -125,7 +74,7 @@ int gpu_main(int argc, char** argv) {
     std::vector<vt_bench::StepFigures> all;
     for (const std::string& scheme : a.schemes) {
       all.push_back(run_scheme(a, scheme));
-      const VitConfig c = bench_config(a.tiny, norm_scheme_from_name(scheme));
+      const VitConfig c = vt_bench::vit_bench_config(a.tiny, norm_scheme_from_name(scheme));
       nlohmann::json head = {{"bench", "vtrain_train_step"}, {"preset", a.tiny ? "tiny" : "deit_small"},
                              {"img", c.img_size}, {"patch", c.patch_size}, {"in_chans", c.in_chans},
                              {"dim", c.backbone.dim}, {"depth", c.backbone.depth}, {"heads", c.backbone.heads},

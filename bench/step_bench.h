@@ -130,6 +130,9 @@ struct StepFns {
   std::function<vt::Tensor(int64_t)> whole;
   std::function<vt::Tensor(int64_t)> prepare;
   std::function<void()> body;
+  // Called once step s's update is queued (a real-batch feeder prefetches
+  // the next batch there, as vtrain does), or unset.
+  std::function<void(int64_t)> after;
 };
 
 // Runs warmup + iters steps under the trainers' loop (bench/loop_task.h)
@@ -164,7 +167,10 @@ inline StepRun run_steps(vt::ParamStore& ps, vt::OptimizerState& opt, const vt::
     if (s == a.warmup + 1) replays_before_timing = loop.loop().graph_replays();
     if (s > a.warmup) mark(s);
   };
-  task.on_end = [&](int64_t s) { if (s == end) mark(s); };  // and after the last one's update
+  task.on_end = [&](int64_t s) {  // and after the last one's update
+    if (s == end) mark(s);
+    if (fns.after) fns.after(s);
+  };
   loop.run(task, 0, end);
   StepRun r;
   for (size_t i = 0; i + 1 < marks.size(); ++i) r.step_ms.push_back(vt::elapsed_ms(marks[i], marks[i + 1]));

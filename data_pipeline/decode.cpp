@@ -1,4 +1,5 @@
 #include "data_pipeline/decode.h"
+#include "data_pipeline/decode_other.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +8,6 @@
 #include <limits>
 #include <memory>
 
-#include <opencv2/imgcodecs.hpp>
 #include <turbojpeg.h>
 
 #include "data_pipeline/to_rgb.h"
@@ -166,14 +166,7 @@ DecodedImage decode_image(const uint8_t* data, size_t size, const std::string& n
   check_pixel_limit(dims.width, dims.height, name);
   if (size > static_cast<size_t>(std::numeric_limits<int>::max()))
     throw CorruptImage("cannot decode '" + name + "': " + std::to_string(size) + " bytes, more than cv::imdecode takes");
-  cv::Mat m;
-  try {
-    const cv::Mat raw(1, static_cast<int>(size), CV_8U, const_cast<uint8_t*>(data));
-    m = cv::imdecode(raw, cv::IMREAD_UNCHANGED);
-  } catch (const cv::Exception& e) {
-    throw CorruptImage("cannot decode '" + name + "': " + e.what());
-  }
-  if (m.empty()) throw CorruptImage("cannot decode '" + name + "': corrupt " + image_format_name(format) + " data");
+  const cv::Mat m = decode_other_format(data, size, name, format);
   DecodedImage out;
   out.rgb = to_rgb8(m, name);
   out.full_width = out.rgb.cols;

@@ -9,6 +9,10 @@
 #   vtrain-gpu/build-gpu/bench/...              bench_cuda_kernels, bench_allreduce
 #                                               (NCCL), bench/gpu/check_*, and the step
 #                                               benchmarks bench_{train,dit}_step and bench_backbone when built
+#   vtrain-gpu/build-gpu/bench/bench_input      the `input` stage (JPEG only, so no OpenCV
+#                                               imgcodecs), when nvJPEG is built
+#   vtrain-gpu/data/input-max512/               128 imagenet-samples packed at max side 512
+#                                               (q90) by this build's `vtrain pack`, for it
 #   vtrain-gpu/build-gpu/lib/                   every shared library they need except
 #                                               the CUDA/driver ones, the C library and
 #                                               the C++ runtime (oneDNN, OpenMP, spdlog, ...)
@@ -57,13 +61,13 @@ REQUIRED="tests/test_cuda bench/bench_cuda_kernels bench/bench_allreduce"
 OPTIONAL="bench/gpu/check_train_device bench/gpu/check_dit_device bench/bench_attention bench/check_inception_device
           bench/check_vae_device
           bench/bench_train_step bench/bench_dit_step bench/bench_backbone bench/bench_mlp_epilogue
-          bench/check_graph_step"
+          bench/check_graph_step bench/bench_input"
 
 if [ "${VT_BUNDLE_NO_BUILD:-0}" != 1 ]; then
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVT_CUDA=ON -DVT_MPI=OFF \
         "-DCMAKE_CUDA_ARCHITECTURES=${VT_GPU_ARCHS:-80;90}"
   targets="" known=$(cmake --build "$BUILD" --target help)
-  for p in $REQUIRED $OPTIONAL; do
+  for p in $REQUIRED $OPTIONAL vtrain; do  # vtrain: packs the input stage's split (not carried)
     t=$(basename "$p")
     if grep -q "^$t:" <<<"$known"; then targets="$targets $t"; fi
   done
@@ -95,6 +99,24 @@ for p in $REQUIRED $OPTIONAL; do
     echo "bundle_gpu_build: $p not built, left out"
   fi
 done
+
+# The input stage's split: the first 128 class folders of imagenet-samples,
+# copied (never packed in place: the shared folder is read only), packed at
+# max side 512 q90 as the issue's host benchmark packs them.
+SAMPLES=${VT_SHARED_DATA_DIR:-$ROOT/../shared/data}/imagenet-samples
+if [ -x "$BUILD/vtrain" ] && [ -d "$SAMPLES" ]; then
+  mkdir -p "$STAGE/src/input"
+  find "$SAMPLES" -mindepth 1 -maxdepth 1 -type d | sort | head -128 | while read -r d; do
+    cp -r "$d" "$STAGE/src/input/"
+  done
+  "$BUILD/vtrain" pack configs/deit_s_siamese.yaml out="$STAGE/packed" split=train max_side=512 quality=90 \
+    data.root="$STAGE/src" data.train_split=input data.val_split=input >/dev/null
+  mkdir -p "$B/data"
+  mv "$STAGE/packed/input" "$B/data/input-max512"
+  rm -rf "$STAGE/src" "$STAGE/packed"
+else
+  echo "bundle_gpu_build: no $BUILD/vtrain or no $SAMPLES: the input stage's split is left out"
+fi
 
 # The libraries the programs load, less the GPU machine's own: the C
 # library and loader (its glibc), the CUDA runtime, math libraries, NCCL and

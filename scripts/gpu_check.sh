@@ -40,6 +40,13 @@
 #                 SKIP (environment) when python3 cannot import diffusers
 #     fid         the FID Inception on the GPU vs the CPU: agreement, images/s
 #                 with cuDNN, the hand-written conv and TF32, TF32's FID shift
+#   input     (budget 200 s)  can the input pipeline feed DeiT-S?
+#     input       bench_input on 128 imagenet-samples packed at max side 512
+#                 (carried in the bundle): images/s of the whole input path
+#                 (the cores' loader threads, upload, augmentation on the GPU)
+#                 with the host's crop decoding and with nvJPEG
+#                 (data.decode_on: device); the DeiT-S step (bf16, batch 256)
+#                 on those batches vs on synthetic ones (target >= 0.95)
 #   sanitize  (budget 320 s)  compute-sanitizer on the kernel tests
 #     memcheck    memcheck on the kernel tests (a subset)
 #     racecheck   racecheck on the shared-memory kernels
@@ -57,7 +64,7 @@
 # when OUT is set, else runs/gpu_check.log. It ends in a table of the
 # stages and one line saying what ran, what passed and what is unmeasured.
 #
-#   usage: scripts/gpu_check.sh [quick|perf|generate|sanitize|STAGE ...]   (default: quick)
+#   usage: scripts/gpu_check.sh [quick|perf|generate|input|sanitize|STAGE ...]   (default: quick)
 #   VT_GPU_BUILD     the build folder (default: build-gpu next to scripts/)
 #   VT_GPU_BUDGET_S  the run's budget in seconds (default: the sum of the
 #                    named passes' budgets, or of the named stages' limits;
@@ -190,6 +197,7 @@ vt_pass_stages() {
     quick) echo "env cuda agree_deit agree_dit graph" ;;
     perf) echo "step_deit step_dit epilogue attention kernels nccl ckpt_deit ckpt_dit" ;;
     generate) echo "vae vae_ref fid" ;;
+    input) echo "input" ;;
     sanitize) echo "memcheck racecheck" ;;
     *) return 1 ;;
   esac
@@ -202,6 +210,7 @@ vt_pass_budget() {
     quick) echo 330 ;;
     perf) echo 480 ;;
     generate) echo 260 ;;
+    input) echo 200 ;;
     sanitize) echo 320 ;;
     *) return 1 ;;
   esac
@@ -232,6 +241,7 @@ vt_stage_limit_table() {
     ckpt_dit) echo 45 ;;
     fid | vae_ref) echo 60 ;;
     vae) echo 120 ;;
+    input) echo 180 ;;
     memcheck | racecheck) echo 150 ;;
     *) return 1 ;;
   esac
@@ -391,6 +401,15 @@ vt_run_stage() {
       vt_stage_prog fid "Inception GPU vs CPU, images/s" "$BUILD/bench/check_inception_device" 500 50 4 ;;
     vae)
       vt_stage_prog vae "VAE GPU vs CPU, images/s, FID-50K projection" "$BUILD/bench/check_vae_device" 16 256 1 256 2 ;;
+    input)
+      # The bundle's packed split (scripts/bundle_gpu_build.sh); every core a loader thread.
+      local data=data/input-max512
+      if [ ! -f "$data/manifest.json" ]; then vt_record input "not built" 0 "no $data/manifest.json (the bundle packs it)"
+      else
+        vt_stage_prog input "loader + nvJPEG + device augmentation feeding DeiT-S, real vs synthetic batches" \
+          "$BUILD/bench/bench_input $BUILD/bench/gpu/bench_input" "$data" --workers "$(nproc)" --batch 256 \
+          --steps 20 --warmup 4
+      fi ;;
     vae_ref)
       if [ ! -x "$BUILD/bench/check_vae_device" ]; then vt_record vae_ref "not built" 0 "no $BUILD/bench/check_vae_device"
       elif ! env LD_LIBRARY_PATH="$VT_PY_LD" python3 -c "import diffusers" >/dev/null 2>&1; then
@@ -431,7 +450,7 @@ vt_gpu_check_main() {
   else mkdir -p runs && VT_LOG=runs/gpu_check.log; fi
   : >"$VT_LOG"
   if ! stages=$(vt_expand_stages "$@"); then
-    vt_log "gpu_check: unknown pass or stage '$stages' (passes: quick perf generate sanitize; stages: $(vt_pass_stages quick) $(vt_pass_stages perf) $(vt_pass_stages generate) $(vt_pass_stages sanitize) agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 ckpt). Nothing was run."
+    vt_log "gpu_check: unknown pass or stage '$stages' (passes: quick perf generate input sanitize; stages: $(vt_pass_stages quick) $(vt_pass_stages perf) $(vt_pass_stages generate) $(vt_pass_stages input) $(vt_pass_stages sanitize) agree_deit_fp32 agree_deit_bf16 agree_dit_fp32 agree_dit_bf16 ckpt). Nothing was run."
     exit 2
   fi
   VT_BUDGET=${VT_GPU_BUDGET_S:-$(vt_default_budget "$@")}

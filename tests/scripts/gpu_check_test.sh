@@ -210,6 +210,26 @@ check "generate: vae PASS" contains "$L" "^vae  *PASS"
 check "generate: no diffusers is SKIP environment" contains "$L" "^vae_ref  *SKIP .*environment: python3 cannot import diffusers"
 rm "$W/build-gpu/bench/check_vae_device"
 
+# The input pass: without the bundle's packed split it is "not built"; with
+# it, the program gets the split and every core as loader threads.
+run input -- input
+rc=$?
+L=$T/input/gpu_check.log
+check "input: exit 0" test "$rc" = 0
+check "input: its budget" contains "$L" "budget 200s"
+check "input: no data is not built" contains "$L" "^input  *not built .*data/input-max512/manifest.json"
+mkdir -p "$W/data/input-max512"
+touch "$W/data/input-max512/manifest.json"
+printf '#!/bin/sh
+echo "$@"
+' >"$W/build-gpu/bench/bench_input"
+chmod +x "$W/build-gpu/bench/bench_input"
+run input2 -- input
+L=$T/input2/gpu_check.log
+check "input: PASS" contains "$L" "^input  *PASS"
+check "input: split and workers" contains "$L" "^data/input-max512 --workers $(nproc) --batch 256"
+rm -r "$W/build-gpu/bench/bench_input" "$W/data"
+
 # A bundle that needs a newer C library than this machine's is refused.
 echo "glibc: 99.1" >"$W/MANIFEST"
 run glibc -- cuda

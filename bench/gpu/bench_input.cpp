@@ -1,0 +1,300 @@
+// gpu_check's `input` stage: can the input pipeline feed DeiT-S on this GPU?
+// On a packed split (`vtrain pack ... max_side=512`, data.format: shards) or
+// an image folder, with the DeiT train transform (RandomResizedCrop 224,
+// flip, RandAugment rand-m9-mstd0.5-inc1, normalize, RandomErasing 0.25),
+// one invocation measures, side by side:
+//
+//   loader  images/s through the whole input path, no model: the loader's
+//           workers -> pinned slots -> upload -> augmentation on the GPU
+//           (kernels/augment.h), for each input path:
+//             host    the workers decode only the crop's region (data.decode:
+//                     crop, DCT scaling) and resize it (data.augment_on: device)
+//             device  the workers read bytes and headers, nvJPEG decodes
+//                     the batch on the GPU (data.decode_on: device)
+//           with the images per decode path (nvJPEG engines / CUDA backend /
+//           host fallback) for `device`;
+//   step    vtrain's DeiT-S step (bench/vit_bench_step.h, bf16, CUDA Graph
+//           steps, no Mixup) on one synthetic batch, then on the loader's
+//           batches of each path (decoded and augmented, copied into the
+//           step's fixed input buffers, the next batch prefetched once the
+//           step is queued, as vtrain does): img/s and real / synthetic
+//           (the input path's target: >= 0.95).
+//
+// Every batch is new: sample i of the run is dataset index i mod N with its
+// own draw id, so a small split serves any number of steps.
+//
+//   bench_input DIR [--batch 256] [--steps 20] [--warmup 4] [--workers N]
+//               [--paths host,device] [--precision bf16] [--cuda-graph auto|off] [--tiny]
+//   DIR: a split folder of packed shards (manifest.json) or of class folders.
+//   --workers: loader threads (default: the cores); --tiny: img 32 and the
+//   tiny model (the emulator's size).
+// One JSON line per measurement, then one with the ratios. Exit 1 on an error.
+//
+// This program decodes JPEGs only: it defines decode_other_format
+// (data_pipeline/decode_other.h) to refuse other formats, so it does not
+// need OpenCV's imgcodecs and its codec libraries, which the GPU bundle
+// (scripts/bundle_gpu_build.sh) cannot carry.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/model_flops.h"
+#include "bench/step_bench.h"
+#include "bench/vit_bench_step.h"
+#include "core/allocator.h"
+#include "core/cuda_stream.h"
+#include "data_pipeline/augment_plan.h"
+#include "data_pipeline/batch_upload.h"
+#include "data_pipeline/dataset.h"
+#include "data_pipeline/decode.h"
+#include "data_pipeline/decode_other.h"
+#include "data_pipeline/device/device_batch_decode.h"
+#include "data_pipeline/loader.h"
+#include "data_pipeline/shard_dataset.h"
+#include "kernels/augment.h"
+#include "train/device_choice.h"
+
+namespace vt {
+// JPEG only (above): the link seam of decode_other.h.
+cv::Mat decode_other_format(const uint8_t*, size_t, const std::string& name, ImageFormat format) {
+  throw CorruptImage("cannot decode '" + name + "': bench_input decodes JPEG files only, this is " +
+                     image_format_name(format));
+}
+}  // namespace vt
+
+using namespace vt;
+
+namespace {
+
+struct Args {
+  vt_bench::StepArgs step;
+  std::string dir;
+  int classes = 0;  // the split's
+  int workers = 0;
+  std::vector<std::string> paths{"host", "device"};
+};
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr,
+               "bench_input: %s\nusage: bench_input DIR [--batch 256] [--steps 20] [--warmup 4] [--workers N] "
+               "[--paths host,device] [--precision bf16] [--cuda-graph auto|off] [--tiny]\n",
+               msg.c_str());
+  return 2;
+}
+
+void sync_device(int device) {
+  CudaEvent e = CudaEvent::create(device);
+  e.record(nullptr);
+  e.synchronize();
+}
+
+// A packed split (manifest.json) or an image folder.
+std::shared_ptr<Dataset> open_split(const std::string& dir, const ImagePipelineConfig& cfg) {
+  if (std::filesystem::exists(std::filesystem::path(dir) / "manifest.json"))
+    return std::make_shared<ShardDataset>(dir, cfg);
+  return std::make_shared<ImageFolderDataset>(dir, cfg);
+}
+
+// One input path: the dataset, loader, uploader and (device) decoder, and
+// the augmentation of each uploaded batch into `augmented`.
+class Input {
+ public:
+  Input(const Args& a, const std::string& path, int64_t batches) : device_path_(path == "device") {
+    const vt_bench::StepArgs& s = a.step;
+    ImagePipelineConfig cfg;  // DeiT's train transform (dataset.h defaults)
+    cfg.size = s.tiny ? 32 : 224;
+    cfg.decode = device_path_ ? DecodeMode::Full : DecodeMode::Crop;
+    ds_ = open_split(a.dir, cfg);
+    settings_ = augment_settings(cfg);
+    EpochOrder order;
+    const int64_t n = batches * s.batch;
+    for (int64_t i = 0; i < n; ++i) order.indices.push_back(i % ds_->size()), order.draw_ids.push_back(i);
+    LoaderConfig lc;
+    lc.batch_size = static_cast<int>(s.batch);
+    lc.workers = a.workers;
+    lc.prefetch = std::max(4, a.workers);
+    lc.seed = 1;
+    lc.on_corrupt = OnCorrupt::Skip;
+    lc.pinned_slots = true;
+    lc.augment_plans = true;
+    lc.encoded = device_path_;
+    loader_ = std::make_unique<Loader>(ds_, lc);
+    loader_->start_epoch(0, std::move(order));
+    BatchUploader::Decode decode;
+    if (device_path_) {
+      decoder_ = std::make_unique<DeviceBatchDecoder>(s.compute.device.index);
+      decode = [this](Batch& b, const Tensor& images) {
+        decoder_->decode(b, images, [this](Batch& bb, int i, std::exception_ptr e) {
+          loader_->replace_undecodable(bb, i, std::move(e));
+        });
+      };
+    }
+    upload_ = std::make_unique<BatchUploader>(*loader_, s.compute.device, BatchUploader::Prepare{}, std::move(decode));
+  }
+  ~Input() {
+    upload_.reset();  // waits for its copies before the loader and decoder go
+  }
+
+  // The next batch, augmented on the device: F32 [B, 3, S, S] (valid until
+  // the next call) and its labels.
+  void next(Tensor* images, Tensor* labels) {
+    DeviceBatch d;
+    if (!upload_->next(d)) throw std::runtime_error("bench_input: the loader ran out of batches");
+    const Shape& u = d.images.shape();
+    const Shape want{u[0], u[3], u[1], u[2]};
+    if (!augmented_.defined() || augmented_.shape() != want)
+      augmented_ = Tensor::empty(want, DType::F32, d.images.device());
+    augment_apply(d.images,
+                  augment_batch_args(d.plans, settings_, static_cast<int>(u[1]), static_cast<int>(u[2])), augmented_,
+                  &scratch_);
+    *images = augmented_;
+    *labels = d.labels;
+  }
+  void prefetch() { upload_->prefetch(); }
+
+  nlohmann::json path_counts() const {
+    nlohmann::json j = nlohmann::json::object();
+    if (!decoder_) return j;
+    const DeviceBatchDecoder::Counts& c = decoder_->counts();
+    j["nvjpeg_backend"] = decoder_->hardware() ? "hardware" : "cuda";
+    j["nvjpeg_images"] = c.nvjpeg_hardware + c.nvjpeg_cuda;
+    j["host_fallback_images"] = c.host_fallback;
+    j["host_crops"] = c.host_crops;
+    return j;
+  }
+  int64_t corrupt() const { return loader_->corrupt_count(); }
+
+ private:
+  bool device_path_;
+  std::shared_ptr<Dataset> ds_;
+  AugmentSettings settings_;
+  std::unique_ptr<Loader> loader_;
+  std::unique_ptr<DeviceBatchDecoder> decoder_;
+  std::unique_ptr<BatchUploader> upload_;
+  Tensor augmented_;
+  AugmentScratch scratch_;
+};
+
+// The whole input path alone: img/s over `steps` batches after `warmup`.
+nlohmann::json measure_loader(const Args& a, const std::string& path) {
+  const vt_bench::StepArgs& s = a.step;
+  Input in(a, path, s.warmup + s.iters + 1);
+  Tensor images, labels;
+  std::chrono::steady_clock::time_point t0;
+  for (int k = 0; k < s.warmup + s.iters; ++k) {
+    if (k == s.warmup) {
+      sync_device(s.compute.device.index);
+      t0 = std::chrono::steady_clock::now();
+    }
+    in.next(&images, &labels);
+    in.prefetch();
+  }
+  sync_device(s.compute.device.index);
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  nlohmann::json j = {{"bench", "input_loader"}, {"path", path}, {"workers", a.workers}, {"batch", s.batch},
+                      {"batches", s.iters}, {"img_per_s", static_cast<double>(s.iters * s.batch) / sec}};
+  j["img_per_s_per_worker"] = j["img_per_s"].get<double>() / a.workers;
+  j.update(in.path_counts());
+  j["corrupt_skipped"] = in.corrupt();
+  return j;
+}
+
+// vtrain's step on synthetic images (path empty) or the loader's batches.
+nlohmann::json measure_step(const Args& a, const std::string& path) {
+  const vt_bench::StepArgs& s = a.step;
+  cuda_reset_peak_bytes();
+  vt_bench::VitBenchStep st(s, NormScheme::Siamese, a.classes);
+  std::unique_ptr<Input> input;
+  std::function<void(int64_t)> feed;
+  if (!path.empty()) {
+    input = std::make_unique<Input>(a, path, s.warmup + s.iters + 2);
+    feed = [&](int64_t) {
+      Tensor images, labels;
+      input->next(&images, &labels);
+      st.in.images.copy_from(images);  // the step's fixed buffers (CUDA Graph steps read these addresses)
+      st.in.labels.copy_from(labels);
+    };
+  }
+  vt_bench::StepFns fns = st.fns(feed);
+  if (input) fns.after = [&](int64_t) { input->prefetch(); };
+  const vt_bench::StepRun r = vt_bench::run_steps(st.model.params(), *st.opt, st.update, 5e-4, fns, s);
+  const vt_bench::StepFigures f = vt_bench::figures(r, s, "siamese", vt_bench::vit_forward_macs(st.cfg),
+                                                    st.model.backbone().saved_activation_bytes(),
+                                                    st.model.params().numel());
+  nlohmann::json j = {{"bench", "input_step"},     {"batches", path.empty() ? "synthetic" : path},
+                      {"batch", s.batch},          {"steps", s.iters},
+                      {"step_ms", f.step_ms},      {"img_per_s", f.img_per_s},
+                      {"graph_replays", f.graph_replays}, {"loss_first", f.first_loss}, {"loss_last", f.last_loss}};
+  if (input) j.update(input->path_counts());
+  return j;
+}
+
+bool parse(int argc, char** argv, Args& a, std::string* err) {
+  if (argc < 2 || std::string(argv[1]).rfind("--", 0) == 0) return *err = "DIR is missing", false;
+  a.dir = argv[1];
+  std::vector<char*> rest{argv[0]};
+  for (int i = 2; i < argc; ++i) {
+    const std::string f = argv[i];
+    if ((f == "--workers" || f == "--paths" || f == "--steps") && i + 1 >= argc) return *err = f + ": a value is missing", false;
+    if (f == "--workers") {
+      a.workers = std::atoi(argv[++i]);
+      if (a.workers < 1) return *err = "--workers " + std::string(argv[i]) + ": expected a number >= 1", false;
+    } else if (f == "--paths") {
+      a.paths.clear();
+      std::stringstream ss(argv[++i]);
+      for (std::string p; std::getline(ss, p, ',');) {
+        if (p != "host" && p != "device") return *err = "--paths: '" + p + "' is not host or device", false;
+        a.paths.push_back(p);
+      }
+    } else if (f == "--steps") {
+      rest.push_back(const_cast<char*>("--iters"));
+      rest.push_back(argv[++i]);
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  if (a.workers == 0) a.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  a.step.batch = 256, a.step.iters = 20, a.step.warmup = 4;
+  static const char* usage = "bench_input DIR [--batch 256] [--steps 20] [--warmup 4] [--workers N] ...";
+  if (!vt_bench::parse_step_args(static_cast<int>(rest.size()), rest.data(), usage, a.step))
+    return *err = "bad step flag (above)", false;
+  if (!std::filesystem::is_directory(a.dir)) return *err = "DIR '" + a.dir + "' is not a folder", false;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  std::string err;
+  if (!parse(argc, argv, a, &err)) return usage_error(err);
+  try {
+    apply_device_choice(a.step.compute);
+    a.classes = open_split(a.dir, ImagePipelineConfig{})->num_classes();
+    for (const std::string& p : a.paths) std::printf("%s\n", measure_loader(a, p).dump().c_str()), std::fflush(stdout);
+    const nlohmann::json synthetic = measure_step(a, "");
+    std::printf("%s\n", synthetic.dump().c_str());
+    std::fflush(stdout);
+    nlohmann::json ratios = {{"bench", "input_ratio"}, {"target_real_over_synthetic", 0.95}};
+    for (const std::string& p : a.paths) {
+      const nlohmann::json real = measure_step(a, p);
+      std::printf("%s\n", real.dump().c_str());
+      std::fflush(stdout);
+      ratios[p + "_real_over_synthetic"] = real["img_per_s"].get<double>() / synthetic["img_per_s"].get<double>();
+    }
+    std::printf("%s\n", ratios.dump().c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_input: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
