@@ -266,7 +266,7 @@ bool parse(int argc, char** argv, Args& a, std::string* err) {
   a.step.batch = 256, a.step.iters = 20, a.step.warmup = 4;
   static const char* usage = "bench_input DIR [--batch 256] [--steps 20] [--warmup 4] [--workers N] ...";
   if (!vt_bench::parse_step_args(static_cast<int>(rest.size()), rest.data(), usage, a.step))
-    return *err = "bad step flag (above)", false;
+    return *err = "a step flag or the device was refused (above)", false;
   if (!std::filesystem::is_directory(a.dir)) return *err = "DIR '" + a.dir + "' is not a folder", false;
   return true;
 }
