@@ -29,6 +29,8 @@ void DeviceBatchDecoder::decode(Batch& batch, const Tensor& out, const Undecodab
   // queued: safe, the caching allocator hands their memory only to later
   // work on this (the compute) stream (core/allocator.h, "Streams").
   const std::vector<DeviceImage> images = jpeg_.decode(files);
+  std::vector<DeviceCrop> crops;
+  crops.reserve(images.size());
   for (size_t j = 0; j < images.size(); ++j) {
     const DeviceImage& d = images[j];
     if (d.error) {
@@ -44,8 +46,9 @@ void DeviceBatchDecoder::decode(Batch& batch, const Tensor& out, const Undecodab
       case JpegDecodePath::NvjpegCuda: ++counts_.nvjpeg_cuda; break;
       case JpegDecodePath::Host: ++counts_.host_fallback; break;
     }
-    device_crop_resize(d.rgb, batch.encoded[static_cast<size_t>(rows[j])].box, S, out.select(0, rows[j]));
+    crops.push_back({&d.rgb, batch.encoded[static_cast<size_t>(rows[j])].box, rows[j]});
   }
+  device_crop_resize_rows(crops, S, out);  // two launches for the batch
   counts_.host_crops += B - static_cast<int64_t>(files.size());
 }
 

@@ -16,6 +16,21 @@
 
 namespace vt {
 
+// One crop of a batch: box `box` of the device image `rgb` (U8 [H, W, 3]
+// contiguous) into row `row` of the batch.
+struct DeviceCrop {
+  const Tensor* rgb = nullptr;
+  CropBox box;
+  int64_t row = 0;
+};
+
+// Every crop resized to S x S into its row of `out` (U8 [B, S, S, 3]
+// contiguous on the images' device), in two launches for the whole batch
+// (cuda::resample_u8_rgb_passes: the first pass of every crop, then the
+// second), queued on the compute stream. Errors: std::invalid_argument
+// naming the shapes, a box outside its image or a row outside the batch.
+void device_crop_resize_rows(const std::vector<DeviceCrop>& crops, int S, const Tensor& out);
+
 // Resizes box `b` (full-resolution pixels, inside the image) of `rgb`
 // (U8 [H, W, 3] contiguous, CUDA) to S x S into `out` (U8 [S, S, 3]
 // contiguous, same device; may be a view into a batch). Queued on the

@@ -1,6 +1,9 @@
 #include "kernels/cuda/resample_u8.h"
 
+#include <algorithm>
+#include <cstring>
 #include <stdexcept>
+#include <vector>
 #include <string>
 
 #include "kernels/cuda/common.cuh"
@@ -51,6 +54,35 @@ __global__ void vertical_kernel(const uint8_t* __restrict__ in, int64_t in_pitch
   }
 }
 
+// One block row per pass (blockIdx.y), threads striding over its outputs;
+// the same sums, in the same order, as the kernels above.
+__global__ void passes_kernel(const ResamplePass* __restrict__ passes, const int* __restrict__ coeffs) {
+  const ResamplePass p = passes[blockIdx.y];
+  const int n_out = p.vertical ? p.out_h : p.out_w;
+  const int* bounds = coeffs + p.coeffs;
+  const int* k = bounds + 2 * static_cast<int64_t>(n_out);
+  const int64_t row = static_cast<int64_t>(p.out_w) * 3, total = row * p.out_h;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t x = i % row;  // byte within the output row
+    const int y = static_cast<int>(i / row);
+    int s = 1 << (kPrecisionBits - 1);
+    if (p.vertical) {
+      const int first = bounds[2 * y], n = bounds[2 * y + 1];
+      const int* kk = k + static_cast<int64_t>(y) * p.ksize;
+      const uint8_t* q = p.in + first * p.in_pitch + x;
+      for (int t = 0; t < n; ++t) s += q[t * p.in_pitch] * kk[t];
+    } else {
+      const int xx = static_cast<int>(x / 3), c = static_cast<int>(x % 3);
+      const int first = bounds[2 * xx], n = bounds[2 * xx + 1];
+      const int* kk = k + static_cast<int64_t>(xx) * p.ksize;
+      const uint8_t* q = p.in + (y + p.row_offset) * p.in_pitch + 3 * first + c;
+      for (int t = 0; t < n; ++t) s += q[3 * t] * kk[t];
+    }
+    p.out[y * p.out_pitch + x] = clip8(s);
+  }
+}
+
 // bounds then k of one axis in one device block, copied on `stream`.
 struct DeviceCoeffs {
   Workspace ws;
@@ -95,6 +127,34 @@ void resample_u8_rgb_vertical(const uint8_t* in, int64_t in_pitch, uint8_t* out,
   const int64_t total = static_cast<int64_t>(out_w) * out_h * 3;
   vertical_kernel<<<grid_1d(total, 256), 256, 0, stream>>>(in, in_pitch, out, out_pitch, out_w, out_h, c.bounds,
                                                           c.k, ksize);
+  check_launch(op);
+}
+
+void resample_u8_rgb_passes(const std::vector<ResamplePass>& passes, const std::vector<int>& coeffs,
+                            cudaStream_t stream) {
+  const char* op = "cuda::resample_u8_rgb_passes";
+  if (passes.empty()) return;
+  if (passes.size() > 65535) throw std::invalid_argument(std::string(op) + ": more than 65535 passes in one launch");
+  int64_t largest = 0;
+  for (const ResamplePass& p : passes) {
+    check_args(op, p.out_w, p.out_h, p.ksize);
+    const int64_t n_out = p.vertical ? p.out_h : p.out_w;
+    if (p.coeffs < 0 || p.coeffs + n_out * (2 + p.ksize) > static_cast<int64_t>(coeffs.size()))
+      throw std::invalid_argument(std::string(op) + ": a pass's coefficients lie outside the list");
+    largest = std::max<int64_t>(largest, static_cast<int64_t>(p.out_w) * p.out_h * 3);
+  }
+  // Descriptors, then the coefficients (ResamplePass is 8-byte aligned).
+  const size_t head = passes.size() * sizeof(ResamplePass), bytes = head + coeffs.size() * sizeof(int);
+  Workspace ws(bytes, stream);
+  char* base = static_cast<char*>(static_cast<void*>(ws.f32()));
+  std::vector<char> host(bytes);
+  std::memcpy(host.data(), passes.data(), head);
+  std::memcpy(host.data() + head, coeffs.data(), coeffs.size() * sizeof(int));
+  check(cudaMemcpyAsync(base, host.data(), bytes, cudaMemcpyHostToDevice, stream), "cuda::resample_u8_rgb_passes: upload");
+  // Enough blocks per pass to cover the largest at 8 outputs a thread.
+  const unsigned bx = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((largest + 2047) / 2048, 1024)));
+  passes_kernel<<<dim3(bx, static_cast<unsigned>(passes.size())), 256, 0, stream>>>(
+      reinterpret_cast<const ResamplePass*>(base), reinterpret_cast<const int*>(base + head));
   check_launch(op);
 }
 

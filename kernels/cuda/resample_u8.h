@@ -19,9 +19,33 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace vt {
 namespace cuda {
+
+// One pass of one image, for the batched launch below: the arguments of
+// resample_u8_rgb_horizontal (vertical = 0; row_offset as there) or
+// resample_u8_rgb_vertical (vertical = 1; row_offset 0), with its bounds
+// and k at `coeffs` in the batch's coefficient list (2 * n_out ints of
+// bounds, then n_out * ksize of k; n_out = out_w horizontally, out_h
+// vertically).
+struct ResamplePass {
+  const uint8_t* in = nullptr;
+  int64_t in_pitch = 0;
+  uint8_t* out = nullptr;
+  int64_t out_pitch = 0;
+  int32_t row_offset = 0, out_w = 0, out_h = 0, vertical = 0, ksize = 0;
+  int64_t coeffs = 0;
+};
+
+// Every pass of `passes` in one launch (passes write disjoint outputs and
+// none reads another's output), the descriptors and coefficients copied
+// to the device in one copy on `stream`: the same bytes as one
+// resample_u8_rgb_* call per pass. A batch of crops then costs two
+// launches (first passes, then second passes) instead of two per image.
+void resample_u8_rgb_passes(const std::vector<ResamplePass>& passes, const std::vector<int>& coeffs,
+                            cudaStream_t stream = 0);
 
 void resample_u8_rgb_horizontal(const uint8_t* in, int64_t in_pitch, int row_offset, uint8_t* out, int64_t out_pitch,
                                 int out_w, int out_h, const int* bounds, const int* k, int ksize,

@@ -8,6 +8,8 @@
 // file's own markers (not from the module).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -212,6 +214,39 @@ TEST(DeviceRrcEmu, EveryPassOrderEqualsResizePil) {
   }
   const Tensor out = Tensor::empty({S, S, 3}, DType::U8, Device::cuda(0));
   EXPECT_THROW(device_crop_resize(dev, {200, 0, 64, 64}, S, out), std::invalid_argument);  // past the bottom
+}
+
+// The batched form: every pass order in one call (two launches), from two
+// images, into rows in another order with a row left alone; each row is
+// resize_pil of its host crop, and the untouched row keeps its bytes.
+TEST(DeviceRrcEmu, OneBatchOfEveryPassOrderEqualsResizePil) {
+  const cv::Mat a = testutil::synthetic_rgb(300, 260, 11), b = testutil::synthetic_rgb(64, 64, 12);
+  Tensor da = Tensor::empty({260, 300, 3}, DType::U8, Device::cuda(0));
+  Tensor db = Tensor::empty({64, 64, 3}, DType::U8, Device::cuda(0));
+  da.copy_from(Tensor::wrap(a.data, {260, 300, 3}, DType::U8));
+  db.copy_from(Tensor::wrap(b.data, {64, 64, 3}, DType::U8));
+  const int S = 64;
+  const std::vector<CropBox> boxes = {{5, 7, 64, 64}, {0, 0, 200, 64}, {10, 3, 64, 200},
+                                      {20, 30, 240, 90}, {1, 2, 90, 250}, {100, 100, 40, 30}};
+  std::vector<DeviceCrop> crops;
+  for (size_t i = 0; i < boxes.size(); ++i) crops.push_back({&da, boxes[i], static_cast<int64_t>(boxes.size() - i)});
+  crops.push_back({&db, {0, 0, 64, 64}, 0});  // already S x S: the identity pass
+  const int64_t N = static_cast<int64_t>(crops.size()) + 1;  // row N - 1 is left alone
+  std::vector<uint8_t> fill(static_cast<size_t>(N * S * S * 3), 77);
+  Tensor out = Tensor::empty({N, S, S, 3}, DType::U8, Device::cuda(0));
+  out.copy_from(Tensor::wrap(fill.data(), {N, S, S, 3}, DType::U8));
+  device_crop_resize_rows(crops, S, out);
+  for (const DeviceCrop& c : crops) {
+    const cv::Mat& src = c.rgb == &da ? a : b;
+    const CropBox& x = c.box;
+    SCOPED_TRACE("row " + std::to_string(c.row));
+    const cv::Mat ref = resize_pil(src(cv::Rect(x.left, x.top, x.width, x.height)).clone(), S, S,
+                                   ResampleFilter::Bicubic);
+    EXPECT_TRUE(same(to_host_mat(out.select(0, c.row)), ref));
+  }
+  const Tensor last = out.select(0, N - 1).to(Device::cpu());
+  EXPECT_TRUE(std::all_of(last.data<uint8_t>(), last.data<uint8_t>() + S * S * 3, [](uint8_t v) { return v == 77; }));
+  EXPECT_THROW(device_crop_resize_rows({{&da, boxes[0], N}}, S, out), std::invalid_argument);  // row outside
 }
 
 // A corrupt JPEG gets the host decoder's CorruptImage naming it; the other
