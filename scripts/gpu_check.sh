@@ -45,7 +45,8 @@
 #                 (carried in the bundle): images/s of the whole input path
 #                 (the cores' loader threads, upload, augmentation on the GPU)
 #                 with the host's crop decoding and with nvJPEG
-#                 (data.decode_on: device); the DeiT-S step (bf16, batch 256)
+#                 (data.decode_on: device) and how far nvJPEG's crops are from
+#                 the host's; the DeiT-S step (bf16, batch 256)
 #                 on those batches vs on synthetic ones (target >= 0.95)
 #   sanitize  (budget 320 s)  compute-sanitizer on the kernel tests
 #     memcheck    memcheck on the kernel tests (a subset)

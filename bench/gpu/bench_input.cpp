@@ -13,6 +13,9 @@
 //                     the batch on the GPU (data.decode_on: device)
 //           with the images per decode path (nvJPEG engines / CUDA backend /
 //           host fallback) for `device`;
+//   agreement  how far the device path's crops are from the host's
+//           (full-size libjpeg-turbo decode, same box and resize) over one
+//           batch: max / mean absolute difference per value;
 //   step    vtrain's DeiT-S step (bench/vit_bench_step.h, bf16, CUDA Graph
 //           steps, no Mixup) on one synthetic batch, then on the loader's
 //           batches of each path (decoded and augmented, copied into the
@@ -59,6 +62,7 @@
 #include "data_pipeline/decode_other.h"
 #include "data_pipeline/device/device_batch_decode.h"
 #include "data_pipeline/loader.h"
+#include "data_pipeline/sampler.h"
 #include "data_pipeline/shard_dataset.h"
 #include "kernels/augment.h"
 #include "train/device_choice.h"
@@ -144,11 +148,17 @@ class Input {
     upload_.reset();  // waits for its copies before the loader and decoder go
   }
 
+  // The next batch before augmentation: U8 [B, S, S, 3] crops on the device.
+  DeviceBatch next_crops() {
+    DeviceBatch d;
+    if (!upload_->next(d)) throw std::runtime_error("bench_input: the loader ran out of batches");
+    return d;
+  }
+
   // The next batch, augmented on the device: F32 [B, 3, S, S] (valid until
   // the next call) and its labels.
   void next(Tensor* images, Tensor* labels) {
-    DeviceBatch d;
-    if (!upload_->next(d)) throw std::runtime_error("bench_input: the loader ran out of batches");
+    DeviceBatch d = next_crops();
     const Shape& u = d.images.shape();
     const Shape want{u[0], u[3], u[1], u[2]};
     if (!augmented_.defined() || augmented_.shape() != want)
@@ -206,6 +216,46 @@ nlohmann::json measure_loader(const Args& a, const std::string& path) {
   j.update(in.path_counts());
   j["corrupt_skipped"] = in.corrupt();
   return j;
+}
+
+// How far the device path's crops (nvJPEG's decode, cropped and resized on
+// the GPU) are from the host's (libjpeg-turbo at full size, the same box,
+// Pillow's bicubic: data.decode: full, data.dct_scaling: false), over the
+// first batch: per uint8 value, the largest and the mean absolute
+// difference and the share that differ. 0 on the emulator (its nvJPEG is
+// libjpeg-turbo); on a GPU, nvJPEG's IDCT and colour conversion.
+nlohmann::json measure_agreement(const Args& a) {
+  const vt_bench::StepArgs& s = a.step;
+  Input in(a, "device", 2);
+  const DeviceBatch d = in.next_crops();
+  const Tensor dev = d.images.to(Device::cpu());
+  ImagePipelineConfig cfg;
+  cfg.size = s.tiny ? 32 : 224;
+  cfg.dct_scaling = false;
+  const std::shared_ptr<Dataset> ds = open_split(a.dir, cfg);
+  const int64_t per = int64_t(cfg.size) * cfg.size * 3;
+  std::vector<uint8_t> ref(static_cast<size_t>(per));
+  int max_diff = 0;
+  double sum = 0;
+  int64_t differ = 0, values = 0;
+  for (int64_t i = 0; i < dev.shape()[0]; ++i) {
+    Philox rng(1, philox_stream(kPurposeAugment, 0, static_cast<uint64_t>(i)));  // the loader's key (seed 1, epoch 0, draw id i)
+    AugmentPlan plan;
+    ds->load_planned(d.indices[static_cast<size_t>(i)], rng, ref.data(), &plan);
+    const uint8_t* g = dev.data<uint8_t>() + i * per;
+    for (int64_t v = 0; v < per; ++v) {
+      const int diff = std::abs(int(g[v]) - int(ref[static_cast<size_t>(v)]));
+      max_diff = std::max(max_diff, diff);
+      sum += diff;
+      differ += diff != 0;
+    }
+    values += per;
+  }
+  return {{"bench", "input_agreement"},
+          {"images", dev.shape()[0]},
+          {"device_vs_host_max_abs_diff", max_diff},
+          {"device_vs_host_mean_abs_diff", sum / static_cast<double>(values)},
+          {"device_vs_host_values_differing", static_cast<double>(differ) / static_cast<double>(values)}};
 }
 
 // vtrain's step on synthetic images (path empty) or the loader's batches.
@@ -281,6 +331,8 @@ int main(int argc, char** argv) {
     apply_device_choice(a.step.compute);
     a.classes = open_split(a.dir, ImagePipelineConfig{})->num_classes();
     for (const std::string& p : a.paths) std::printf("%s\n", measure_loader(a, p).dump().c_str()), std::fflush(stdout);
+    if (std::find(a.paths.begin(), a.paths.end(), "device") != a.paths.end())
+      std::printf("%s\n", measure_agreement(a).dump().c_str()), std::fflush(stdout);
     const nlohmann::json synthetic = measure_step(a, "");
     std::printf("%s\n", synthetic.dump().c_str());
     std::fflush(stdout);
