@@ -240,6 +240,8 @@ TEST_F(DeitTrainEmu, AugmentOnDeviceMatchesHostAugmentationBitForBit) {
 
 #include <opencv2/imgcodecs.hpp>
 
+#include "data_pipeline/shard_pack.h"
+
 namespace vt {
 namespace {
 
@@ -296,6 +298,31 @@ TEST_F(DecodeOnDeviceEmu, MatchesHostDecodeBitForBit) {
     for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"})
       EXPECT_EQ(vt_test::max_abs_diff(file(d, 10, f), file(h, 10, f)), 0.0) << graph << " " << f;
   }
+}
+
+// The same on packed shards (the PNG and the progressive JPEG stored as
+// they are, the cut JPEG left out by the pack): nvJPEG reads each sample's
+// bytes straight from the mapping, and the run trains bit for bit as the
+// host-decoding one on the same shards.
+TEST_F(DecodeOnDeviceEmu, PackedShardsMatchHostDecodeBitForBit) {
+  for (const char* split : {"train", "test"}) {
+    PackOptions po;
+    po.images_dir = data() + "/" + split;
+    po.out_dir = out("shards") + "/" + split;
+    po.on_corrupt = "skip";
+    po.progress = false;
+    ASSERT_GT(pack_shards(po).images, 0);
+  }
+  auto run = [&](const std::string& name, const char* on) {
+    const std::vector<std::string> ov{"device=cuda", "precision=fp32", "data.format=shards", "data.dct_scaling=false",
+                                      "data.root=" + out("shards"), std::string("data.decode_on=") + on};
+    return train(name, "siamese", ov);
+  };
+  const auto host = run("sh", "host"), dev = run("sd", "device");
+  ASSERT_EQ(host.size(), 10u);
+  EXPECT_EQ(dev, host);
+  for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"})
+    EXPECT_EQ(vt_test::max_abs_diff(file("sd", 10, f), file("sh", 10, f)), 0.0) << f;
 }
 
 // What data.decode_on=device cannot run with is refused, naming the key.
