@@ -126,6 +126,45 @@ void resample_vertical_scalar(const cv::Mat& in, cv::Mat& out, const Coeffs& c) 
 
 #if defined(__AVX2__)
 
+struct alignas(32) Vec8 {
+  __m256i v;
+};
+
+// One row of resample_horizontal_avx2. kPairs > 0: the tap-pair count,
+// known at compile time so the tap loop unrolls (3 to 5 pairs cover
+// RandomResizedCrop's scales, 0.5 to 2); 0: `pairs` at run time.
+template <int kPairs>
+void horizontal_row_avx2(const uint8_t* s, uint8_t* o, const int* start, const Vec8* w, int ow, int pairs) {
+  if (kPairs > 0) pairs = kPairs;
+  // Two adjacent pixels' bytes (R G B R' G' B') to 16-bit (R R' G G' B B' 0 0).
+  const __m256i spread = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,  //
+                                          0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
+  const __m256i round = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
+  for (int a = 0; a < ow; a += 2) {
+    const int b = std::min(a + 1, ow - 1);
+    const uint8_t* pa = s + 3 * start[a];
+    const uint8_t* pb = s + 3 * start[b];
+    __m256i acc_hi = _mm256_setzero_si256(), acc_lo = _mm256_setzero_si256();
+    for (int j = 0; j < pairs; ++j, w += 2) {
+      const __m256i v = _mm256_shuffle_epi8(
+          _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pa + 6 * j))),
+                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 6 * j)), 1),
+          spread);
+      acc_hi = _mm256_add_epi32(acc_hi, _mm256_madd_epi16(v, w[0].v));
+      acc_lo = _mm256_add_epi32(acc_lo, _mm256_madd_epi16(v, w[1].v));
+    }
+    __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(acc_hi, 11), acc_lo), round);
+    sum = _mm256_srai_epi32(sum, kPrecisionBits);
+    // Saturating packs are clip8: the shifted sums are far inside int16.
+    sum = _mm256_packs_epi32(sum, sum);
+    sum = _mm256_packus_epi16(sum, sum);
+    const uint32_t ra = static_cast<uint32_t>(_mm256_extract_epi32(sum, 0));
+    const uint32_t rb = static_cast<uint32_t>(_mm256_extract_epi32(sum, 4));
+    std::memcpy(o + 3 * a, &ra, 3);
+    if (b != a) std::memcpy(o + 3 * b, &rb, 3);
+  }
+}
+
 // Horizontal pass, two output pixels per vector (one per 128-bit lane), two
 // taps per step with _mm256_madd_epi16: 16-bit pixels times 16-bit
 // weights, summed in pairs into 32 bits. The 22-bit weights do not fit 16
@@ -145,9 +184,6 @@ bool resample_horizontal_avx2(const cv::Mat& in, cv::Mat& out, int y0, const Coe
   // Per output pixel: window start; per pixel pair and tap pair: the
   // (kh, kh') and (kl, kl') weights of each pixel in its lane's four dwords.
   std::vector<int> start(ow);
-  struct alignas(32) Vec8 {
-    __m256i v;
-  };
   std::vector<Vec8> kw(static_cast<size_t>(npix2) * pairs * 2);
   std::vector<int16_t> hi(static_cast<size_t>(ow) * taps, 0), lo(hi.size(), 0);
   for (int xx = 0; xx < ow; ++xx) {
@@ -176,10 +212,6 @@ bool resample_horizontal_avx2(const cv::Mat& in, cv::Mat& out, int y0, const Coe
       kw[(static_cast<size_t>(xp) * pairs + j) * 2 + 1].v = lanes(lo, a, b, j);
     }
   }
-  // Two adjacent pixels' bytes (R G B R' G' B') to 16-bit (R R' G G' B B' 0 0).
-  const __m256i spread = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,  //
-                                          0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
-  const __m256i round = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
   for (int y = 0; y < out.rows; ++y) {
     const uint8_t* s = in.ptr<uint8_t>(y + y0);
     // The last tap pair's 16-byte load reads up to 10 bytes past the row
@@ -188,31 +220,10 @@ bool resample_horizontal_avx2(const cv::Mat& in, cv::Mat& out, int y0, const Coe
       resample_horizontal_scalar(in, out, y0, c, y, y + 1);
       continue;
     }
-    uint8_t* o = out.ptr<uint8_t>(y);
-    const Vec8* w = kw.data();
-    for (int xp = 0; xp < npix2; ++xp) {
-      const int a = 2 * xp, b = std::min(a + 1, ow - 1);
-      const uint8_t* pa = s + 3 * start[a];
-      const uint8_t* pb = s + 3 * start[b];
-      __m256i acc_hi = _mm256_setzero_si256(), acc_lo = _mm256_setzero_si256();
-      for (int j = 0; j < pairs; ++j, w += 2) {
-        const __m256i v = _mm256_shuffle_epi8(
-            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pa + 6 * j))),
-                                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 6 * j)), 1),
-            spread);
-        acc_hi = _mm256_add_epi32(acc_hi, _mm256_madd_epi16(v, w[0].v));
-        acc_lo = _mm256_add_epi32(acc_lo, _mm256_madd_epi16(v, w[1].v));
-      }
-      __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(acc_hi, 11), acc_lo), round);
-      sum = _mm256_srai_epi32(sum, kPrecisionBits);
-      // Saturating packs are clip8: the shifted sums are far inside int16.
-      sum = _mm256_packs_epi32(sum, sum);
-      sum = _mm256_packus_epi16(sum, sum);
-      const uint32_t ra = static_cast<uint32_t>(_mm256_extract_epi32(sum, 0));
-      const uint32_t rb = static_cast<uint32_t>(_mm256_extract_epi32(sum, 4));
-      std::memcpy(o + 3 * a, &ra, 3);
-      if (b != a) std::memcpy(o + 3 * b, &rb, 3);
-    }
+    pairs == 3   ? horizontal_row_avx2<3>(s, out.ptr<uint8_t>(y), start.data(), kw.data(), ow, pairs)
+    : pairs == 4 ? horizontal_row_avx2<4>(s, out.ptr<uint8_t>(y), start.data(), kw.data(), ow, pairs)
+    : pairs == 5 ? horizontal_row_avx2<5>(s, out.ptr<uint8_t>(y), start.data(), kw.data(), ow, pairs)
+                 : horizontal_row_avx2<0>(s, out.ptr<uint8_t>(y), start.data(), kw.data(), ow, pairs);
   }
   return true;
 }
