@@ -131,8 +131,9 @@ struct alignas(32) Vec8 {
 };
 
 // One row of resample_horizontal_avx2. kPairs > 0: the tap-pair count,
-// known at compile time so the tap loop unrolls (3 to 5 pairs cover
-// RandomResizedCrop's scales, 0.5 to 2); 0: `pairs` at run time.
+// known at compile time so the tap loop unrolls (3 to 5 pairs: bicubic up
+// to a 2x reduction, all of RandomResizedCrop's after DCT scaling); 0:
+// `pairs` at run time.
 template <int kPairs>
 void horizontal_row_avx2(const uint8_t* s, uint8_t* o, const int* start, const Vec8* w, int ow, int pairs) {
   if (kPairs > 0) pairs = kPairs;
