@@ -1,5 +1,6 @@
 #include "data_pipeline/resample.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -79,34 +80,20 @@ inline uint8_t clip8(int v) {
   return static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-void resample_horizontal(const cv::Mat& in, cv::Mat& out, int y0, const Coeffs& c) {
-  for (int y = 0; y < out.rows; ++y) {
+// The passes below compute, per output sample and channel, Pillow's
+//   clip8((2^21 + sum_t in[first + t] * k[t]) >> 22)
+// in 32-bit integers. The scalar loops are the reference; the AVX2 versions
+// reorder only exact integer additions, so they give the same bytes
+// (tests/data/test_resample_simd.cpp checks it on random sizes and boxes).
+
+void resample_horizontal_scalar(const cv::Mat& in, cv::Mat& out, int y0, const Coeffs& c, int y_begin, int y_end) {
+  for (int y = y_begin; y < y_end; ++y) {
     const uint8_t* s = in.ptr<uint8_t>(y + y0);
     uint8_t* o = out.ptr<uint8_t>(y);
     for (int xx = 0; xx < out.cols; ++xx) {
       const int xmin = c.bounds[2 * xx], n = c.bounds[2 * xx + 1];
       const int* k = &c.k[static_cast<size_t>(xx) * c.ksize];
       const uint8_t* p = s + 3 * xmin;
-#if defined(__AVX2__)
-      // The three channels of a tap in one vector: a 4-byte load reads one
-      // byte past the pixel, allowed while it stays inside the allocation.
-      // Integer sums are exact, so lane order cannot change the result.
-      if (p + 3 * n + 1 <= in.datalimit) {
-        __m128i acc = _mm_set1_epi32(1 << (kPrecisionBits - 1));
-        for (int x = 0; x < n; ++x, p += 3) {
-          int32_t bytes;
-          std::memcpy(&bytes, p, 4);
-          const __m128i v = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(bytes));
-          acc = _mm_add_epi32(acc, _mm_mullo_epi32(v, _mm_set1_epi32(k[x])));
-        }
-        alignas(16) int32_t r[4];
-        _mm_store_si128(reinterpret_cast<__m128i*>(r), acc);
-        o[3 * xx] = clip8(r[0]);
-        o[3 * xx + 1] = clip8(r[1]);
-        o[3 * xx + 2] = clip8(r[2]);
-        continue;
-      }
-#endif
       int s0 = 1 << (kPrecisionBits - 1), s1 = s0, s2 = s0;
       for (int x = 0; x < n; ++x, p += 3) {
         s0 += p[0] * k[x];
@@ -120,7 +107,7 @@ void resample_horizontal(const cv::Mat& in, cv::Mat& out, int y0, const Coeffs& 
   }
 }
 
-void resample_vertical(const cv::Mat& in, cv::Mat& out, const Coeffs& c) {
+void resample_vertical_scalar(const cv::Mat& in, cv::Mat& out, const Coeffs& c) {
   const int row = out.cols * 3;
   std::vector<int> acc(row);
   for (int yy = 0; yy < out.rows; ++yy) {
@@ -135,6 +122,164 @@ void resample_vertical(const cv::Mat& in, cv::Mat& out, const Coeffs& c) {
     uint8_t* o = out.ptr<uint8_t>(yy);
     for (int i = 0; i < row; ++i) o[i] = clip8(acc[i]);
   }
+}
+
+#if defined(__AVX2__)
+
+struct alignas(32) Vec8 {
+  __m256i v;
+};
+
+// One row of resample_horizontal_avx2. kPairs > 0: the tap-pair count,
+// known at compile time so the tap loop unrolls (3 to 5 pairs: bicubic up
+// to a 2x reduction, all of RandomResizedCrop's after DCT scaling); 0:
+// `pairs` at run time.
+template <int kPairs>
+void horizontal_row_avx2(const uint8_t* s, uint8_t* o, const int* start, const Vec8* w, int ow, int pairs) {
+  if (kPairs > 0) pairs = kPairs;
+  // Two adjacent pixels' bytes (R G B R' G' B') to 16-bit (R R' G G' B B' 0 0).
+  const __m256i spread = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,  //
+                                          0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
+  const __m256i round = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
+  for (int a = 0; a < ow; a += 2) {
+    const int b = std::min(a + 1, ow - 1);
+    const uint8_t* pa = s + 3 * start[a];
+    const uint8_t* pb = s + 3 * start[b];
+    __m256i acc_hi = _mm256_setzero_si256(), acc_lo = _mm256_setzero_si256();
+    for (int j = 0; j < pairs; ++j, w += 2) {
+      const __m256i v = _mm256_shuffle_epi8(
+          _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pa + 6 * j))),
+                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(pb + 6 * j)), 1),
+          spread);
+      acc_hi = _mm256_add_epi32(acc_hi, _mm256_madd_epi16(v, w[0].v));
+      acc_lo = _mm256_add_epi32(acc_lo, _mm256_madd_epi16(v, w[1].v));
+    }
+    __m256i sum = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(acc_hi, 11), acc_lo), round);
+    sum = _mm256_srai_epi32(sum, kPrecisionBits);
+    // Saturating packs are clip8: the shifted sums are far inside int16.
+    sum = _mm256_packs_epi32(sum, sum);
+    sum = _mm256_packus_epi16(sum, sum);
+    const uint32_t ra = static_cast<uint32_t>(_mm256_extract_epi32(sum, 0));
+    const uint32_t rb = static_cast<uint32_t>(_mm256_extract_epi32(sum, 4));
+    std::memcpy(o + 3 * a, &ra, 3);
+    if (b != a) std::memcpy(o + 3 * b, &rb, 3);
+  }
+}
+
+// Horizontal pass, two output pixels per vector (one per 128-bit lane), two
+// taps per step with _mm256_madd_epi16: 16-bit pixels times 16-bit
+// weights, summed in pairs into 32 bits. The 22-bit weights do not fit 16
+// bits, so each is split as k = kh * 2^11 + kl (kl in [0, 2^11)) and the
+// two halves are summed separately: sum(p k) = sum(p kh) * 2^11 + sum(p kl)
+// exactly (modulo 2^32, and the true sum fits in 32 bits). Every output
+// pixel reads a window of the same even number of taps (the tap loop's
+// count never changes, so it is never mispredicted): windows are moved left
+// to stay inside the row, and the taps outside an output's own range have
+// weight 0. Returns false (nothing written) when a weight does not split
+// into 16-bit halves or the row is narrower than the window.
+bool resample_horizontal_avx2(const cv::Mat& in, cv::Mat& out, int y0, const Coeffs& c) {
+  const int W = in.cols, ow = out.cols;
+  const int taps = (c.ksize + 1) & ~1, pairs = taps / 2;
+  if (W < taps) return false;
+  const int npix2 = (ow + 1) / 2;
+  // Per output pixel: window start; per pixel pair and tap pair: the
+  // (kh, kh') and (kl, kl') weights of each pixel in its lane's four dwords.
+  std::vector<int> start(ow);
+  std::vector<Vec8> kw(static_cast<size_t>(npix2) * pairs * 2);
+  std::vector<int16_t> hi(static_cast<size_t>(ow) * taps, 0), lo(hi.size(), 0);
+  for (int xx = 0; xx < ow; ++xx) {
+    const int xmin = c.bounds[2 * xx], n = c.bounds[2 * xx + 1];
+    start[xx] = std::min(xmin, W - taps);
+    for (int t = 0; t < n; ++t) {
+      const int k = c.k[static_cast<size_t>(xx) * c.ksize + t], kh = k >> 11;
+      if (kh < INT16_MIN || kh > INT16_MAX) return false;
+      const size_t at = static_cast<size_t>(xx) * taps + (xmin - start[xx]) + t;
+      hi[at] = static_cast<int16_t>(kh);
+      lo[at] = static_cast<int16_t>(k & 0x7FF);
+    }
+  }
+  // A lane's four dwords: one pixel's two 16-bit weights of a tap pair.
+  auto lanes = [taps](const std::vector<int16_t>& w, int a, int b, int j) {
+    auto pair = [&](int x) {
+      const int16_t* p = &w[static_cast<size_t>(x) * taps + 2 * j];
+      return static_cast<int>(static_cast<uint16_t>(p[0]) | static_cast<uint32_t>(static_cast<uint16_t>(p[1])) << 16);
+    };
+    return _mm256_set_m128i(_mm_set1_epi32(pair(b)), _mm_set1_epi32(pair(a)));
+  };
+  for (int xp = 0; xp < npix2; ++xp) {
+    const int a = 2 * xp, b = std::min(a + 1, ow - 1);  // odd width: the last lane repeats the last pixel
+    for (int j = 0; j < pairs; ++j) {
+      kw[(static_cast<size_t>(xp) * pairs + j) * 2].v = lanes(hi, a, b, j);
+      kw[(static_cast<size_t>(xp) * pairs + j) * 2 + 1].v = lanes(lo, a, b, j);
+    }
+  }
+  for (int y = 0; y < out.rows; ++y) {
+    const uint8_t* s = in.ptr<uint8_t>(y + y0);
+    // The last tap pair's 16-byte load reads up to 10 bytes past the row
+    // (weight 0): allowed while they stay inside the allocation.
+    if (s + 3 * W + 10 > in.datalimit) {
+      resample_horizontal_scalar(in, out, y0, c, y, y + 1);
+      continue;
+    }
+    pairs == 3   ? horizontal_row_avx2<3>(s, out.ptr<uint8_t>(y), start.data(), kw.data(), ow, pairs)
+    : pairs == 4 ? horizontal_row_avx2<4>(s, out.ptr<uint8_t>(y), start.data(), kw.data(), ow, pairs)
+    : pairs == 5 ? horizontal_row_avx2<5>(s, out.ptr<uint8_t>(y), start.data(), kw.data(), ow, pairs)
+                 : horizontal_row_avx2<0>(s, out.ptr<uint8_t>(y), start.data(), kw.data(), ow, pairs);
+  }
+  return true;
+}
+
+// Vertical pass: 32 output samples at a time in four vectors of 32-bit
+// sums, kept in registers over the taps.
+void resample_vertical_avx2(const cv::Mat& in, cv::Mat& out, const Coeffs& c) {
+  const int row = out.cols * 3, row32 = row & ~31;
+  const __m256i round = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // undoes the packs' lane interleave
+  for (int yy = 0; yy < out.rows; ++yy) {
+    const int ymin = c.bounds[2 * yy], n = c.bounds[2 * yy + 1];
+    const int* k = &c.k[static_cast<size_t>(yy) * c.ksize];
+    uint8_t* o = out.ptr<uint8_t>(yy);
+    for (int i = 0; i < row32; i += 32) {
+      __m256i a0 = round, a1 = round, a2 = round, a3 = round;
+      for (int y = 0; y < n; ++y) {
+        const uint8_t* s = in.ptr<uint8_t>(ymin + y) + i;
+        const __m256i ky = _mm256_set1_epi32(k[y]);
+        auto tap = [&](int q) {
+          return _mm256_mullo_epi32(
+              _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(s + 8 * q))), ky);
+        };
+        a0 = _mm256_add_epi32(a0, tap(0));
+        a1 = _mm256_add_epi32(a1, tap(1));
+        a2 = _mm256_add_epi32(a2, tap(2));
+        a3 = _mm256_add_epi32(a3, tap(3));
+      }
+      const __m256i p01 = _mm256_packs_epi32(_mm256_srai_epi32(a0, kPrecisionBits), _mm256_srai_epi32(a1, kPrecisionBits));
+      const __m256i p23 = _mm256_packs_epi32(_mm256_srai_epi32(a2, kPrecisionBits), _mm256_srai_epi32(a3, kPrecisionBits));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i),
+                          _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p01, p23), order));
+    }
+    for (int i = row32; i < row; ++i) {
+      int acc = 1 << (kPrecisionBits - 1);
+      for (int y = 0; y < n; ++y) acc += in.ptr<uint8_t>(ymin + y)[i] * k[y];
+      o[i] = clip8(acc);
+    }
+  }
+}
+
+#endif
+
+void resample_horizontal(const cv::Mat& in, cv::Mat& out, int y0, const Coeffs& c, bool simd) {
+#if defined(__AVX2__)
+  if (simd && resample_horizontal_avx2(in, out, y0, c)) return;
+#endif
+  resample_horizontal_scalar(in, out, y0, c, 0, out.rows);
+}
+
+void resample_vertical(const cv::Mat& in, cv::Mat& out, const Coeffs& c, bool simd) {
+#if defined(__AVX2__)
+  if (simd) return resample_vertical_avx2(in, out, c);
+#endif
+  resample_vertical_scalar(in, out, c);
 }
 
 void check_rgb(const cv::Mat& src, const char* op) {
@@ -173,28 +318,42 @@ PilResizePlan plan_resize_pil(int src_w, int src_h, int out_w, int out_h, Resamp
   return p;
 }
 
-cv::Mat resize_pil(const cv::Mat& src, int out_w, int out_h, ResampleFilter filter, std::array<double, 4> box) {
+namespace {
+
+cv::Mat resize_pil_impl(const cv::Mat& src, int out_w, int out_h, ResampleFilter filter, std::array<double, 4> box,
+                        bool simd) {
   check_rgb(src, "resize_pil");
   const PilResizePlan p = plan_resize_pil(src.cols, src.rows, out_w, out_h, filter, box);
   if (p.vertical_first) {  // out_h < src.rows: the vertical pass is needed
     cv::Mat tmp(out_h, src.cols, CV_8UC3);
-    resample_vertical(src, tmp, p.vert);
+    resample_vertical(src, tmp, p.vert, simd);
     if (!p.need_h) return tmp;
     cv::Mat out(out_h, out_w, CV_8UC3);
-    resample_horizontal(tmp, out, 0, p.horiz);
+    resample_horizontal(tmp, out, 0, p.horiz, simd);
     return out;
   }
   cv::Mat tmp;
   if (p.need_h) {
     tmp.create(p.row_last - p.row_first, out_w, CV_8UC3);
-    resample_horizontal(src, tmp, p.row_first, p.horiz);
+    resample_horizontal(src, tmp, p.row_first, p.horiz, simd);
   } else {
     tmp = src;
   }
   if (!p.need_v) return p.need_h ? tmp : src.clone();
   cv::Mat out(out_h, out_w, CV_8UC3);
-  resample_vertical(tmp, out, p.vert);
+  resample_vertical(tmp, out, p.vert, simd);
   return out;
+}
+
+}  // namespace
+
+cv::Mat resize_pil(const cv::Mat& src, int out_w, int out_h, ResampleFilter filter, std::array<double, 4> box) {
+  return resize_pil_impl(src, out_w, out_h, filter, box, true);
+}
+
+cv::Mat resize_pil_scalar(const cv::Mat& src, int out_w, int out_h, ResampleFilter filter,
+                          std::array<double, 4> box) {
+  return resize_pil_impl(src, out_w, out_h, filter, box, false);
 }
 
 namespace {

@@ -33,6 +33,11 @@ enum class ResampleFilter { Box, Bilinear, Bicubic };
 cv::Mat resize_pil(const cv::Mat& src, int out_w, int out_h, ResampleFilter filter,
                    std::array<double, 4> box = {0, 0, 0, 0});
 
+// resize_pil with its plain C++ passes only: the reference its SIMD passes
+// (AVX2 builds) must equal bit for bit (tests/data/test_resample_simd.cpp).
+cv::Mat resize_pil_scalar(const cv::Mat& src, int out_w, int out_h, ResampleFilter filter,
+                          std::array<double, 4> box = {0, 0, 0, 0});
+
 // The passes resize_pil runs, for another implementation of the same
 // resize (the CUDA one, data_pipeline/device/device_rrc.h) to give the same
 // bytes: per axis Pillow's fixed-point coefficients (bounds = [first input

@@ -44,6 +44,9 @@ TEST(PilParity, ResizeMatchesPillow) {
     const cv::Mat got = resize_pil(fx().input, ow, oh, filt, box);
     const cv::Mat want = testutil::mat_from_flat(r["out"].get<std::vector<int>>(), ow, oh);
     EXPECT_LE(testutil::max_abs_diff(got, want), 0) << f << " " << ow << "x" << oh;
+    // The plain C++ passes, the SIMD passes' reference (test_resample_simd).
+    const cv::Mat scalar = resize_pil_scalar(fx().input, ow, oh, filt, box);
+    EXPECT_LE(testutil::max_abs_diff(scalar, want), 0) << "scalar " << f << " " << ow << "x" << oh;
   }
 }
 
