@@ -57,6 +57,29 @@ class DeitTrainEmu : public ::testing::Test {
   std::string file(const std::string& run, int step, const std::string& f) const {
     return out(run) + "/t/step_" + std::to_string(step) + "/" + f;
   }
+  // `ov` with key=host, and with key=device stopped at step 3 then resumed,
+  // eagerly and with CUDA Graph steps: the same 10 losses and the same
+  // model, EMA and optimizer files, bit for bit.
+  void expect_device_path_matches_host(const std::vector<std::string>& ov, const std::string& key) const {
+    for (const char* graph : {"off", "auto"}) {
+      auto with = [&](const char* on) {
+        std::vector<std::string> o{"device=cuda", "precision=fp32", std::string("train.cuda_graph=") + graph};
+        o.insert(o.end(), ov.begin(), ov.end());
+        o.push_back(key + "=" + on);
+        return o;
+      };
+      const std::string h = std::string("host_") + graph, d = std::string("dev_") + graph;
+      const auto host = train(h, "siamese", with("host"));
+      std::vector<std::string> first = with("device");
+      first.push_back("train.max_steps=3");
+      auto dev = train(d, "siamese", first);
+      for (double l : train(d, "siamese", with("device"))) dev.push_back(l);
+      ASSERT_EQ(host.size(), 10u) << graph;
+      EXPECT_EQ(dev, host) << graph;
+      for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"})
+        EXPECT_EQ(vt_test::max_abs_diff(file(d, 10, f), file(h, 10, f)), 0.0) << graph << " " << f;
+    }
+  }
   // fp32 on both devices: losses and every saved tensor agree.
   void expect_fp32_agreement(const std::string& scheme) {
     TrainSummary cs, gs;
@@ -214,22 +237,7 @@ namespace {
 // graph's fixed buffers), and a device-augmented run stopped at step 3
 // resumes onto the same weights.
 TEST_F(DeitTrainEmu, AugmentOnDeviceMatchesHostAugmentationBitForBit) {
-  for (const char* graph : {"off", "auto"}) {
-    auto ov = [&](const char* on) {
-      return std::vector<std::string>{"device=cuda", "precision=fp32", std::string("train.cuda_graph=") + graph,
-                                      "data.random_erasing=0.5", std::string("data.augment_on=") + on};
-    };
-    const std::string h = std::string("host_") + graph, d = std::string("dev_") + graph;
-    const auto host = train(h, "siamese", ov("host"));
-    std::vector<std::string> first = ov("device");
-    first.push_back("train.max_steps=3");
-    auto dev = train(d, "siamese", first);
-    for (double l : train(d, "siamese", ov("device"))) dev.push_back(l);
-    ASSERT_EQ(host.size(), 10u) << graph;
-    EXPECT_EQ(dev, host) << graph;
-    for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"})
-      EXPECT_EQ(vt_test::max_abs_diff(file(d, 10, f), file(h, 10, f)), 0.0) << graph << " " << f;
-  }
+  expect_device_path_matches_host({"data.random_erasing=0.5"}, "data.augment_on");
 }
 
 }  // namespace
@@ -281,23 +289,9 @@ class DecodeOnDeviceEmu : public DeitTrainEmu {
 };
 
 TEST_F(DecodeOnDeviceEmu, MatchesHostDecodeBitForBit) {
-  for (const char* graph : {"off", "auto"}) {
-    auto ov = [&](const char* on) {
-      return std::vector<std::string>{"device=cuda", "precision=fp32", std::string("train.cuda_graph=") + graph,
-                                      "data.random_erasing=0.5", "data.dct_scaling=false", "data.on_corrupt=skip",
-                                      "data.augment_on=device", std::string("data.decode_on=") + on};
-    };
-    const std::string h = std::string("host_") + graph, d = std::string("dev_") + graph;
-    const auto host = train(h, "siamese", ov("host"));
-    std::vector<std::string> first = ov("device");
-    first.push_back("train.max_steps=3");
-    auto dev = train(d, "siamese", first);
-    for (double l : train(d, "siamese", ov("device"))) dev.push_back(l);
-    ASSERT_EQ(host.size(), 10u) << graph;
-    EXPECT_EQ(dev, host) << graph;
-    for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"})
-      EXPECT_EQ(vt_test::max_abs_diff(file(d, 10, f), file(h, 10, f)), 0.0) << graph << " " << f;
-  }
+  expect_device_path_matches_host({"data.random_erasing=0.5", "data.dct_scaling=false", "data.on_corrupt=skip",
+                                   "data.augment_on=device"},
+                                  "data.decode_on");
 }
 
 // The same on packed shards (the PNG and the progressive JPEG stored as
