@@ -77,40 +77,45 @@ void BatchUploader::stage() {
   // The copy overwrites the slot only after every step that read it is done.
   s.released.wait_on(up);
   DeviceBatch& d = st.batch;
-  d.images = device_view(s.images, host.images);
-  if (!host.encoded.empty()) {
-    // The decode runs on the compute stream, after the steps that read the
-    // slot (queued before it); the upload stream then waits for it.
-    try {
+  try {
+    d.images = device_view(s.images, host.images);
+    if (!host.encoded.empty()) {
+      // The decode runs on the compute stream, after the steps that read the
+      // slot (queued before it); the upload stream then waits for it.
       if (!decode_) throw std::logic_error("BatchUploader: an encoded batch (data.decode_on=device) without a decode hook");
       decode_(host, d.images);
-    } catch (...) {
-      Staged failed;
-      failed.error = std::current_exception();
-      // Decoding queued before the error may still read the host batch's bytes.
+      for (size_t i = 0; i < host.encoded.size(); ++i)  // the host-made crops
+        if (!host.encoded[i].data)
+          copy_async(d.images.select(0, static_cast<int64_t>(i)), host.images.select(0, static_cast<int64_t>(i)), up);
+      s.decoded.record(nullptr);
+      s.decoded.wait_on(up);
+    } else {
+      copy_async(d.images, host.images.contiguous(), up);
+    }
+    d.labels = device_view(s.labels, host.labels);
+    copy_async(d.labels, host.labels.contiguous(), up);
+    if (host.targets.defined()) {
+      d.targets = device_view(s.targets, host.targets);
+      copy_async(d.targets, host.targets.contiguous(), up);
+    }
+  } catch (...) {
+    Staged failed;
+    failed.error = std::current_exception();
+    // Work queued before the error may still read the host batch: wait for
+    // both streams before it goes (a broken device may refuse that too).
+    try {
       s.decoded.record(nullptr);
       s.decoded.synchronize();
-      staged_ = std::move(failed);
-      return;
+      stream_.synchronize();
+    } catch (...) {
     }
-    for (size_t i = 0; i < host.encoded.size(); ++i)  // the host-made crops
-      if (!host.encoded[i].data)
-        copy_async(d.images.select(0, static_cast<int64_t>(i)), host.images.select(0, static_cast<int64_t>(i)), up);
-    s.decoded.record(nullptr);
-    s.decoded.wait_on(up);
-  } else {
-    copy_async(d.images, host.images.contiguous(), up);
+    staged_ = std::move(failed);
+    return;
   }
   d.index = host.index;
   d.mix = host.mix;
   d.indices = host.indices;
   d.plans = host.plans;
-  d.labels = device_view(s.labels, host.labels);
-  copy_async(d.labels, host.labels.contiguous(), up);
-  if (host.targets.defined()) {
-    d.targets = device_view(s.targets, host.targets);
-    copy_async(d.targets, host.targets.contiguous(), up);
-  }
   s.copied.record(up);
   d.host_labels = host.labels.clone();
   s.host = std::move(host);  // keeps the pinned slot leased until `copied` completed

@@ -24,6 +24,19 @@ struct EncodedSample {
   std::vector<uint8_t> owned;  // the bytes, when the dataset does not keep them (data points here)
   std::string name;            // the file (Dataset::name), for the decoder's errors
   CropBox box;                 // RandomResizedCrop's box in the full-size image's pixels
+
+  EncodedSample() = default;
+  // A copy's `data` points into its own `owned` when the original's did
+  // (moves keep the buffer, and so the pointer).
+  EncodedSample(const EncodedSample& o) : data(o.data), size(o.size), owned(o.owned), name(o.name), box(o.box) {
+    if (o.data && o.data == o.owned.data()) data = owned.data();
+  }
+  EncodedSample& operator=(const EncodedSample& o) {
+    if (this != &o) *this = EncodedSample(o);
+    return *this;
+  }
+  EncodedSample(EncodedSample&&) = default;
+  EncodedSample& operator=(EncodedSample&&) = default;
 };
 
 class Dataset {

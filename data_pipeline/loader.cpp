@@ -301,6 +301,8 @@ void Loader::replace_undecodable(Batch& batch, int i, std::exception_ptr error) 
   // corrupt ones it skipped) up to idx, then idx itself.
   const int64_t first = order_.indices[static_cast<size_t>(batch.index * cfg_.batch_size + i)];
   const int64_t done = (idx - first + N) % N + 1;
+  if (done >= N)  // a worker would have stopped here: every sample tried
+    throw std::runtime_error("data: every sample tried is corrupt (last: " + ds_->name(idx) + ")");
   load_sample(batch.index * cfg_.batch_size + i, (idx + 1) % N, done, epoch_, out);
 }
 

@@ -409,7 +409,7 @@ vt_run_stage() {
       else
         vt_stage_prog input "loader + nvJPEG + device augmentation feeding DeiT-S, real vs synthetic batches" \
           "$BUILD/bench/bench_input $BUILD/bench/gpu/bench_input" "$data" --workers "$(nproc)" --batch 256 \
-          --steps 20 --warmup 4
+          --steps 40
       fi ;;
     vae_ref)
       if [ ! -x "$BUILD/bench/check_vae_device" ]; then vt_record vae_ref "not built" 0 "no $BUILD/bench/check_vae_device"

@@ -26,11 +26,13 @@
 // Every batch is new: sample i of the run is dataset index i mod N with its
 // own draw id, so a small split serves any number of steps.
 //
-//   bench_input DIR [--batch 256] [--steps 20] [--warmup 4] [--workers N]
+//   bench_input DIR [--batch 256] [--steps 40] [--warmup 4] [--workers N]
 //               [--paths host,device] [--precision bf16] [--cuda-graph auto|off] [--tiny]
 //   DIR: a split folder of packed shards (manifest.json) or of class folders.
-//   --workers: loader threads (default: the cores); --tiny: img 32 and the
-//   tiny model (the emulator's size).
+//   --workers: loader threads (default: the cores); --warmup: batches taken
+//   before timing, at least the loader ring's (workers + 4); --tiny: img 32
+//   and the tiny model (the emulator's size). Step img/s is over the whole
+//   timed window (a slow loader's waits count), with the median step's beside.
 // One JSON line per measurement, then one with the ratios. Exit 1 on an error.
 //
 // This program decodes JPEGs only: it defines decode_other_format
@@ -89,7 +91,7 @@ struct Args {
 
 int usage_error(const std::string& msg) {
   std::fprintf(stderr,
-               "bench_input: %s\nusage: bench_input DIR [--batch 256] [--steps 20] [--warmup 4] [--workers N] "
+               "bench_input: %s\nusage: bench_input DIR [--batch 256] [--steps 40] [--warmup 4] [--workers N] "
                "[--paths host,device] [--precision bf16] [--cuda-graph auto|off] [--tiny]\n",
                msg.c_str());
   return 2;
@@ -125,7 +127,7 @@ class Input {
     LoaderConfig lc;
     lc.batch_size = static_cast<int>(s.batch);
     lc.workers = a.workers;
-    lc.prefetch = std::max(4, a.workers);
+    lc.prefetch = a.workers;  // the ring: workers + Loader::kLeasedSlots batches (warm_up_batches)
     lc.seed = 1;
     lc.on_corrupt = OnCorrupt::Skip;
     lc.pinned_slots = true;
@@ -194,9 +196,16 @@ class Input {
   AugmentScratch scratch_;
 };
 
-// The whole input path alone: img/s over `steps` batches after `warmup`.
+// Batches to take before timing: the ring's, which the workers fill while the
+// consumer starts (model build, graph capture), and two more, so that a
+// timed window starts with the ring as it runs: timing a full ring would
+// count batches made before the window.
+int warm_up_batches(const Args& a) { return std::max(a.step.warmup, a.workers + Loader::kLeasedSlots + 2); }
+
+// The whole input path alone: img/s over `steps` batches after the warm-up.
 nlohmann::json measure_loader(const Args& a, const std::string& path) {
-  const vt_bench::StepArgs& s = a.step;
+  vt_bench::StepArgs s = a.step;
+  s.warmup = warm_up_batches(a);
   Input in(a, path, s.warmup + s.iters + 1);
   Tensor images, labels;
   std::chrono::steady_clock::time_point t0;
@@ -210,8 +219,9 @@ nlohmann::json measure_loader(const Args& a, const std::string& path) {
   }
   sync_device(s.compute.device.index);
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  nlohmann::json j = {{"bench", "input_loader"}, {"path", path}, {"workers", a.workers}, {"batch", s.batch},
-                      {"batches", s.iters}, {"img_per_s", static_cast<double>(s.iters * s.batch) / sec}};
+  nlohmann::json j = {{"bench", "input_loader"}, {"path", path},          {"workers", a.workers},
+                      {"batch", s.batch},        {"warmup", s.warmup}, {"batches", s.iters},
+                      {"img_per_s", static_cast<double>(s.iters * s.batch) / sec}};
   j["img_per_s_per_worker"] = j["img_per_s"].get<double>() / a.workers;
   j.update(in.path_counts());
   j["corrupt_skipped"] = in.corrupt();
@@ -259,8 +269,12 @@ nlohmann::json measure_agreement(const Args& a) {
 }
 
 // vtrain's step on synthetic images (path empty) or the loader's batches.
+// img/s over the whole timed window (its mean step), not the median step:
+// a loader slower than the step makes some steps wait, and the median
+// would hide them.
 nlohmann::json measure_step(const Args& a, const std::string& path) {
-  const vt_bench::StepArgs& s = a.step;
+  vt_bench::StepArgs s = a.step;
+  s.warmup = warm_up_batches(a);
   cuda_reset_peak_bytes();
   vt_bench::VitBenchStep st(s, NormScheme::Siamese, a.classes);
   std::unique_ptr<Input> input;
@@ -280,10 +294,22 @@ nlohmann::json measure_step(const Args& a, const std::string& path) {
   const vt_bench::StepFigures f = vt_bench::figures(r, s, "siamese", vt_bench::vit_forward_macs(st.cfg),
                                                     st.model.backbone().saved_activation_bytes(),
                                                     st.model.params().numel());
-  nlohmann::json j = {{"bench", "input_step"},     {"batches", path.empty() ? "synthetic" : path},
-                      {"batch", s.batch},          {"steps", s.iters},
-                      {"step_ms", f.step_ms},      {"img_per_s", f.img_per_s},
-                      {"graph_replays", f.graph_replays}, {"loss_first", f.first_loss}, {"loss_last", f.last_loss}};
+  double window_ms = 0;
+  for (double ms : r.step_ms) window_ms += ms;
+  const double mean_ms = window_ms / static_cast<double>(r.step_ms.size());
+  nlohmann::json j = {{"bench", "input_step"},
+                      {"batches", path.empty() ? "synthetic" : path},
+                      {"batch", s.batch},
+                      {"warmup", s.warmup},
+                      {"steps", s.iters},
+                      {"step_ms_mean", mean_ms},
+                      {"step_ms_median", f.step_ms},
+                      {"step_ms_max", *std::max_element(r.step_ms.begin(), r.step_ms.end())},
+                      {"img_per_s", static_cast<double>(s.batch) / (mean_ms / 1e3)},
+                      {"img_per_s_median_step", f.img_per_s},
+                      {"graph_replays", f.graph_replays},
+                      {"loss_first", f.first_loss},
+                      {"loss_last", f.last_loss}};
   if (input) j.update(input->path_counts());
   return j;
 }
@@ -313,8 +339,8 @@ bool parse(int argc, char** argv, Args& a, std::string* err) {
     }
   }
   if (a.workers == 0) a.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  a.step.batch = 256, a.step.iters = 20, a.step.warmup = 4;
-  static const char* usage = "bench_input DIR [--batch 256] [--steps 20] [--warmup 4] [--workers N] ...";
+  a.step.batch = 256, a.step.iters = 40, a.step.warmup = 4;
+  static const char* usage = "bench_input DIR [--batch 256] [--steps 40] [--warmup 4] [--workers N] ...";
   if (!vt_bench::parse_step_args(static_cast<int>(rest.size()), rest.data(), usage, a.step))
     return *err = "a step flag or the device was refused (above)", false;
   if (!std::filesystem::is_directory(a.dir)) return *err = "DIR '" + a.dir + "' is not a folder", false;

@@ -5,10 +5,14 @@
 #include <vector>
 
 #include "data_pipeline/device/device_rrc.h"
+#include "kernels/cuda/resample_u8.h"
 
 namespace vt {
 
-DeviceBatchDecoder::DeviceBatchDecoder(int device, bool allow_hardware) : jpeg_(device, allow_hardware) {}
+DeviceBatchDecoder::DeviceBatchDecoder(int device, bool allow_hardware)
+    : jpeg_(device, allow_hardware), staging_(std::make_unique<cuda::ResampleStaging>()) {}
+
+DeviceBatchDecoder::~DeviceBatchDecoder() = default;
 
 void DeviceBatchDecoder::decode(Batch& batch, const Tensor& out, const Undecodable& undecodable) {
   const int64_t B = static_cast<int64_t>(batch.encoded.size());
@@ -48,7 +52,7 @@ void DeviceBatchDecoder::decode(Batch& batch, const Tensor& out, const Undecodab
     }
     crops.push_back({&d.rgb, batch.encoded[static_cast<size_t>(rows[j])].box, rows[j]});
   }
-  device_crop_resize_rows(crops, S, out);  // two launches for the batch
+  device_crop_resize_rows(crops, S, out, staging_.get());  // one upload, two launches for the batch
   counts_.host_crops += B - static_cast<int64_t>(files.size());
 }
 

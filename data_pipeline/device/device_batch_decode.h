@@ -18,11 +18,16 @@
 #include <exception>
 #include <functional>
 
+#include <memory>
+
 #include "core/tensor.h"
 #include "data_pipeline/device/device_jpeg.h"
 #include "data_pipeline/loader.h"
 
 namespace vt {
+namespace cuda {
+class ResampleStaging;  // kernels/cuda/resample_u8.h
+}
 
 class DeviceBatchDecoder {
  public:
@@ -33,6 +38,7 @@ class DeviceBatchDecoder {
 
   // `device`: the CUDA device index; allow_hardware as DeviceJpegDecoder's.
   explicit DeviceBatchDecoder(int device, bool allow_hardware = true);
+  ~DeviceBatchDecoder();
 
   // Fills out[i] (U8 [B, S, S, 3] contiguous on the device, B =
   // batch.encoded.size()) for every sample with encoded[i].data, on the
@@ -51,6 +57,7 @@ class DeviceBatchDecoder {
 
  private:
   DeviceJpegDecoder jpeg_;
+  std::unique_ptr<cuda::ResampleStaging> staging_;  // the crops' one upload per batch, page-locked
   Counts counts_;
 };
 

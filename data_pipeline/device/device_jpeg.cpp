@@ -52,6 +52,17 @@ bool device_failure(nvjpegStatus_t s) {
 }
 bool refuses_file(nvjpegStatus_t s) { return s != NVJPEG_STATUS_SUCCESS && !device_failure(s); }
 
+// Whether the JPEG's last marker, before at most 16 bytes of zero or 0xFF
+// padding, is EOI (FF D9).
+bool ends_with_eoi(const uint8_t* data, size_t size) {
+  size_t end = size;
+  for (int pad = 0; pad < 16 && end > 2 && (data[end - 1] == 0x00 || data[end - 1] == 0xFF) &&
+                    !(data[end - 2] == 0xFF && data[end - 1] == 0xD9);
+       ++pad)
+    --end;
+  return end >= 2 && data[end - 2] == 0xFF && data[end - 1] == 0xD9;
+}
+
 // The op library's compute stream (kernels/cuda/common.cuh: libraries get
 // the per-thread default stream by name).
 cudaStream_t compute_stream() { return cudaStreamPerThread; }
@@ -101,10 +112,19 @@ struct DeviceJpegDecoder::Impl {
     }
   }
 
+  void decode_batched(const std::vector<EncodedImage>& batch, const std::vector<size_t>& idx,
+                      std::vector<DeviceImage>& out) const;
+
   // Whether nvJPEG takes this file (header read, components, hardware
-  // support); sets the size on success.
+  // support, an end-of-image marker); sets the size on success.
   bool nvjpeg_takes(const EncodedImage& e, DeviceImage* out) const {
     if (sniff_format(e.data, e.size) != ImageFormat::Jpeg) return false;
+    // A file cut short has no EOI marker at its end. The host decoder
+    // appends one and refuses the file when its data runs out ("premature
+    // end"), decodes it when only the EOI was missing; nvJPEG may pad the
+    // missing data and decode it. Such files go to the host decoder, so the
+    // device path skips, stops on or decodes them as the host path does.
+    if (!ends_with_eoi(e.data, e.size)) return false;
     int comps = 0;
     nvjpegChromaSubsampling_t css = NVJPEG_CSS_UNKNOWN;
     int widths[NVJPEG_MAX_COMPONENT] = {}, heights[NVJPEG_MAX_COMPONENT] = {};
@@ -170,32 +190,49 @@ std::vector<DeviceImage> DeviceJpegDecoder::decode(const std::vector<EncodedImag
   if (gpu.empty()) return out;
 
   const JpegDecodePath path = m.hardware ? JpegDecodePath::NvjpegHardware : JpegDecodePath::NvjpegCuda;
-  std::vector<const unsigned char*> data(gpu.size());
-  std::vector<size_t> lengths(gpu.size());
-  std::vector<nvjpegImage_t> dst(gpu.size());
-  for (size_t j = 0; j < gpu.size(); ++j) {
-    DeviceImage& d = out[gpu[j]];
+  for (size_t i : gpu) {
+    DeviceImage& d = out[i];
     d.rgb = Tensor::empty({d.height, d.width, 3}, DType::U8, Device::cuda(m.device));
     d.path = path;
-    data[j] = batch[gpu[j]].data;
-    lengths[j] = batch[gpu[j]].size;
+  }
+  m.decode_batched(batch, gpu, out);
+  return out;
+}
+
+// One nvjpegDecodeBatched call for the images `idx` of `batch`. A call that
+// refuses a file does not say which one: the call is split in halves and
+// each half decoded again, down to single files, which go to the host
+// decoder (it decodes them or names them corrupt). One bad file in a batch
+// of B costs about 2 log2(B) calls instead of B host decodes.
+void DeviceJpegDecoder::Impl::decode_batched(const std::vector<EncodedImage>& batch, const std::vector<size_t>& idx,
+                                            std::vector<DeviceImage>& out) const {
+  if (idx.empty()) return;
+  std::vector<const unsigned char*> data(idx.size());
+  std::vector<size_t> lengths(idx.size());
+  std::vector<nvjpegImage_t> dst(idx.size());
+  for (size_t j = 0; j < idx.size(); ++j) {
+    DeviceImage& d = out[idx[j]];
+    data[j] = batch[idx[j]].data;
+    lengths[j] = batch[idx[j]].size;
     dst[j] = nvjpegImage_t{};
     dst[j].channel[0] = d.rgb.data<uint8_t>();
     dst[j].pitch[0] = static_cast<size_t>(d.width) * 3;
   }
   // Interleaved RGB into channel[0] (nvjpegOutputFormat_t NVJPEG_OUTPUT_RGBI).
-  check(nvjpegDecodeBatchedInitialize(m.handle, m.state, static_cast<int>(gpu.size()), 1, NVJPEG_OUTPUT_RGBI),
+  check(nvjpegDecodeBatchedInitialize(handle, state, static_cast<int>(idx.size()), 1, NVJPEG_OUTPUT_RGBI),
         "nvjpegDecodeBatchedInitialize");
-  const nvjpegStatus_t s =
-      nvjpegDecodeBatched(m.handle, m.state, data.data(), lengths.data(), dst.data(), compute_stream());
-  if (refuses_file(s)) {
-    // The batched call does not say which file it refused: every image of
-    // the call goes to the host decoder, which decodes it or names it.
-    for (size_t i : gpu) m.decode_on_host(batch[i], &out[i]);
-    return out;
+  const nvjpegStatus_t s = nvjpegDecodeBatched(handle, state, data.data(), lengths.data(), dst.data(), compute_stream());
+  if (!refuses_file(s)) {
+    check(s, "nvjpegDecodeBatched");
+    return;
   }
-  check(s, "nvjpegDecodeBatched");
-  return out;
+  if (idx.size() == 1) {
+    decode_on_host(batch[idx[0]], &out[idx[0]]);
+    return;
+  }
+  const auto mid = idx.begin() + static_cast<std::ptrdiff_t>(idx.size() / 2);
+  decode_batched(batch, std::vector<size_t>(idx.begin(), mid), out);
+  decode_batched(batch, std::vector<size_t>(mid, idx.end()), out);
 }
 
 void rethrow_first_error(const std::vector<DeviceImage>& images) {

@@ -24,8 +24,11 @@
 //    decoder follows), JPEGs nvJPEG's header reading or batch decode refuses
 //    (any status but the device/library failures below, e.g.
 //    NVJPEG_STATUS_BAD_JPEG, _JPEG_NOT_SUPPORTED, _INCOMPLETE_BITSTREAM; a
-//    refused batch call does not name the file, so all of that call's
-//    images are then decoded on the host).
+//    refused batch call does not name the file, so the call is split in
+//    halves and retried down to the single files it refuses), and JPEGs
+//    without an EOI marker at their end (the host decoder refuses those cut
+//    short and decodes those missing only the EOI, where nvJPEG may pad
+//    and decode a cut one; so the device path treats them as the host path).
 //  A file the host decoder cannot decode either gets the host decoder's
 //  CorruptImage naming the file in DeviceImage::error; nothing is dropped.
 //
@@ -40,9 +43,9 @@
 // Streams: all work is queued on the op library's compute stream (the
 // calling thread's per-thread default stream); the input bytes must stay
 // valid until that work has completed (synchronise, or read the outputs).
-// nvJPEG may decode a truncated or damaged entropy-coded segment without an
-// error status (the host decoder refuses it); such an image then comes back
-// decoded, not as an error.
+// nvJPEG may decode a damaged entropy-coded segment (with its EOI intact)
+// without an error status where the host decoder refuses it; such an image
+// then comes back decoded, not as an error.
 // Not thread-safe: one decoder per thread (nvJPEG docs §1.3).
 #pragma once
 #include <cstddef>

@@ -38,7 +38,8 @@ int64_t append_coeffs(std::vector<int>& coeffs, const PilAxisCoeffs& a) {
 
 }  // namespace
 
-void device_crop_resize_rows(const std::vector<DeviceCrop>& crops, int S, const Tensor& out) {
+void device_crop_resize_rows(const std::vector<DeviceCrop>& crops, int S, const Tensor& out,
+                             cuda::ResampleStaging* staging) {
   const char* op = "device_crop_resize_rows";
   if (S <= 0 || out.dim() != 4 || out.shape()[1] != S || out.shape()[2] != S || out.shape()[3] != 3 ||
       out.dtype() != DType::U8 || !out.device().is_cuda() || !out.is_contiguous())
@@ -119,9 +120,7 @@ void device_crop_resize_rows(const std::vector<DeviceCrop>& crops, int S, const 
     first[slabs[j].pass].out = at;
     second[j].in = at;
   }
-  cudaStream_t stream = cudaStreamPerThread;
-  cuda::resample_u8_rgb_passes(first, coeffs, stream);
-  cuda::resample_u8_rgb_passes(second, coeffs, stream);
+  cuda::resample_u8_rgb_stages({first, second}, coeffs, cudaStreamPerThread, staging);
 }
 
 void device_crop_resize(const Tensor& rgb, const CropBox& b, int S, const Tensor& out) {

@@ -6,6 +6,7 @@
 #include <vector>
 #include <string>
 
+#include "core/pinned_memory.h"
 #include "kernels/cuda/common.cuh"
 
 namespace vt {
@@ -130,32 +131,83 @@ void resample_u8_rgb_vertical(const uint8_t* in, int64_t in_pitch, uint8_t* out,
   check_launch(op);
 }
 
-void resample_u8_rgb_passes(const std::vector<ResamplePass>& passes, const std::vector<int>& coeffs,
-                            cudaStream_t stream) {
-  const char* op = "cuda::resample_u8_rgb_passes";
-  if (passes.empty()) return;
-  if (passes.size() > 65535) throw std::invalid_argument(std::string(op) + ": more than 65535 passes in one launch");
-  int64_t largest = 0;
-  for (const ResamplePass& p : passes) {
-    check_args(op, p.out_w, p.out_h, p.ksize);
-    const int64_t n_out = p.vertical ? p.out_h : p.out_w;
-    if (p.coeffs < 0 || p.coeffs + n_out * (2 + p.ksize) > static_cast<int64_t>(coeffs.size()))
-      throw std::invalid_argument(std::string(op) + ": a pass's coefficients lie outside the list");
-    largest = std::max<int64_t>(largest, static_cast<int64_t>(p.out_w) * p.out_h * 3);
+struct ResampleStaging::Slot {
+  PinnedBuffer mem;
+  cudaEvent_t copied = nullptr;  // recorded after the copy that read `mem`
+  bool pending = false;
+};
+
+ResampleStaging::ResampleStaging() : slots_{new Slot, new Slot} {}
+
+ResampleStaging::~ResampleStaging() {
+  for (Slot* s : slots_) {
+    if (s->copied) {
+      if (s->pending) cudaEventSynchronize(s->copied);  // a queued copy still reads s->mem
+      cudaEventDestroy(s->copied);
+    }
+    delete s;
   }
-  // Descriptors, then the coefficients (ResamplePass is 8-byte aligned).
-  const size_t head = passes.size() * sizeof(ResamplePass), bytes = head + coeffs.size() * sizeof(int);
+}
+
+void* ResampleStaging::acquire(size_t bytes) {
+  Slot& s = *slots_[next_];
+  if (s.pending) {
+    check(cudaEventSynchronize(s.copied), "cuda::ResampleStaging: waiting for a previous upload");
+    s.pending = false;
+  }
+  if (s.mem.bytes() < bytes) s.mem = PinnedBuffer(bytes + bytes / 4);  // room to grow between batches
+  return s.mem.data();
+}
+
+void ResampleStaging::queued(cudaStream_t stream) {
+  Slot& s = *slots_[next_];
+  if (!s.copied) check(cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming), "cuda::ResampleStaging: event");
+  check(cudaEventRecord(s.copied, stream), "cuda::ResampleStaging: event");
+  s.pending = true;
+  next_ ^= 1;
+}
+
+void resample_u8_rgb_stages(const std::vector<std::vector<ResamplePass>>& stages, const std::vector<int>& coeffs,
+                            cudaStream_t stream, ResampleStaging* staging) {
+  const char* op = "cuda::resample_u8_rgb_stages";
+  size_t n_passes = 0;
+  for (const auto& stage : stages) {
+    if (stage.size() > 65535) throw std::invalid_argument(std::string(op) + ": more than 65535 passes in one launch");
+    for (const ResamplePass& p : stage) {
+      check_args(op, p.out_w, p.out_h, p.ksize);
+      const int64_t n_out = p.vertical ? p.out_h : p.out_w;
+      if (p.coeffs < 0 || p.coeffs + n_out * (2 + p.ksize) > static_cast<int64_t>(coeffs.size()))
+        throw std::invalid_argument(std::string(op) + ": a pass's coefficients lie outside the list");
+    }
+    n_passes += stage.size();
+  }
+  if (n_passes == 0) return;
+  // All descriptors, then the coefficients (ResamplePass is 8-byte aligned).
+  const size_t head = n_passes * sizeof(ResamplePass), bytes = head + coeffs.size() * sizeof(int);
   Workspace ws(bytes, stream);
   char* base = static_cast<char*>(static_cast<void*>(ws.f32()));
-  std::vector<char> host(bytes);
-  std::memcpy(host.data(), passes.data(), head);
-  std::memcpy(host.data() + head, coeffs.data(), coeffs.size() * sizeof(int));
-  check(cudaMemcpyAsync(base, host.data(), bytes, cudaMemcpyHostToDevice, stream), "cuda::resample_u8_rgb_passes: upload");
-  // Enough blocks per pass to cover the largest at 8 outputs a thread.
-  const unsigned bx = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((largest + 2047) / 2048, 1024)));
-  passes_kernel<<<dim3(bx, static_cast<unsigned>(passes.size())), 256, 0, stream>>>(
-      reinterpret_cast<const ResamplePass*>(base), reinterpret_cast<const int*>(base + head));
-  check_launch(op);
+  std::vector<char> pageable;
+  char* host = staging ? static_cast<char*>(staging->acquire(bytes)) : (pageable.resize(bytes), pageable.data());
+  size_t at = 0;
+  for (const auto& stage : stages) {
+    std::memcpy(host + at, stage.data(), stage.size() * sizeof(ResamplePass));
+    at += stage.size() * sizeof(ResamplePass);
+  }
+  std::memcpy(host + head, coeffs.data(), coeffs.size() * sizeof(int));
+  check(cudaMemcpyAsync(base, host, bytes, cudaMemcpyHostToDevice, stream), "cuda::resample_u8_rgb_stages: upload");
+  if (staging) staging->queued(stream);
+  const int* k = reinterpret_cast<const int*>(base + head);
+  const ResamplePass* descs = reinterpret_cast<const ResamplePass*>(base);
+  for (const auto& stage : stages) {
+    if (stage.empty()) continue;
+    int64_t largest = 0;
+    for (const ResamplePass& p : stage) largest = std::max<int64_t>(largest, static_cast<int64_t>(p.out_w) * p.out_h * 3);
+    // Enough blocks per pass to cover the largest at 8 outputs a thread.
+    const unsigned bx = static_cast<unsigned>(std::max<int64_t>(1, std::min<int64_t>((largest + 2047) / 2048, 1024)));
+    passes_kernel<<<dim3(bx, static_cast<unsigned>(stage.size())), 256, 0, stream>>>(descs, k);
+    check_launch(op);
+    descs += stage.size();
+  }
 }
 
 }  // namespace cuda

@@ -39,13 +39,39 @@ struct ResamplePass {
   int64_t coeffs = 0;
 };
 
-// Every pass of `passes` in one launch (passes write disjoint outputs and
-// none reads another's output), the descriptors and coefficients copied
-// to the device in one copy on `stream`: the same bytes as one
-// resample_u8_rgb_* call per pass. A batch of crops then costs two
-// launches (first passes, then second passes) instead of two per image.
-void resample_u8_rgb_passes(const std::vector<ResamplePass>& passes, const std::vector<int>& coeffs,
-                            cudaStream_t stream = 0);
+// Page-locked host memory for resample_u8_rgb_stages's upload, reused once
+// the copy that read it has completed: a DMA that never waits for the
+// stream's queued work, where a copy from pageable memory may (CUDA Runtime
+// API, "API synchronization behavior"). Two buffers alternate, so filling
+// one never waits for the copy just queued from the other. One per
+// launching thread (a batch decoder keeps its own); not thread-safe.
+class ResampleStaging {
+ public:
+  ResampleStaging();
+  ~ResampleStaging();
+  ResampleStaging(const ResampleStaging&) = delete;
+  ResampleStaging& operator=(const ResampleStaging&) = delete;
+  // `bytes` of page-locked memory whose previous copy has completed.
+  void* acquire(size_t bytes);
+  // The memory acquired last is read by the copy just queued on `stream`.
+  void queued(cudaStream_t stream);
+
+ private:
+  struct Slot;
+  Slot* slots_[2];
+  int next_ = 0;
+};
+
+// Stage after stage, one launch each: every pass of a stage at once
+// (passes of a stage write disjoint outputs; a stage may read the outputs
+// of the stages before it), all the descriptors and the coefficients
+// uploaded first in one copy on `stream` (through `staging` when given,
+// else from pageable memory). The same bytes as one resample_u8_rgb_* call
+// per pass: a batch of crops costs one upload and two launches (first
+// passes, then second passes) instead of two launches and four small
+// copies per image.
+void resample_u8_rgb_stages(const std::vector<std::vector<ResamplePass>>& stages, const std::vector<int>& coeffs,
+                            cudaStream_t stream = 0, ResampleStaging* staging = nullptr);
 
 void resample_u8_rgb_horizontal(const uint8_t* in, int64_t in_pitch, int row_offset, uint8_t* out, int64_t out_pitch,
                                 int out_w, int out_h, const int* bounds, const int* k, int ksize,

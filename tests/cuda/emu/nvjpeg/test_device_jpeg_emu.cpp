@@ -250,7 +250,7 @@ TEST(DeviceRrcEmu, OneBatchOfEveryPassOrderEqualsResizePil) {
 }
 
 // A corrupt JPEG gets the host decoder's CorruptImage naming it; the other
-// images of its batch still decode (to the host's pixels).
+// images of its batch still decode (to the host's pixels), through nvJPEG.
 TEST(DeviceJpegEmuErrors, CorruptJpegNamedNothingLost) {
   for (bool hw : {true, false}) {
     vt_emu_nvjpeg_set_hardware_present(hw);
@@ -263,9 +263,18 @@ TEST(DeviceJpegEmuErrors, CorruptJpegNamedNothingLost) {
     std::vector<uint8_t> junk = {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 'J', 'F', 'I', 'F', 0, 1, 2, 3, 4, 5, 6, 7};
     files.push_back({"junk.jpg", junk});
     files.push_back({"good_b.jpg", testutil::encode_rgb_jpeg(testutil::synthetic_rgb(90, 120, 6))});
+    // Stray bytes between the scan and its EOI (libjpeg's "extraneous bytes
+    // before marker" warning, which the host decoder accepts as PIL does):
+    // it passes the header checks and nvJPEG's batch call refuses it.
+    std::vector<uint8_t> damaged = testutil::encode_rgb_jpeg(testutil::synthetic_rgb(160, 120, 7));
+    damaged.insert(damaged.end() - 2, 8, 0x55);
+    files.push_back({"damaged.jpg", damaged});
+    files.push_back({"good_c.jpg", testutil::encode_rgb_jpeg(testutil::synthetic_rgb(70, 50, 8))});
     DeviceJpegDecoder dec(0);
     const std::vector<DeviceImage> out = dec.decode(encoded(files));
     ASSERT_EQ(out.size(), files.size());
+    // The cut file has no EOI: straight to the host decoder, never to nvJPEG.
+    EXPECT_EQ(out[1].path, JpegDecodePath::Host);
     for (size_t i : {size_t(1), size_t(2)}) {
       SCOPED_TRACE(files[i].name);
       ASSERT_TRUE(out[i].error);
@@ -283,15 +292,19 @@ TEST(DeviceJpegEmuErrors, CorruptJpegNamedNothingLost) {
         EXPECT_NE(std::string(e.what()).find(files[i].name), std::string::npos);
       }
     }
-    for (size_t i : {size_t(0), size_t(3)}) {
+    // The refused batch call is split down to the damaged file, which the
+    // host decodes; the good files of the call still come from nvJPEG.
+    EXPECT_EQ(out[4].path, JpegDecodePath::Host);
+    for (size_t i : {size_t(0), size_t(3), size_t(4), size_t(5)}) {
       SCOPED_TRACE(files[i].name);
       ASSERT_FALSE(out[i].error);
+      if (i != 4) EXPECT_NE(out[i].path, JpegDecodePath::Host);
       const DecodedImage ref = decode_image(files[i].bytes.data(), files[i].bytes.size(), files[i].name);
       EXPECT_TRUE(same(to_host_mat(out[i].rgb), ref.rgb));
     }
     EXPECT_THROW(rethrow_first_error(out), CorruptImage);
-    const Tensor o = Tensor::empty({4, 16, 16, 3}, DType::U8, Device::cuda(0));
-    EXPECT_THROW(device_crop_resize_batch(out, std::vector<CropBox>(4, CropBox{0, 0, 16, 16}), 16, o), CorruptImage);
+    const Tensor o = Tensor::empty({6, 16, 16, 3}, DType::U8, Device::cuda(0));
+    EXPECT_THROW(device_crop_resize_batch(out, std::vector<CropBox>(6, CropBox{0, 0, 16, 16}), 16, o), CorruptImage);
   }
   vt_emu_nvjpeg_set_hardware_present(true);
 }
