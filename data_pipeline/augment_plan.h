@@ -64,4 +64,17 @@ void apply_augment_plan(const uint8_t* hwc, int H, int W, const AugmentPlan& pla
 // for bit, on the CPU twins and on the emulated CUDA twins.
 AugmentBatchArgs augment_batch_args(const std::vector<AugmentPlan>& plans, const AugmentSettings& s, int H, int W);
 
+// A consumer's batch: uint8 crops U8 [B, H, W, 3] (on any device) through
+// their plans into `out`, F32 [B, 3, H, W] on the crops' device, reused
+// from call to call (made again only for another shape or device), with
+// `scratch` kept by the caller: after the first batch nothing is allocated.
+inline void augment_crops(const Tensor& crops, const std::vector<AugmentPlan>& plans, const AugmentSettings& s,
+                          Tensor& out, AugmentScratch* scratch) {
+  const Shape& u = crops.shape();
+  const Shape want{u[0], u[3], u[1], u[2]};
+  if (!out.defined() || out.shape() != want || out.device() != crops.device())
+    out = Tensor::empty(want, DType::F32, crops.device());
+  augment_apply(crops, augment_batch_args(plans, s, static_cast<int>(u[1]), static_cast<int>(u[2])), out, scratch);
+}
+
 }  // namespace vt

@@ -245,12 +245,7 @@ struct Trainer::Impl {
   // `images` then views w.augmented, F32 [B, 3, H, W]. Else nothing.
   static void augment_batch(Tensor& images, const std::vector<AugmentPlan>& plans, StepWork& w) {
     if (images.dtype() != DType::U8) return;
-    const Shape& u = images.shape();
-    const Shape want{u[0], u[3], u[1], u[2]};
-    if (!w.augmented.defined() || w.augmented.shape() != want || w.augmented.device() != images.device())
-      w.augmented = Tensor::empty(want, DType::F32, images.device());
-    augment_apply(images, augment_batch_args(plans, w.augment, static_cast<int>(u[1]), static_cast<int>(u[2])),
-                  w.augmented, &w.augment_scratch);
+    augment_crops(images, plans, w.augment, w.augmented, &w.augment_scratch);
     images = w.augmented;
   }
 
@@ -685,11 +680,7 @@ TrainSummary Trainer::Impl::loop() {
     if (o.decode_on_device) {
       decoder = std::make_unique<DeviceBatchDecoder>(dev.index);
       log().info("vtrain: nvJPEG {} backend", decoder->hardware() ? "hardware (JPEG engines)" : "CUDA");
-      decode = [&decoder, &loader](Batch& batch, const Tensor& images) {
-        decoder->decode(batch, images, [&loader](Batch& b, int i, std::exception_ptr e) {
-          loader.replace_undecodable(b, i, std::move(e));
-        });
-      };
+      decode = decoder->uploader_hook(loader);
     }
 #endif
     upload = std::make_unique<BatchUploader>(loader, dev, std::move(prepare), std::move(decode));

@@ -68,6 +68,8 @@
 #include "data_pipeline/shard_dataset.h"
 #include "kernels/augment.h"
 #include "train/device_choice.h"
+#include "vision/split_dataset.h"
+#include "vision/train_config.h"
 
 namespace vt {
 // JPEG only (above): the link seam of decode_other.h.
@@ -103,11 +105,16 @@ void sync_device(int device) {
   e.synchronize();
 }
 
-// A packed split (manifest.json) or an image folder.
-std::shared_ptr<Dataset> open_split(const std::string& dir, const ImagePipelineConfig& cfg) {
-  if (std::filesystem::exists(std::filesystem::path(dir) / "manifest.json"))
-    return std::make_shared<ShardDataset>(dir, cfg);
-  return std::make_shared<ImageFolderDataset>(dir, cfg);
+// DIR as vtrain opens a split (vision/split_dataset.h): packed shards when
+// it holds a manifest, else an image folder.
+std::shared_ptr<Dataset> open_dir(const std::string& dir, const ImagePipelineConfig& cfg) {
+  namespace fs = std::filesystem;
+  const fs::path p = fs::absolute(dir).lexically_normal();
+  const fs::path split = p.has_filename() ? p : p.parent_path();  // "DIR/" names DIR
+  TrainOptions o;
+  o.data_root = split.parent_path().string();
+  o.data_format = fs::exists(split / kShardManifestName) ? "shards" : "folder";
+  return open_split(o, "bench_input DIR", split.filename().string(), cfg);
 }
 
 // One input path: the dataset, loader, uploader and (device) decoder, and
@@ -119,7 +126,7 @@ class Input {
     ImagePipelineConfig cfg;  // DeiT's train transform (dataset.h defaults)
     cfg.size = s.tiny ? 32 : 224;
     cfg.decode = device_path_ ? DecodeMode::Full : DecodeMode::Crop;
-    ds_ = open_split(a.dir, cfg);
+    ds_ = open_dir(a.dir, cfg);
     settings_ = augment_settings(cfg);
     EpochOrder order;
     const int64_t n = batches * s.batch;
@@ -138,11 +145,7 @@ class Input {
     BatchUploader::Decode decode;
     if (device_path_) {
       decoder_ = std::make_unique<DeviceBatchDecoder>(s.compute.device.index);
-      decode = [this](Batch& b, const Tensor& images) {
-        decoder_->decode(b, images, [this](Batch& bb, int i, std::exception_ptr e) {
-          loader_->replace_undecodable(bb, i, std::move(e));
-        });
-      };
+      decode = decoder_->uploader_hook(*loader_);
     }
     upload_ = std::make_unique<BatchUploader>(*loader_, s.compute.device, BatchUploader::Prepare{}, std::move(decode));
   }
@@ -161,13 +164,7 @@ class Input {
   // the next call) and its labels.
   void next(Tensor* images, Tensor* labels) {
     DeviceBatch d = next_crops();
-    const Shape& u = d.images.shape();
-    const Shape want{u[0], u[3], u[1], u[2]};
-    if (!augmented_.defined() || augmented_.shape() != want)
-      augmented_ = Tensor::empty(want, DType::F32, d.images.device());
-    augment_apply(d.images,
-                  augment_batch_args(d.plans, settings_, static_cast<int>(u[1]), static_cast<int>(u[2])), augmented_,
-                  &scratch_);
+    augment_crops(d.images, d.plans, settings_, augmented_, &scratch_);
     *images = augmented_;
     *labels = d.labels;
   }
@@ -242,7 +239,7 @@ nlohmann::json measure_agreement(const Args& a) {
   ImagePipelineConfig cfg;
   cfg.size = s.tiny ? 32 : 224;
   cfg.dct_scaling = false;
-  const std::shared_ptr<Dataset> ds = open_split(a.dir, cfg);
+  const std::shared_ptr<Dataset> ds = open_dir(a.dir, cfg);
   const int64_t per = int64_t(cfg.size) * cfg.size * 3;
   std::vector<uint8_t> ref(static_cast<size_t>(per));
   int max_diff = 0;
@@ -355,7 +352,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, a, &err)) return usage_error(err);
   try {
     apply_device_choice(a.step.compute);
-    a.classes = open_split(a.dir, ImagePipelineConfig{})->num_classes();
+    a.classes = open_dir(a.dir, ImagePipelineConfig{})->num_classes();
     for (const std::string& p : a.paths) std::printf("%s\n", measure_loader(a, p).dump().c_str()), std::fflush(stdout);
     if (std::find(a.paths.begin(), a.paths.end(), "device") != a.paths.end())
       std::printf("%s\n", measure_agreement(a).dump().c_str()), std::fflush(stdout);

@@ -56,4 +56,11 @@ void DeviceBatchDecoder::decode(Batch& batch, const Tensor& out, const Undecodab
   counts_.host_crops += B - static_cast<int64_t>(files.size());
 }
 
+BatchUploader::Decode DeviceBatchDecoder::uploader_hook(Loader& loader) {
+  return [this, &loader](Batch& batch, const Tensor& images) {
+    decode(batch, images,
+           [&loader](Batch& b, int i, std::exception_ptr e) { loader.replace_undecodable(b, i, std::move(e)); });
+  };
+}
+
 }  // namespace vt

@@ -22,6 +22,7 @@
 
 #include "core/tensor.h"
 #include "data_pipeline/device/device_jpeg.h"
+#include "data_pipeline/batch_upload.h"
 #include "data_pipeline/loader.h"
 
 namespace vt {
@@ -46,6 +47,11 @@ class DeviceBatchDecoder {
   // valid until the queued work has completed. Errors: std::invalid_argument
   // for shapes; the decoder's std::runtime_error for a library or device failure.
   void decode(Batch& batch, const Tensor& out, const Undecodable& undecodable);
+
+  // The uploader's decode hook (data_pipeline/batch_upload.h) for batches
+  // of `loader`: decode, undecodable files to Loader::replace_undecodable.
+  // This decoder and the loader must outlive the hook.
+  BatchUploader::Decode uploader_hook(Loader& loader);
 
   bool hardware() const { return jpeg_.hardware(); }
   // Images decoded so far per path (JpegDecodePath), and host crops (the

@@ -23,40 +23,8 @@ __device__ __forceinline__ uint8_t clip8(int v) {
   return static_cast<uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
-// One thread per output sample (pixel, channel).
-__global__ void horizontal_kernel(const uint8_t* __restrict__ in, int64_t in_pitch, int row_offset,
-                                  uint8_t* __restrict__ out, int64_t out_pitch, int out_w, int out_h,
-                                  const int* __restrict__ bounds, const int* __restrict__ k, int ksize) {
-  const int64_t total = static_cast<int64_t>(out_w) * out_h * 3;
-  VT_GRID_STRIDE(i, total) {
-    const int c = static_cast<int>(i % 3), xx = static_cast<int>((i / 3) % out_w), y = static_cast<int>(i / 3 / out_w);
-    const int first = bounds[2 * xx], n = bounds[2 * xx + 1];
-    const int* kk = k + static_cast<int64_t>(xx) * ksize;
-    const uint8_t* p = in + (y + row_offset) * in_pitch + 3 * first + c;
-    int s = 1 << (kPrecisionBits - 1);
-    for (int t = 0; t < n; ++t) s += p[3 * t] * kk[t];
-    out[y * out_pitch + 3 * xx + c] = clip8(s);
-  }
-}
-
-__global__ void vertical_kernel(const uint8_t* __restrict__ in, int64_t in_pitch, uint8_t* __restrict__ out,
-                                int64_t out_pitch, int out_w, int out_h, const int* __restrict__ bounds,
-                                const int* __restrict__ k, int ksize) {
-  const int64_t row = static_cast<int64_t>(out_w) * 3, total = row * out_h;
-  VT_GRID_STRIDE(i, total) {
-    const int64_t x = i % row;
-    const int yy = static_cast<int>(i / row);
-    const int first = bounds[2 * yy], n = bounds[2 * yy + 1];
-    const int* kk = k + static_cast<int64_t>(yy) * ksize;
-    const uint8_t* p = in + first * in_pitch + x;
-    int s = 1 << (kPrecisionBits - 1);
-    for (int t = 0; t < n; ++t) s += p[t * in_pitch] * kk[t];
-    out[yy * out_pitch + x] = clip8(s);
-  }
-}
-
-// One block row per pass (blockIdx.y), threads striding over its outputs;
-// the same sums, in the same order, as the kernels above.
+// One block row per pass (blockIdx.y), threads striding over its outputs
+// (pixel, channel) in Pillow's order of taps.
 __global__ void passes_kernel(const ResamplePass* __restrict__ passes, const int* __restrict__ coeffs) {
   const ResamplePass p = passes[blockIdx.y];
   const int n_out = p.vertical ? p.out_h : p.out_w;
@@ -84,22 +52,6 @@ __global__ void passes_kernel(const ResamplePass* __restrict__ passes, const int
   }
 }
 
-// bounds then k of one axis in one device block, copied on `stream`.
-struct DeviceCoeffs {
-  Workspace ws;
-  int* bounds;
-  int* k;
-  DeviceCoeffs(const int* hb, const int* hk, int n_out, int ksize, cudaStream_t stream)
-      : ws(sizeof(int) * static_cast<size_t>(n_out) * (2 + ksize), stream) {
-    bounds = static_cast<int*>(static_cast<void*>(ws.f32()));
-    k = bounds + 2 * static_cast<size_t>(n_out);
-    check(cudaMemcpyAsync(bounds, hb, sizeof(int) * 2 * static_cast<size_t>(n_out), cudaMemcpyHostToDevice, stream),
-          "cuda::resample_u8_rgb: coefficient upload");
-    check(cudaMemcpyAsync(k, hk, sizeof(int) * static_cast<size_t>(n_out) * ksize, cudaMemcpyHostToDevice, stream),
-          "cuda::resample_u8_rgb: coefficient upload");
-  }
-};
-
 void check_args(const char* op, int out_w, int out_h, int ksize) {
   if (out_w <= 0 || out_h <= 0 || ksize <= 0)
     throw std::invalid_argument(std::string(op) + ": output " + std::to_string(out_w) + "x" + std::to_string(out_h) +
@@ -108,44 +60,19 @@ void check_args(const char* op, int out_w, int out_h, int ksize) {
 
 }  // namespace
 
-void resample_u8_rgb_horizontal(const uint8_t* in, int64_t in_pitch, int row_offset, uint8_t* out, int64_t out_pitch,
-                                int out_w, int out_h, const int* bounds, const int* k, int ksize,
-                                cudaStream_t stream) {
-  const char* op = "cuda::resample_u8_rgb_horizontal";
-  check_args(op, out_w, out_h, ksize);
-  DeviceCoeffs c(bounds, k, out_w, ksize, stream);
-  const int64_t total = static_cast<int64_t>(out_w) * out_h * 3;
-  horizontal_kernel<<<grid_1d(total, 256), 256, 0, stream>>>(in, in_pitch, row_offset, out, out_pitch, out_w, out_h,
-                                                            c.bounds, c.k, ksize);
-  check_launch(op);
-}
-
-void resample_u8_rgb_vertical(const uint8_t* in, int64_t in_pitch, uint8_t* out, int64_t out_pitch, int out_w,
-                              int out_h, const int* bounds, const int* k, int ksize, cudaStream_t stream) {
-  const char* op = "cuda::resample_u8_rgb_vertical";
-  check_args(op, out_w, out_h, ksize);
-  DeviceCoeffs c(bounds, k, out_h, ksize, stream);
-  const int64_t total = static_cast<int64_t>(out_w) * out_h * 3;
-  vertical_kernel<<<grid_1d(total, 256), 256, 0, stream>>>(in, in_pitch, out, out_pitch, out_w, out_h, c.bounds,
-                                                          c.k, ksize);
-  check_launch(op);
-}
-
 struct ResampleStaging::Slot {
   PinnedBuffer mem;
   cudaEvent_t copied = nullptr;  // recorded after the copy that read `mem`
   bool pending = false;
 };
 
-ResampleStaging::ResampleStaging() : slots_{new Slot, new Slot} {}
+ResampleStaging::ResampleStaging() : slots_{std::make_unique<Slot>(), std::make_unique<Slot>()} {}
 
 ResampleStaging::~ResampleStaging() {
-  for (Slot* s : slots_) {
-    if (s->copied) {
-      if (s->pending) cudaEventSynchronize(s->copied);  // a queued copy still reads s->mem
-      cudaEventDestroy(s->copied);
-    }
-    delete s;
+  for (const auto& s : slots_) {
+    if (!s->copied) continue;
+    if (s->pending) cudaEventSynchronize(s->copied);  // a queued copy still reads s->mem
+    cudaEventDestroy(s->copied);
   }
 }
 

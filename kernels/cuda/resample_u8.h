@@ -1,35 +1,32 @@
-// One pass of Pillow's separable fixed-point resampling (libImaging/
+// Passes of Pillow's separable fixed-point resampling (libImaging/
 // Resample.c, ImagingResampleHorizontal_8bpc / ImagingResampleVertical_8bpc)
-// on interleaved uint8 RGB on the device: the CUDA twin of the passes in
-// data_pipeline/resample.cpp, used by the device RandomResizedCrop
-// (data_pipeline/device/device_rrc.h). Integer arithmetic throughout, so the
-// bytes equal the host's exactly:
+// on interleaved uint8 RGB on the device, many images at once: the CUDA twin
+// of the passes in data_pipeline/resample.cpp, used by the device
+// RandomResizedCrop (data_pipeline/device/device_rrc.h). Integer arithmetic
+// throughout, so the bytes equal the host's exactly:
 //   out = clip8((2^21 + sum_t in[first + t] * k[t]) >> 22)   per channel.
-//
-// in:  rows of 3 * in_w bytes, `in_pitch` bytes apart (a crop is a pointer
-//      into a larger image); out: out_h rows of 3 * out_w bytes, `out_pitch`
-//      apart. bounds: 2 ints per output index [first, count], k: ksize ints
-//      per output index (data_pipeline/resample.h, PilAxisCoeffs), host
-//      memory; they are copied to the device on `stream` before the launch.
-// Horizontal: out[y][xx] reads in row y + row_offset, columns first..;
-// vertical: out[yy][x] reads rows first.. of column x.
 // Errors: std::invalid_argument for sizes that do not match the bounds,
 // std::runtime_error naming the CUDA error.
 #pragma once
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace vt {
 namespace cuda {
 
-// One pass of one image, for the batched launch below: the arguments of
-// resample_u8_rgb_horizontal (vertical = 0; row_offset as there) or
-// resample_u8_rgb_vertical (vertical = 1; row_offset 0), with its bounds
-// and k at `coeffs` in the batch's coefficient list (2 * n_out ints of
-// bounds, then n_out * ksize of k; n_out = out_w horizontally, out_h
-// vertically).
+// One pass of one image.
+// in:  rows of 3 * in_w bytes, `in_pitch` bytes apart (a crop is a pointer
+//      into a larger image); out: out_h rows of 3 * out_w bytes, `out_pitch`
+//      apart. Horizontal (vertical = 0): out[y][xx] reads row y + row_offset,
+//      columns first..; vertical (vertical = 1, row_offset 0): out[yy][x]
+//      reads rows first.. of column x. Its bounds (2 ints per output index:
+//      [first, count]) and k (ksize ints per output index; data_pipeline/
+//      resample.h, PilAxisCoeffs) stand at `coeffs` in the batch's
+//      coefficient list: 2 * n_out ints of bounds, then n_out * ksize of k
+//      (n_out = out_w horizontally, out_h vertically).
 struct ResamplePass {
   const uint8_t* in = nullptr;
   int64_t in_pitch = 0;
@@ -58,7 +55,7 @@ class ResampleStaging {
 
  private:
   struct Slot;
-  Slot* slots_[2];
+  std::unique_ptr<Slot> slots_[2];
   int next_ = 0;
 };
 
@@ -66,18 +63,10 @@ class ResampleStaging {
 // (passes of a stage write disjoint outputs; a stage may read the outputs
 // of the stages before it), all the descriptors and the coefficients
 // uploaded first in one copy on `stream` (through `staging` when given,
-// else from pageable memory). The same bytes as one resample_u8_rgb_* call
-// per pass: a batch of crops costs one upload and two launches (first
-// passes, then second passes) instead of two launches and four small
-// copies per image.
+// else from pageable memory). A batch of crops costs one upload and two
+// launches (first passes, then second passes).
 void resample_u8_rgb_stages(const std::vector<std::vector<ResamplePass>>& stages, const std::vector<int>& coeffs,
                             cudaStream_t stream = 0, ResampleStaging* staging = nullptr);
-
-void resample_u8_rgb_horizontal(const uint8_t* in, int64_t in_pitch, int row_offset, uint8_t* out, int64_t out_pitch,
-                                int out_w, int out_h, const int* bounds, const int* k, int ksize,
-                                cudaStream_t stream = 0);
-void resample_u8_rgb_vertical(const uint8_t* in, int64_t in_pitch, uint8_t* out, int64_t out_pitch, int out_w,
-                              int out_h, const int* bounds, const int* k, int ksize, cudaStream_t stream = 0);
 
 }  // namespace cuda
 }  // namespace vt
