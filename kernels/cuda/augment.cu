@@ -1,7 +1,10 @@
 #include "kernels/cuda/augment.h"
 
+#include <cstring>
+
 #include "kernels/augment_math.h"
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/resample_u8.h"
 
 namespace vt {
 namespace cuda {
@@ -84,6 +87,19 @@ __global__ void augment_erase_kernel(float* __restrict__ out, const AugmentErase
   }
 }
 
+// The per-sample arguments go up through page-locked memory: a copy from
+// pageable memory may make the host wait for the stream (CUDA Runtime API,
+// "API synchronization behavior"), which would stall the loader thread that
+// queues the augmentation behind the step in flight. One staging per
+// launching thread (it is not thread-safe); its two buffers alternate.
+void upload_args(void* dst, const void* host, size_t bytes, cudaStream_t stream, const char* op) {
+  thread_local ResampleStaging staging;
+  void* pinned = staging.acquire(bytes);
+  std::memcpy(pinned, host, bytes);
+  check(cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, stream), op);
+  staging.queued(stream);
+}
+
 }  // namespace
 
 void augment_step(const uint8_t* in, const AugmentStepArgs* host_args, AugmentStepArgs* args, uint8_t* out,
@@ -92,9 +108,7 @@ void augment_step(const uint8_t* in, const AugmentStepArgs* host_args, AugmentSt
   const int64_t total = N * H * W;
   if (total == 0) return;
   if (N * 4 > 2147483647) throw std::invalid_argument(std::string(op) + ": batch too large");
-  check(cudaMemcpyAsync(args, host_args, static_cast<size_t>(N) * sizeof(AugmentStepArgs), cudaMemcpyHostToDevice,
-                        stream),
-        op);
+  upload_args(args, host_args, static_cast<size_t>(N) * sizeof(AugmentStepArgs), stream, op);
   augment_stats_kernel<<<static_cast<unsigned>(N * 4), kStatThreads, 0, stream>>>(in, args, static_cast<int64_t>(H) * W,
                                                                                   luts, sums);
   check_launch(op);
@@ -107,9 +121,7 @@ void augment_erase(float* out, const AugmentEraseArgs* host_args, AugmentEraseAr
   const char* op = "cuda::augment_erase";
   const int64_t total = N * 3 * H * W;
   if (total == 0) return;
-  check(cudaMemcpyAsync(args, host_args, static_cast<size_t>(N) * sizeof(AugmentEraseArgs), cudaMemcpyHostToDevice,
-                        stream),
-        op);
+  upload_args(args, host_args, static_cast<size_t>(N) * sizeof(AugmentEraseArgs), stream, op);
   augment_erase_kernel<<<grid_1d(total, 256), 256, 0, stream>>>(out, args, H, W, total);
   check_launch(op);
 }

@@ -19,8 +19,9 @@
 namespace vt {
 namespace cuda {
 
-// host_args: N entries in host memory, copied (cudaMemcpyAsync: staged at
-// once, no host wait, ordered on `stream`) into dev_args (device memory for
+// host_args: N entries in host memory, copied at the call into page-locked
+// staging and from there (cudaMemcpyAsync, no host wait, ordered on
+// `stream`) into dev_args (device memory for
 // N entries) before the kernels; luts: device scratch of N * 3 * 256 bytes;
 // sums: N uint64.
 void augment_step(const uint8_t* in, const AugmentStepArgs* host_args, AugmentStepArgs* dev_args, uint8_t* out,

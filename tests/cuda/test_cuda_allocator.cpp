@@ -56,6 +56,7 @@ TEST(CudaAllocator, RecordedStreamDefersReuseUntilItsEventCompletes) {
   void* early = cuda_alloc(kBytes + 512, 0, s.a);
   EXPECT_NE(early, p);
   vt_emu_hold_events(false);
+  cudaStreamSynchronize(s.b);  // b's work done: its event has completed (not merely "soon")
 #else
   cuda_free(p, 0);
   cudaStreamSynchronize(s.b);

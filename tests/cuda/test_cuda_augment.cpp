@@ -16,6 +16,9 @@
 #include "core/philox.h"
 #include "cuda_test_util.h"
 #include "kernels/augment.h"
+#ifdef VT_CUDA_EMU
+#include "emu/emu_trace.h"
+#endif
 
 namespace vt {
 namespace {
@@ -84,6 +87,22 @@ TEST(CudaAugment, EveryStepKindMatchesTheCpuTwin) {
   }
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device visible (the CPU twins ran)";
 }
+
+#ifdef VT_CUDA_EMU
+// The per-sample arguments reach the device from page-locked memory: a copy
+// from pageable memory may make the host wait for the stream (CUDA Runtime
+// API, "API synchronization behavior"), the loader thread behind the step.
+TEST(CudaAugment, ArgumentsUploadFromPinnedMemory) {
+  const int64_t N = 4;
+  const int H = 12, W = 10;
+  const Tensor gin = images(N, H, W, 3).to(Device::cuda(0));
+  Tensor gout = Tensor::zeros(gin.shape(), DType::U8, Device::cuda(0));
+  augment_step(gin, args_of(kAugFlip, N, H, W), gout);  // warm: the staging's first allocation
+  const size_t pageable0 = vt_emu_pageable_h2d_count();
+  for (int kind = kAugCopy; kind < kAugNumKinds; ++kind) augment_step(gin, args_of(kind, N, H, W), gout);
+  EXPECT_EQ(vt_emu_pageable_h2d_count(), pageable0);
+}
+#endif
 
 // Different kinds per sample in one step, several steps, normalisation and
 // erasing: augment_apply on CUDA == on the CPU.

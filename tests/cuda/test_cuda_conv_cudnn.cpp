@@ -182,8 +182,10 @@ TEST(CudaConvCudnn, EmulatorRefusesIdentityWithoutPrecompGemm) {
                                                  &zero, yd, y.data(), bd, b.data(), ad, yd, y.data());
   };
   EXPECT_EQ(call(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM), CUDNN_STATUS_NOT_SUPPORTED);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(y[0], 0.f);  // nothing written
   ASSERT_EQ(call(CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the conv is queued on the handle's stream
   // y[o] = sum_c w[o, c] * 1 + b[o]: 1 + 2 + 0.5, 3 + 4 - 0.5.
   EXPECT_EQ(y[0], 3.5f);
   EXPECT_EQ(y[9], 6.5f);

@@ -86,6 +86,9 @@ TEST(CudaStream, DeviceToHostAndEventQueries) {
   CudaStream s = CudaStream::create(0);
   CudaEvent e = CudaEvent::create(0);
   EXPECT_TRUE(e.query());  // never recorded
+  CudaEvent filled = CudaEvent::create(0);  // src is written on the compute stream: s waits for it
+  filled.record(nullptr);
+  filled.wait_on(s.handle());
   copy_async(dst, src, s.handle());
   e.record(s.handle());
   e.synchronize();

@@ -12,27 +12,27 @@ static void stv(void* p, cudaDataType_t t, int64_t i, float v) {
   else static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v);
 }
 static int es(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
-namespace vt_emu {  // runtime.cpp: an open stream capture records the GEMM instead of running it
-bool capturing();
-void capture_push(std::function<void()> op);
+#include "emu_streams.h"
+// A handle keeps the stream its GEMMs are queued on (cublasSetStream; the
+// default stream until then, as cublasCreate documents).
+struct cublasContext {
+  cudaStream_t stream = nullptr;
+};
+cublasStatus_t cublasCreate_v2(cublasHandle_t* h) {
+  if (!h) return CUBLAS_STATUS_INVALID_VALUE;
+  *h = new cublasContext();
+  return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasCreate_v2(cublasHandle_t* h) { *h = reinterpret_cast<cublasHandle_t>(0x1); return CUBLAS_STATUS_SUCCESS; }
-cublasStatus_t cublasSetStream_v2(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  h->stream = s;
+  return CUBLAS_STATUS_SUCCESS;
+}
 const char* cublasGetStatusString(cublasStatus_t) { return "emu"; }
-cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                                          const void* alpha, const void* A, cudaDataType_t at, int lda, long long sa,
-                                          const void* B, cudaDataType_t bt, int ldb, long long sb, const void* beta,
-                                          void* C, cudaDataType_t ct, int ldc, long long sc, int batch,
-                                          cublasComputeType_t, cublasGemmAlgo_t) {
+static void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* alpha, const void* A,
+                 cudaDataType_t at, int lda, long long sa, const void* B, cudaDataType_t bt, int ldb, long long sb,
+                 const void* beta, void* C, cudaDataType_t ct, int ldc, long long sc, int batch) {
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
-  if (lda < 1 || ldb < 1 || ldc < m) return CUBLAS_STATUS_INVALID_VALUE;
-  if (vt_emu::capturing()) {  // alpha and beta are host scalars: read now, as cuBLAS does
-    vt_emu::capture_push([=] {
-      cublasGemmStridedBatchedEx(nullptr, ta, tb, m, n, k, &al, A, at, lda, sa, B, bt, ldb, sb, &be, C, ct, ldc, sc,
-                                 batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    });
-    return CUBLAS_STATUS_SUCCESS;
-  }
   for (int bi = 0; bi < batch; ++bi) {
     const char* a = static_cast<const char*>(A) + bi * sa * es(at);
     const char* b = static_cast<const char*>(B) + bi * sb * es(bt);
@@ -49,6 +49,18 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t, cublasOperation_t ta, 
         stv(c, ct, ci, (float)(al * s + (be == 0.0f ? 0.0 : be * ldv(c, ct, ci))));
       }
   }
+}
+// Queued on the handle's stream (emu_streams.h); alpha and beta are host
+// scalars, read at the call as cuBLAS does (CUBLAS_POINTER_MODE_HOST).
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                          int k, const void* alpha, const void* A, cudaDataType_t at, int lda,
+                                          long long sa, const void* B, cudaDataType_t bt, int ldb, long long sb,
+                                          const void* beta, void* C, cudaDataType_t ct, int ldc, long long sc,
+                                          int batch, cublasComputeType_t, cublasGemmAlgo_t) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (lda < 1 || ldb < 1 || ldc < m) return CUBLAS_STATUS_INVALID_VALUE;
+  const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
+  vt_emu::submit(h->stream, [=] { gemm(ta, tb, m, n, k, &al, A, at, lda, sa, B, bt, ldb, sb, &be, C, ct, ldc, sc, batch); });
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,

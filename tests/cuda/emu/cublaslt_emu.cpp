@@ -28,12 +28,10 @@
 #include <cstring>
 #include <functional>
 
-namespace vt_emu {  // runtime.cpp: an open stream capture records the call instead of running it
-bool capturing();
-void capture_push(std::function<void()> op);
-}  // namespace vt_emu
+#include "emu_streams.h"
 
 namespace {
+thread_local bool t_running = false;  // inside the queued op of a cublasLtMatmul
 
 struct Desc {
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
@@ -148,7 +146,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
                               cublasLtMatrixLayout_t adesc, const void* B, cublasLtMatrixLayout_t bdesc,
                               const void* beta, const void* C, cublasLtMatrixLayout_t cdesc, void* D,
                               cublasLtMatrixLayout_t ddesc, const cublasLtMatmulAlgo_t*, void* workspace,
-                              size_t workspace_bytes, cudaStream_t) {
+                              size_t workspace_bytes, cudaStream_t stream) {
   if (!workspace || workspace_bytes < kAlgoWorkspace) return CUBLAS_STATUS_INVALID_VALUE;
   const Desc& d = *reinterpret_cast<const Desc*>(desc);
   const Layout &la = *reinterpret_cast<const Layout*>(adesc), &lb = *reinterpret_cast<const Layout*>(bdesc);
@@ -169,20 +167,23 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc, const
   if (ep == CUBLASLT_EPILOGUE_BGRADB && (!d.bias || bias_type != lc.type)) return CUBLAS_STATUS_INVALID_VALUE;
   if (uses_aux && (!d.aux || d.aux_ld % 8 != 0 || d.aux_ld < m)) return CUBLAS_STATUS_INVALID_VALUE;
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
-  if (vt_emu::capturing()) {
-    // A stream capture (runtime.cpp) records the call with this call's
-    // descriptors and scalars, which cuBLASLt reads now (the caller sets the
-    // bias and aux pointers on its plan per call).
+  if (!t_running) {
+    // Queued on `stream` (emu_streams.h) with this call's descriptors and
+    // scalars, which cuBLASLt reads now (the caller sets the bias and aux
+    // pointers on its plan per call); the queued op calls back in with
+    // t_running set to compute.
     const Desc dc = d;
     const Layout lac = la, lbc = lb, lcc = lc, ldc = ld;
-    vt_emu::capture_push([=] {
+    vt_emu::submit(stream, [=] {
       Desc d2 = dc;
       Layout a2 = lac, b2 = lbc, c2 = lcc, d2l = ldc;
       const float al2 = al, be2 = be;
+      t_running = true;
       cublasLtMatmul(nullptr, reinterpret_cast<cublasLtMatmulDesc_t>(&d2), &al2, A,
                      reinterpret_cast<cublasLtMatrixLayout_t>(&a2), B, reinterpret_cast<cublasLtMatrixLayout_t>(&b2),
                      &be2, C, reinterpret_cast<cublasLtMatrixLayout_t>(&c2), D,
                      reinterpret_cast<cublasLtMatrixLayout_t>(&d2l), nullptr, workspace, workspace_bytes, nullptr);
+      t_running = false;
     });
     return CUBLAS_STATUS_SUCCESS;
   }

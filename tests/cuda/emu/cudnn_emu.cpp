@@ -55,9 +55,8 @@
 #include <functional>
 #include <vector>
 
-namespace vt_emu {  // runtime.cpp: an open stream capture records the call instead of running it
-bool capturing();
-void capture_push(std::function<void()> op);
+#include "emu_streams.h"
+namespace vt_emu {
 
 bool g_cudnn_refuse_fused = false, g_cudnn_no_strided_y = false;
 void cudnn_emu_refuse_fused(bool on) { g_cudnn_refuse_fused = on; }
@@ -91,12 +90,10 @@ namespace {
 
 constexpr size_t kPrecompWorkspace = size_t{1} << 20;
 
-void run(const std::function<void()>& op) {
-  if (vt_emu::capturing())
-    vt_emu::capture_push(op);
-  else
-    op();
-}
+// Queues the computation on the handle's stream (cudnnSetStream), to run
+// when the device reaches it (or records it into an open capture); the
+// descriptors and host scalars are read at the call, as cuDNN does.
+void run(cudnnHandle_t h, std::function<void()> op) { vt_emu::submit(h ? h->stream : nullptr, std::move(op)); }
 
 bool supported_type(cudnnDataType_t t) { return t == CUDNN_DATA_FLOAT || t == CUDNN_DATA_BFLOAT16; }
 
@@ -314,7 +311,7 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t, const cudnnT
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void* alpha, const cudnnTensorDescriptor_t xd,
+cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void* alpha, const cudnnTensorDescriptor_t xd,
                                       const void* x, const cudnnFilterDescriptor_t wd, const void* w,
                                       const cudnnConvolutionDescriptor_t cd, cudnnConvolutionFwdAlgo_t algo,
                                       void* ws, size_t ws_bytes, const void* beta, const cudnnTensorDescriptor_t yd,
@@ -325,7 +322,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void* alpha, const cu
   const cudnnTensorStruct xs = *xd, ys = *yd;
   const cudnnFilterStruct wf = *wd;
   const cudnnConvolutionStruct cs = *cd;
-  run([=] {
+  run(h, [=] {
     const std::vector<double> r = convolve(&xs, x, &wf, w, &cs);
     for (int n = 0; n < ys.dim[0]; ++n)
       for (int o = 0; o < ys.dim[1]; ++o)
@@ -341,7 +338,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void* alpha, const cu
 }
 
 cudnnStatus_t cudnnConvolutionBiasActivationForward(
-    cudnnHandle_t, const void* alpha1, const cudnnTensorDescriptor_t xd, const void* x,
+    cudnnHandle_t h, const void* alpha1, const cudnnTensorDescriptor_t xd, const void* x,
     const cudnnFilterDescriptor_t wd, const void* w, const cudnnConvolutionDescriptor_t cd,
     cudnnConvolutionFwdAlgo_t algo, void* ws, size_t ws_bytes, const void* alpha2, const cudnnTensorDescriptor_t zd,
     const void* z, const cudnnTensorDescriptor_t bd, const void* bias, const cudnnActivationDescriptor_t ad,
@@ -365,7 +362,7 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
   const cudnnFilterStruct wf = *wd;
   const cudnnConvolutionStruct cs = *cd;
   const bool relu = ad->mode == CUDNN_ACTIVATION_RELU;
-  run([=] {
+  run(h, [=] {
     const std::vector<double> r = convolve(&xs, x, &wf, w, &cs);
     for (int n = 0; n < ys.dim[0]; ++n)
       for (int o = 0; o < ys.dim[1]; ++o)
@@ -383,14 +380,14 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnTransformTensor(cudnnHandle_t, const void* alpha, const cudnnTensorDescriptor_t xd, const void* x,
+cudnnStatus_t cudnnTransformTensor(cudnnHandle_t h, const void* alpha, const cudnnTensorDescriptor_t xd, const void* x,
                                    const void* beta, const cudnnTensorDescriptor_t yd, void* y) {
   if (!xd || !yd) return CUDNN_STATUS_BAD_PARAM;
   for (int i = 0; i < 4; ++i)
     if (xd->dim[i] != yd->dim[i]) return CUDNN_STATUS_BAD_PARAM;
   const double a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
   const cudnnTensorStruct xs = *xd, ys = *yd;
-  run([=] {
+  run(h, [=] {
     for (int n = 0; n < xs.dim[0]; ++n)
       for (int c = 0; c < xs.dim[1]; ++c)
         for (int i = 0; i < xs.dim[2]; ++i)

@@ -42,11 +42,12 @@ extern float vt_emu_xbuf[1024];
 
 #include <ucontext.h>
 #include <functional>
+#include "emu_streams.h"
 #include <stdexcept>
 namespace vt_emu {
-// Stream capture (cudaStreamBeginCapture, runtime.cpp): while a capture is
-// open, a launch is recorded as a closure (grid, block and the argument
-// values of the call) instead of running; cudaGraphLaunch replays them.
+// Stream capture (cudaStreamBeginCapture, runtime.cpp): while the calling
+// thread has a capture open, submit() records work as a closure instead of
+// queueing it; cudaGraphLaunch replays them. The stand-ins use these too.
 bool capturing();
 void capture_push(std::function<void()> op);
 // Cooperative fibers: one per CUDA thread of the current block; a barrier
@@ -64,20 +65,26 @@ void fiber_entry();
 void barrier_wait();
 bool reverse_thread_order();  // VT_EMU_THREAD_ORDER=reverse (read once)
 
+// A launch checks its configuration at the call (as cudaLaunchKernel
+// reports a bad one at once) and queues the grid on its stream
+// (emu_streams.h): the kernel runs later, reading its buffers then, with the
+// argument values of the call.
 struct Launcher {
   dim3 g, b;
   size_t smem;
-  Launcher(dim3 g_, dim3 b_, size_t smem_ = 0, cudaStream_t = 0) : g(g_), b(b_), smem(smem_) {}
+  cudaStream_t stream;
+  Launcher(dim3 g_, dim3 b_, size_t smem_ = 0, cudaStream_t s = 0) : g(g_), b(b_), smem(smem_), stream(s) {}
   template <class F, class... A>
   void operator()(F f, A... args) {
     if (smem > sizeof(vt_emu_smem)) throw std::runtime_error("emu: smem too large");
     if (b.y != 1 || b.z != 1 || b.x > 1024 || b.x % 32) throw std::runtime_error("emu: bad block");
-    if (capturing()) {
-      const dim3 g0 = g, b0 = b;
-      const size_t s0 = smem;
-      capture_push([=] { Launcher(g0, b0, s0)(f, args...); });
-      return;
-    }
+    const dim3 g0 = g, b0 = b;
+    const size_t s0 = smem;
+    submit(stream, [=] { Launcher(g0, b0, s0).run(f, args...); });
+  }
+  // Runs every block of the grid, now, on the calling (device) thread.
+  template <class F, class... A>
+  void run(F f, A... args) {
     gridDim = g;
     blockDim = b;
     fib.n = b.x;

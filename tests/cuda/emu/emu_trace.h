@@ -20,3 +20,8 @@ void vt_emu_trace_async(std::vector<VtEmuAsyncOp>* sink);  // nullptr: stop trac
 void vt_emu_hold_events(bool hold);
 size_t vt_emu_malloc_count();  // cudaMalloc calls so far
 size_t vt_emu_graph_launches();  // cudaGraphLaunch calls so far (core/cuda_graph.h)
+// Host-to-device copies whose source is pageable (not cudaHostAlloc) memory:
+// the driver may make the host wait for the stream at each (CUDA Runtime API,
+// "API synchronization behavior"), so an input path meant to overlap the
+// step stages through pinned memory and keeps this count flat.
+size_t vt_emu_pageable_h2d_count();

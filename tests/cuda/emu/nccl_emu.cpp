@@ -16,7 +16,8 @@
 // emulator binary that links vt_train (whose all-reduce factory references
 // NCCL) can include it. Every ncclAllReduce is logged (nccl_emu.h).
 //
-// Work runs at launch: ncclAllReduce returns once MPI_Allreduce has, so the
+// Work runs at launch, after the stream's queued work (emu_streams.h's
+// drain): ncclAllReduce returns once MPI_Allreduce has, so the
 // all-reduce of a rank whose peer sleeps is "not complete" for as long as
 // its launch blocks (the caller's watchdog thread sees it running), and the
 // stream is idle again once it returns.
@@ -40,6 +41,7 @@
 #include <nccl.h>
 
 #include "nccl_emu.h"
+#include "emu_streams.h"
 
 #include <atomic>
 #include <cstdint>
@@ -160,8 +162,11 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 }
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t) {
+                           ncclComm_t comm, cudaStream_t stream) {
   const size_t size = type_size(type);
+  // The reduction reads what the stream's earlier work wrote: wait for it,
+  // then reduce on this thread (below).
+  vt_emu::drain(stream);
   if (!comm || size == 0) return ncclInvalidArgument;
   if (comm->aborted.load()) return ncclInvalidUsage;
   if (op != ncclSum && op != ncclAvg && op != ncclProd && op != ncclMax && op != ncclMin) return ncclInvalidArgument;

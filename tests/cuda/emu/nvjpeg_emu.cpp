@@ -42,7 +42,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
+
+#include "emu_streams.h"
 
 #include <jpeglib.h>
 
@@ -261,10 +264,20 @@ nvjpegStatus_t nvjpegDecodeBatchedInitialize(nvjpegHandle_t handle, nvjpegJpegSt
 }
 
 nvjpegStatus_t nvjpegDecodeBatched(nvjpegHandle_t handle, nvjpegJpegState_t state, const unsigned char* const* data,
-                                   const size_t* lengths, nvjpegImage_t* destinations, cudaStream_t) {
+                                   const size_t* lengths, nvjpegImage_t* destinations, cudaStream_t stream) {
   if (!handle || !state || !data || !lengths || !destinations || state->batch_size <= 0)
     return NVJPEG_STATUS_INVALID_PARAMETER;
   ++g_counts.batched_calls;
+  // The statuses come at the call (the host phase parses and Huffman-decodes
+  // there); the pixels reach the destinations when the stream runs the
+  // device phase, so the caller must order its reads after `stream`.
+  struct Out {
+    std::vector<unsigned char> pixels;
+    unsigned char* dst;
+    size_t pitch, row;
+    int height;
+  };
+  auto outs = std::make_shared<std::vector<Out>>();
   for (int i = 0; i < state->batch_size; ++i) {
     Header hd;
     nvjpegStatus_t s = run_libjpeg(data[i], lengths[i], &hd, nullptr, 0);
@@ -273,7 +286,10 @@ nvjpegStatus_t nvjpegDecodeBatched(nvjpegHandle_t handle, nvjpegJpegState_t stat
       if (!destinations[i].channel[0] || destinations[i].pitch[0] < static_cast<size_t>(hd.width) * 3) {
         s = NVJPEG_STATUS_INVALID_PARAMETER;
       } else {
-        s = run_libjpeg(data[i], lengths[i], &hd, destinations[i].channel[0], destinations[i].pitch[0]);
+        const size_t row = static_cast<size_t>(hd.width) * 3;
+        outs->push_back({std::vector<unsigned char>(row * static_cast<size_t>(hd.height)),
+                         destinations[i].channel[0], destinations[i].pitch[0], row, hd.height});
+        s = run_libjpeg(data[i], lengths[i], &hd, outs->back().pixels.data(), row);
       }
     }
     if (s != NVJPEG_STATUS_SUCCESS) {
@@ -282,5 +298,9 @@ nvjpegStatus_t nvjpegDecodeBatched(nvjpegHandle_t handle, nvjpegJpegState_t stat
     }
   }
   g_counts.batched_images += state->batch_size;
+  vt_emu::submit(stream, [outs] {
+    for (const Out& o : *outs)
+      for (int r = 0; r < o.height; ++r) std::memcpy(o.dst + r * o.pitch, o.pixels.data() + r * o.row, o.row);
+  });
   return NVJPEG_STATUS_SUCCESS;
 }
