@@ -2,7 +2,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -34,9 +37,50 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
+// Runs `source->abort()` (ncclCommAbort) on a thread of its own and waits
+// for it at most kAbortDeadlineSeconds. ncclCommAbort is known to hang
+// (stuck in commReclaim/commFree joining NCCL's proxy threads:
+// NVIDIA/nccl#863, #992, #1777; waiting for the other ranks to abort:
+// pytorch/pytorch#119215), and PyTorch waits for it with a timeout for
+// that reason (ProcessGroupNCCL::abort, waitForFutureOrTimeout:
+// pytorch/pytorch#149153): a rank that hangs in the abort would keep the
+// job alive and never report its exit status. The thread is detached: on a timeout it is left running
+// inside NCCL and the process ends around it; it owns its state through a
+// shared_ptr so whichever of the two finishes last frees it.
+void abort_within_deadline(AsyncCollectives* source) {
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto state = std::make_shared<State>();
+  std::thread([source, state] {
+    source->abort();
+    std::lock_guard<std::mutex> lock(state->mu);
+    state->done = true;
+    state->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(state->mu);
+  if (state->cv.wait_for(lock, std::chrono::duration<double>(kAbortDeadlineSeconds), [&] { return state->done; }))
+    return;
+  const Dist& d = dist();
+  const std::string msg = "rank " + std::to_string(d.rank()) + ": ncclCommAbort did not return within " +
+                          std::to_string(static_cast<int>(kAbortDeadlineSeconds)) +
+                          " s; ending the job without waiting for it";
+  std::fprintf(stderr, "%s\n", msg.c_str());
+  try {
+    log_file_only(spdlog::level::err, msg);
+  } catch (...) {
+  }
+}
+
 // Writes "rank R of W (host H): <what>; aborting the job (exit status
-// <status>)" to stderr and the run's log, and ends the job with `status`.
-[[noreturn]] void end_job(const std::string& what, int status) {
+// <status>)" to stderr and the run's log, then aborts `source`'s
+// communicator (if any; bounded by kAbortDeadlineSeconds), then ends the job
+// with `status`. The message comes first: the abort may hang or crash inside
+// NCCL, and the operator must still learn which rank, step and collective
+// ended the job.
+[[noreturn]] void end_job(const std::string& what, int status, AsyncCollectives* source = nullptr) {
   const Dist& d = dist();
   const std::string msg = "rank " + std::to_string(d.rank()) + " of " + std::to_string(d.world()) + " (host " +
                           d.host() + "): " + what + "; aborting the job (exit status " + std::to_string(status) + ")";
@@ -45,6 +89,18 @@ int64_t now_ns() {
     log_file_only(spdlog::level::err, msg);
   } catch (...) {
   }
+  if (source) abort_within_deadline(source);
+  // Backstop for MPI_Abort itself not returning (a launcher that cannot be
+  // reached): std::_Exit ends every thread at once without running atexit
+  // handlers or static destructors, which would otherwise run while the
+  // abort thread may still be inside NCCL and the main thread inside a
+  // collective (destroying the logger, CUDA or MPI state under them).
+  // _Exit is also async-signal-safe, so nothing it does can deadlock on a
+  // lock a stuck thread holds (stdio's and spdlog's included).
+  std::thread([status] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(kAbortDeadlineSeconds));
+    std::_Exit(status);
+  }).detach();
   d.abort(status);
 }
 
@@ -53,10 +109,11 @@ std::string named(const std::string& op, size_t count, const char* type) {
   return op + " (" + std::to_string(count) + " " + type + ") at step " + std::to_string(g_step.load());
 }
 
-[[noreturn]] void time_out(const std::string& op, size_t count, const char* type, double timeout) {
+[[noreturn]] void time_out(const std::string& op, size_t count, const char* type, double timeout,
+                           AsyncCollectives* source = nullptr) {
   end_job("distributed timeout: " + named(op, count, type) + " did not complete within " +
               std::to_string(static_cast<int64_t>(timeout)) + " s (dist.timeout_s); a rank is dead or stuck",
-          kExitDistTimeout);
+          kExitDistTimeout, source);
 }
 
 void poll_async(double timeout) {
@@ -64,14 +121,11 @@ void poll_async(double timeout) {
   for (AsyncCollectives* src : g_async) {
     AsyncCollectives::Running r;
     if (!src->oldest_running(&r)) continue;
-    if (!r.error.empty()) {
-      src->abort();
-      end_job(named(r.op, r.count, r.type) + " failed: " + r.error, kExitError);
-    }
-    if (r.seconds > timeout) {
-      src->abort();
-      time_out(r.op, r.count, r.type, timeout);
-    }
+    // g_async_mu stays held from here until the process ends, so the
+    // source (and its communicator) cannot be destroyed under the abort:
+    // its destructor waits in dist_unwatch_async.
+    if (!r.error.empty()) end_job(named(r.op, r.count, r.type) + " failed: " + r.error, kExitError, src);
+    if (r.seconds > timeout) time_out(r.op, r.count, r.type, timeout, src);
   }
 }
 

@@ -15,18 +15,33 @@
 // train/grad_allreduce_nccl.h) are watched through an AsyncCollectives
 // source the watchdog polls, as PyTorch's NCCL watchdog polls its work
 // items: when the oldest one still running has run longer than the timeout,
-// the watchdog first aborts the source's communicator (ncclCommAbort), then
-// ends the job as above with the source's name of the collective. When the
-// source reports an asynchronous error instead (ncclCommGetAsyncError), it
-// aborts the communicator and ends the job with kExitError and
+// the watchdog writes the message above with the source's name of the
+// collective, then aborts the source's communicator (ncclCommAbort), then
+// ends the job as above. When the source reports an asynchronous error
+// instead (ncclCommGetAsyncError), it writes
 //   "rank R of W (host H): <operation> at step S failed: <error>; aborting
-//    the job (exit status 1)".
+//    the job (exit status 1)",
+// aborts the communicator and ends the job with kExitError. The message
+// always comes before the abort, which can hang or crash inside NCCL; the
+// abort runs on a thread of its own, and when it has not returned within
+// kAbortDeadlineSeconds the job ends without it, with the same status
+// (after "rank R: ncclCommAbort did not return within D s; ending the job
+// without waiting for it" on stderr and in the log).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace vt {
+
+// How long the watchdog waits for ncclCommAbort before it ends the job
+// anyway (and, again, for MPI_Abort before the process exits on its own).
+// A healthy abort returns in well under a second; a few seconds leave room
+// for a loaded node without delaying the job's end noticeably next to
+// dist.timeout_s (minutes). A constant, not a setting: the emulator test of
+// a hanging abort (ctest emu.nccl_abort_hang_np2, VT_EMU_NCCL_ABORT_HANG in
+// tests/cuda/emu/nccl_emu.cpp) waits for it as it is.
+inline constexpr double kAbortDeadlineSeconds = 5;
 
 // Seconds a collective may take before the job is aborted; 0 turns the
 // watchdog off (the default until a trainer sets dist.timeout_s). Starts the
@@ -66,7 +81,11 @@ class AsyncCollectives {
   virtual ~AsyncCollectives() = default;
   // The oldest collective not yet complete; false when none is running.
   virtual bool oldest_running(Running* r) = 0;
-  // Aborts the communicator; the job ends right after.
+  // Aborts the communicator; the job ends right after (within
+  // kAbortDeadlineSeconds, whether or not this returns). Called once, on a
+  // thread of its own, while the source stays registered (so not
+  // destroyed); afterwards the source must issue nothing more on the
+  // communicator.
   virtual void abort() = 0;
 };
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/dist.h"
@@ -27,6 +28,15 @@ void check(cudaError_t r, const char* what) {
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// After the watchdog has aborted the communicator it ends the job (with
+// exit status 4 or 1, bounded by kAbortDeadlineSeconds, core/dist_watchdog.h).
+// The caller waits for that instead of throwing: an exception would unwind
+// into the trainer, which would end the job itself with exit status 1 and a
+// misleading message, racing the watchdog's status and message.
+[[noreturn]] void wait_for_the_job_to_end() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
 }  // namespace
@@ -56,7 +66,19 @@ struct NcclGradientAllReduce::Impl : AsyncCollectives {
   std::mutex mu;  // guards in_flight and spare (the watchdog thread polls them)
   std::deque<InFlight> in_flight;
   std::vector<cudaEvent_t> spare;
+  // Set (before ncclCommAbort) by the watchdog's abort; from then on the
+  // communicator is freed or being freed and no NCCL call may use it
+  // (nccl.h: ncclCommAbort "frees resources associated with communicator
+  // object").
   std::atomic<bool> aborted{false};
+  // Held by the caller across the check of `aborted` and the ncclAllReduce
+  // call, so the abort never frees the communicator between the two. The
+  // abort takes it if it can within kLaunchWait and keeps it for good
+  // (every later caller then waits for the job to end); if a launch is
+  // blocked inside NCCL (a dead peer), it aborts without it: unblocking
+  // that launch is what the abort is for, and the job ends right after.
+  std::timed_mutex use_mu;
+  static constexpr std::chrono::milliseconds kLaunchWait{200};
 
   // Drops the completed buckets at the front (mu held).
   void drop_completed() {
@@ -85,7 +107,10 @@ struct NcclGradientAllReduce::Impl : AsyncCollectives {
   }
 
   void abort() override {
-    if (!aborted.exchange(true)) ncclCommAbort(comm);  // frees the communicator (nccl.h)
+    if (aborted.exchange(true)) return;
+    // Not released: see use_mu.
+    (void)use_mu.try_lock_for(kLaunchWait);
+    ncclCommAbort(comm);  // frees the communicator (nccl.h)
   }
 };
 
@@ -142,7 +167,15 @@ void NcclGradientAllReduce::mean_range(Tensor& grads, int64_t offset, int64_t nu
     }
     m.in_flight.push_back({bucket, static_cast<size_t>(numel), done, false, std::chrono::steady_clock::now()});
   }
-  const ncclResult_t r = ncclAllReduce(p, p, static_cast<size_t>(numel), ncclFloat, ncclAvg, m.comm, m.stream);
+  ncclResult_t r;
+  {
+    std::unique_lock<std::timed_mutex> use(m.use_mu);
+    if (m.aborted.load()) wait_for_the_job_to_end();
+    r = ncclAllReduce(p, p, static_cast<size_t>(numel), ncclFloat, ncclAvg, m.comm, m.stream);
+  }
+  // A launch the abort cut short: its result (an error) is the abort's,
+  // not ours to report; the watchdog is ending the job.
+  if (m.aborted.load()) wait_for_the_job_to_end();
   if (watched) {
     const cudaError_t rec = r == ncclSuccess ? cudaEventRecord(done, m.stream) : cudaSuccess;
     std::lock_guard<std::mutex> lock(m.mu);

@@ -23,21 +23,27 @@
 // (cudaEventQuery) and the communicator's asynchronous error
 // (ncclCommGetAsyncError), as PyTorch's NCCL watchdog does. One that has not
 // completed within the timeout (a dead or stuck peer) makes the watchdog
-// call ncclCommAbort and end the job with exit status 4 (kExitDistTimeout,
-// core/exit_status.h) and "rank R of W (host H): distributed timeout: NCCL
-// all-reduce of gradient bucket K (N floats) at step S did not complete
-// within T s (dist.timeout_s); ...", K counting the step's all-reduces from
-// 0 in the order they were issued (0 alone when one reduction serves the
-// step); the buffer first reduced is taken for the gradients, any other is
-// named "the step's device scalars" (train/loop.cpp reduces them after the
-// gradients). An asynchronous error aborts the communicator as well and ends the
-// job with exit status 1, naming the bucket, the step and NCCL's error.
+// write "rank R of W (host H): distributed timeout: NCCL all-reduce of
+// gradient bucket K (N floats) at step S did not complete within T s
+// (dist.timeout_s); ...", then call ncclCommAbort (waiting no more than
+// kAbortDeadlineSeconds for it, core/dist_watchdog.h), then end the job
+// with exit status 4 (kExitDistTimeout, core/exit_status.h); K counts the
+// step's all-reduces from 0 in the order they were issued (0 alone when one
+// reduction serves the step); the buffer first reduced is taken for the
+// gradients, any other is named "the step's device scalars" (train/loop.cpp
+// reduces them after the gradients). An asynchronous error is written,
+// naming the bucket, the step and NCCL's error, then aborts the
+// communicator in the same way and ends the job with exit status 1.
+// Once aborted, the communicator is used no more: a mean_range blocked in
+// ncclAllReduce when the abort began, or called after it (the main thread
+// goes on until the job ends), waits for the job to end instead of calling
+// NCCL or throwing, and the destructor does not destroy it.
 //
 // Checked without a GPU under the CUDA emulator (tests/cuda/emu/nccl_emu.cpp
 // forwards the NCCL calls to MPI; ctest emu.nccl_allreduce_np2/np3); the
 // real NCCL runs only on a GPU machine (scripts/gpu_check.sh, a world of 1).
-// The timeout and the asynchronous error: ctest emu.nccl_timeout_np2,
-// emu.nccl_async_error_np2.
+// The timeout, the asynchronous error and an abort that hangs: ctest
+// emu.nccl_timeout_np2, emu.nccl_async_error_np2, emu.nccl_abort_hang_np2.
 #pragma once
 #include <memory>
 

@@ -116,10 +116,11 @@ TEST(DataParallelEmu, MixupCutmixCudaRanksMatchCpuRanks) {
   EXPECT_EQ(calls, 8u * 2u);
 }
 
-// The NCCL timeout and asynchronous error (emu.nccl_timeout_np2,
-// emu.nccl_async_error_np2, run by nccl_timeout_emu.sh, which sets
-// VT_EMU_TIMEOUT_DIR, dist.timeout_s through VT_EMU_TIMEOUT_S, puts one rank
-// to sleep with VT_TEST_RANK_SLEEP and may inject the error): the GPU run
+// The NCCL timeout, asynchronous error and hanging abort
+// (emu.nccl_timeout_np2, emu.nccl_async_error_np2, emu.nccl_abort_hang_np2,
+// run by nccl_timeout_emu.sh, which sets VT_EMU_TIMEOUT_DIR, dist.timeout_s
+// through VT_EMU_TIMEOUT_S, puts one rank to sleep with VT_TEST_RANK_SLEEP
+// and may inject the error or the hang): the GPU run
 // with small buckets must never return, because the watchdog aborts the
 // communicator and ends the job; the script checks the exit status, the
 // time and the messages.

@@ -28,13 +28,32 @@
 // handler), so no asynchronous error arises by itself and the call reports
 // ncclSuccess, unless a test asks for one: VT_EMU_NCCL_ASYNC_ERROR=RANK:N
 // makes rank RANK's communicators report ncclRemoteError (a peer that
-// died) once its N-th ncclAllReduce (from 1) has begun; the abort marks the communicator aborted (any later call on
-// it returns ncclInvalidUsage) and writes "NCCL emulator: ncclCommAbort on
-// rank R" to stderr, for tests. An MPI_Allreduce in progress on another
-// thread cannot be interrupted: it stays blocked until the caller ends the
-// job (as train/grad_allreduce_nccl.cpp does right after), and the
-// communicator's memory is left to the process's end, since that thread
-// still uses it.
+// died) once its N-th ncclAllReduce (from 1) has begun. The abort marks the
+// communicator aborted and writes "NCCL emulator: ncclCommAbort on rank R"
+// to stderr, for tests. An MPI_Allreduce in progress on another thread
+// cannot be interrupted: it stays blocked until the caller ends the job (as
+// train/grad_allreduce_nccl.cpp does right after), or completes when the
+// peer joins it late; one that returns after the abort began writes "NCCL
+// emulator: an ncclAllReduce on rank R returned after ncclCommAbort", so a
+// test can tell that its caller went on past the abort. The communicator's
+// memory is left to the process's end, since that thread still uses it.
+//
+// Use after the abort: on a GPU the communicator is freed ("Frees resources
+// associated with communicator object", nccl.h), so any later call on it
+// (ncclAllReduce, ncclCommGetAsyncError, ncclCommDestroy, a second
+// ncclCommAbort) is a use after free with undefined behaviour. The emulator
+// makes it loud instead: it writes "NCCL emulator: <call> on rank R after
+// ncclCommAbort: the communicator is freed (use after free on a GPU)" to
+// stderr and calls abort(), so the test fails with SIGABRT.
+//
+// VT_EMU_NCCL_ABORT_HANG=1: ncclCommAbort marks the communicator aborted,
+// writes its line, then never returns, as reported on GPUs: ncclCommAbort
+// stuck in commReclaim/commFree joining NCCL's proxy threads
+// (NVIDIA/nccl#863, #992, #1777), or waiting for the other ranks to abort
+// (pytorch/pytorch#119215); PyTorch waits for its abort with a timeout for
+// that reason (ProcessGroupNCCL::abort, waitForFutureOrTimeout:
+// pytorch/pytorch#149153). Any other value but 0 or unset is refused with
+// a message naming the variable.
 #ifdef VT_MPI
 #include <mpi.h>
 #endif
@@ -44,10 +63,12 @@
 #include "emu_streams.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -94,6 +115,28 @@ void scale(void* p, size_t n, int nranks) {
   }
 }
 
+// A call on a communicator ncclCommAbort has freed (above): fails loudly.
+void check_not_aborted(const ncclComm* comm, const char* call) {
+  if (!comm->aborted.load()) return;
+  std::fprintf(stderr,
+               "NCCL emulator: %s on rank %d after ncclCommAbort: the communicator is freed (use after free on a "
+               "GPU)\n",
+               call, comm->rank);
+  std::abort();
+}
+
+// VT_EMU_NCCL_ABORT_HANG (above): true when ncclCommAbort must never return.
+bool abort_hangs() {
+  static const bool hang = [] {
+    const char* v = std::getenv("VT_EMU_NCCL_ABORT_HANG");
+    if (!v || !*v || std::strcmp(v, "0") == 0) return false;
+    if (std::strcmp(v, "1") == 0) return true;
+    std::fprintf(stderr, "NCCL emulator: VT_EMU_NCCL_ABORT_HANG='%s': expected 0 or 1\n", v);
+    std::exit(2);
+  }();
+  return hang;
+}
+
 }  // namespace
 
 std::vector<vt_emu::NcclCall>& vt_emu::nccl_calls() {
@@ -108,7 +151,7 @@ const char* ncclGetErrorString(ncclResult_t r) {
     case ncclSuccess: return "no error";
     case ncclInvalidArgument: return "invalid argument (NCCL emulator: unsupported type or op, or bad rank)";
     case ncclRemoteError: return "remote process exited or there was a network error (NCCL emulator: VT_EMU_NCCL_ASYNC_ERROR)";
-    case ncclInvalidUsage: return "invalid usage (NCCL emulator: MPI not initialised, or the communicator was aborted)";
+    case ncclInvalidUsage: return "invalid usage (NCCL emulator)";
     default: return "NCCL emulator error";
   }
 }
@@ -141,6 +184,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm) {
+    check_not_aborted(comm, "ncclCommDestroy");
 #ifdef VT_MPI
     int fin = 0;
     MPI_Finalized(&fin);
@@ -168,7 +212,7 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
   // then reduce on this thread (below).
   vt_emu::drain(stream);
   if (!comm || size == 0) return ncclInvalidArgument;
-  if (comm->aborted.load()) return ncclInvalidUsage;
+  check_not_aborted(comm, "ncclAllReduce");
   if (op != ncclSum && op != ncclAvg && op != ncclProd && op != ncclMax && op != ncclMin) return ncclInvalidArgument;
   ++comm->calls;
   vt_emu::nccl_calls().push_back({recv, count});
@@ -187,6 +231,12 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
     }
 #endif
   }
+  if (comm->aborted.load()) {
+    // The abort began while this call was blocked (a late peer): on a GPU
+    // the kernel was killed and the buffer holds no defined result.
+    std::fprintf(stderr, "NCCL emulator: an ncclAllReduce on rank %d returned after ncclCommAbort\n", comm->rank);
+    return ncclSuccess;
+  }
   if (op == ncclAvg) {
     switch (type) {
       case ncclFloat32: scale<float>(recv, count, comm->nranks); break;
@@ -200,7 +250,7 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   if (!comm || !asyncError) return ncclInvalidArgument;
-  if (comm->aborted.load()) return ncclInvalidUsage;
+  check_not_aborted(comm, "ncclCommGetAsyncError");
   static const auto injected = [] {  // {rank, call}: VT_EMU_NCCL_ASYNC_ERROR (above); {-1, 0}: none
     int rank = -1;
     size_t call = 0;
@@ -215,8 +265,13 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
-  if (comm->aborted.exchange(true)) return ncclInvalidUsage;
+  check_not_aborted(comm, "ncclCommAbort");
+  comm->aborted.store(true);
   std::fprintf(stderr, "NCCL emulator: ncclCommAbort on rank %d\n", comm->rank);
+  if (abort_hangs()) {
+    std::fprintf(stderr, "NCCL emulator: ncclCommAbort on rank %d hangs (VT_EMU_NCCL_ABORT_HANG=1)\n", comm->rank);
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
   return ncclSuccess;
 }
 
