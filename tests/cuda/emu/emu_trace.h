@@ -1,8 +1,8 @@
 // What the emulated runtime (runtime.cpp) lets a test observe of work on
-// several streams. The emulator runs every copy and kernel at the call, so
-// streams never overlap here; code that orders streams with events is
-// instead checked on the order of its calls: while a sink is set, every
-// cudaMemcpyAsync, cudaEventRecord and cudaStreamWaitEvent appends one entry.
+// several streams. Besides running the streams out of order
+// (VT_EMU_STREAMS, emu_streams.h), a test can check the order of the calls
+// that order streams: while a sink is set, every cudaMemcpyAsync,
+// cudaEventRecord and cudaStreamWaitEvent appends one entry.
 #pragma once
 #include <cstddef>
 #include <vector>
