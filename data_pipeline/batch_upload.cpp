@@ -18,6 +18,7 @@ BatchUploader::BatchUploader(Loader& loader, Device device, Prepare prepare, Dec
     s.released = CudaEvent::create(device_.index);
     s.decoded = CudaEvent::create(device_.index);
   }
+  allocated_ = CudaEvent::create(device_.index);
 }
 
 BatchUploader::~BatchUploader() {
@@ -48,6 +49,13 @@ Tensor BatchUploader::device_view(Tensor& buffer, const Tensor& host) {
     // done with it.
     buffer = Tensor::empty({host.numel()}, host.dtype(), device_);
     cuda_record_stream(buffer.raw(), stream_.handle());
+    // The caching allocator hands out a block freed on the compute stream as
+    // soon as the free is queued (stream-ordered reuse, as PyTorch's), so
+    // kernels queued before may still read or write it: the upload stream,
+    // which writes it next, waits for them (PyTorch's rule for a block used
+    // on another stream than its allocation's: order that stream after it).
+    allocated_.record(nullptr);
+    allocated_.wait_on(stream_.handle());
   }
   return Tensor::wrap(buffer.raw(), host.shape(), host.dtype(), device_);
 }

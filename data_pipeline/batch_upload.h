@@ -124,6 +124,7 @@ class BatchUploader {
   Decode decode_;
   CudaStream stream_;  // declared first: destroyed after the slots' frees and events
   std::array<Slot, 2> slots_;
+  CudaEvent allocated_;  // compute stream: the work queued before a slot buffer was (re)allocated
   int next_slot_ = 0;
   int current_slot_ = -1;  // the slot of the batch next() returned last
   std::optional<Staged> staged_;

@@ -1,8 +1,9 @@
-// The pinned upload ring (data_pipeline/batch_upload.h) on emulated CUDA. The
-// emulator runs every copy at its call, so streams never overlap here: the
-// ordering is checked on the sequence of asynchronous calls instead
-// (emu_trace.h), and "a copy still running" is simulated by holding every
-// event not ready (vt_emu_hold_events). Batches come from a dataset whose
+// The pinned upload ring (data_pipeline/batch_upload.h) on emulated CUDA.
+// Under VT_EMU_STREAMS=random|delayed the copies run out of order with the
+// host (emu_streams.h): a batch read before the compute stream reached it
+// would be wrong. The ordering is also checked on the sequence of
+// asynchronous calls (emu_trace.h), and "a copy still running" is simulated
+// by holding every event not ready (vt_emu_hold_events). Batches come from a dataset whose
 // samples say which they are (tests/data/counting_dataset.h).
 #include <gtest/gtest.h>
 
@@ -35,8 +36,18 @@ LoaderConfig ring_config() {
 }
 
 // "Device" memory is host memory in the emulator: the uploaded batch is read
-// in place. Row j of batch b of `order` is dataset index order[b * B + j].
+// in place, once the compute stream (which waits for the batch's copy, as
+// the step's kernels do) has run. Row j of batch b of `order` is dataset
+// index order[b * B + j].
+// Blocks until `stream` (nullptr: the compute stream) has run what is queued.
+void reach(CudaStreamHandle stream) {
+  CudaEvent reached = CudaEvent::create(0);
+  reached.record(stream);
+  reached.synchronize();
+}
+
 void expect_uploaded(const DeviceBatch& d, const EpochOrder& order, int64_t b, const Dataset& ds) {
+  reach(nullptr);
   ASSERT_TRUE(d.images.device().is_cuda());
   ASSERT_TRUE(d.labels.device().is_cuda());
   ASSERT_EQ(d.index, b);
@@ -163,6 +174,7 @@ TEST(BatchUploadEmu, HostSlotGivenBackOnlyAfterItsCopy) {
     EXPECT_EQ(loader.leased_slots(), 2);
   }
   // The copies completed: the next call gives both host slots back.
+  reach(up.upload_stream());
   ASSERT_TRUE(up.next(d));
   expect_uploaded(d, order, 2, *ds);
   EXPECT_EQ(up.host_batches_held(), 0);
@@ -203,6 +215,7 @@ TEST(BatchUploadEmu, PrepareRunsOnTheHostBatchBeforeItsCopy) {
     ASSERT_TRUE(up.next(d));
     ASSERT_TRUE(d.targets.defined());
     ASSERT_EQ(d.targets.shape(), (Shape{kBatch, 2}));
+    reach(nullptr);
     for (int i = 0; i < 2 * kBatch; ++i) EXPECT_EQ(d.targets.data<float>()[i], b + 0.5f);
     EXPECT_EQ(d.images.data<float>()[0], -1.0f);
     EXPECT_EQ(d.images.data<float>()[1], CountingDataset::value(b * kBatch, 1));
