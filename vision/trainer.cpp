@@ -687,6 +687,19 @@ TrainSummary Trainer::Impl::loop() {
     work.upload = upload.get();
     work.stats = Tensor::zeros({2}, DType::F32, dev);
   }
+  // data.decode_on=device: where the images were decoded, at each epoch's
+  // end and at a stop within one (files nvJPEG refused or failed are
+  // decoded on the host: device_jpeg.h).
+  auto log_decode_counts = [&] {
+#if VT_NVJPEG
+    if (!decoder) return;
+    const DeviceBatchDecoder::Counts& n = decoder->counts();
+    log().info("data.decode_on=device, so far: {} images by nvJPEG ({}), {} by the host decoder after nvJPEG "
+               "refused or failed them ({} failed), {} host crops (non-JPEG files, replacements)",
+               n.nvjpeg_hardware + n.nvjpeg_cuda, decoder->hardware() ? "hardware" : "CUDA", n.host_fallback,
+               n.nvjpeg_failed, n.host_crops);
+#endif
+  };
   TrainSummary sum;
   std::pair<EvalResult, EvalResult> last_eval;
   bool evaluated_now = false, saved_now = false;
@@ -718,19 +731,12 @@ TrainSummary Trainer::Impl::loop() {
     stop = o.max_steps && I.step >= *o.max_steps;
     bar.finish();
     if (stop && I.batch_in_epoch < steps_per_epoch) {
+      log_decode_counts();
       I.report_skipped(loader);
       break;
     }
     // Epoch done.
-#if VT_NVJPEG
-    if (decoder) {
-      const DeviceBatchDecoder::Counts& n = decoder->counts();
-      log().info("data.decode_on=device, so far: {} images by nvJPEG ({}), {} by the host decoder after nvJPEG "
-                 "refused them, {} host crops (non-JPEG files, replacements)",
-                 n.nvjpeg_hardware + n.nvjpeg_cuda, decoder->hardware() ? "hardware" : "CUDA", n.host_fallback,
-                 n.host_crops);
-    }
-#endif
+    log_decode_counts();
     ++I.epoch;
     I.batch_in_epoch = 0;
     I.report_skipped(loader);

@@ -177,6 +177,7 @@ class Input {
     j["nvjpeg_backend"] = decoder_->hardware() ? "hardware" : "cuda";
     j["nvjpeg_images"] = c.nvjpeg_hardware + c.nvjpeg_cuda;
     j["host_fallback_images"] = c.host_fallback;
+    j["nvjpeg_failed_images"] = c.nvjpeg_failed;  // of host_fallback_images: failed rather than refused
     j["host_crops"] = c.host_crops;
     return j;
   }

@@ -50,6 +50,7 @@ void DeviceBatchDecoder::decode(Batch& batch, const Tensor& out, const Undecodab
       case JpegDecodePath::NvjpegCuda: ++counts_.nvjpeg_cuda; break;
       case JpegDecodePath::Host: ++counts_.host_fallback; break;
     }
+    if (d.nvjpeg_failed) ++counts_.nvjpeg_failed;
     crops.push_back({&d.rgb, batch.encoded[static_cast<size_t>(rows[j])].box, rows[j]});
   }
   device_crop_resize_rows(crops, S, out, staging_.get());  // one upload, two launches for the batch

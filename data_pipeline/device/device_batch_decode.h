@@ -55,9 +55,11 @@ class DeviceBatchDecoder {
 
   bool hardware() const { return jpeg_.hardware(); }
   // Images decoded so far per path (JpegDecodePath), and host crops (the
-  // loader's non-JPEG files and replacements).
+  // loader's non-JPEG files and replacements). nvjpeg_failed: those of
+  // host_fallback that nvJPEG failed (DeviceImage::nvjpeg_failed) rather
+  // than refused.
   struct Counts {
-    int64_t nvjpeg_hardware = 0, nvjpeg_cuda = 0, host_fallback = 0, host_crops = 0;
+    int64_t nvjpeg_hardware = 0, nvjpeg_cuda = 0, host_fallback = 0, host_crops = 0, nvjpeg_failed = 0;
   };
   const Counts& counts() const { return counts_; }
 
