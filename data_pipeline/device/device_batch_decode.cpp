@@ -57,6 +57,11 @@ void DeviceBatchDecoder::decode(Batch& batch, const Tensor& out, const Undecodab
   counts_.host_crops += B - static_cast<int64_t>(files.size());
 }
 
+std::function<bool(const uint8_t*, size_t)> DeviceBatchDecoder::worker_filter() const {
+  const bool hw = hardware();
+  return [hw](const uint8_t* data, size_t size) { return nvjpeg_header_takes(data, size, hw); };
+}
+
 BatchUploader::Decode DeviceBatchDecoder::uploader_hook(Loader& loader) {
   return [this, &loader](Batch& batch, const Tensor& images) {
     decode(batch, images,

@@ -189,7 +189,8 @@ struct DeviceJpegDecoder::Impl {
       std::vector<uint8_t> rgb(static_cast<size_t>(W) * H * 3);
       for (int y = 0; y < H; ++y)
         for (int x = 0; x < W; ++x)
-          for (int c = 0; c < 3; ++c) rgb[(static_cast<size_t>(y) * W + x) * 3 + c] = static_cast<uint8_t>(x * 4 + y * c);
+          for (int c = 0; c < 3; ++c)
+            rgb[(static_cast<size_t>(y) * W + x) * 3 + c] = static_cast<uint8_t>(x * 4 + y * c);
       reference = encode_jpeg_rgb(rgb.data(), W, H, 90, "the decoder's reference JPEG");
     }
     const Tensor scratch = Tensor::empty({H, W, 3}, DType::U8, Device::cuda(device));
@@ -198,14 +199,20 @@ struct DeviceJpegDecoder::Impl {
     dst.pitch[0] = static_cast<size_t>(W) * 3;
     const unsigned char* data = reference.data();
     const size_t length = reference.size();
-    const nvjpegStatus_t r = run_batched(&data, &length, &dst, 1);
-    const cudaError_t sync = cudaEventSynchronize(
-        static_cast<cudaEvent_t>(states[static_cast<size_t>(next_state ^ 1)].done.handle()));
-    if (r != NVJPEG_STATUS_SUCCESS || sync != cudaSuccess) {
-      std::string then = r != NVJPEG_STATUS_SUCCESS ? std::string("nvjpegDecodeBatched returns ") + status_name(r) +
-                                                          " for a known-good 64x48 baseline JPEG too"
-                                                    : std::string("the device then fails: CUDA error: ") +
-                                                          cudaGetErrorString(sync);
+    std::string then;  // what failed after the file, if anything
+    try {
+      const nvjpegStatus_t r = run_batched(&data, &length, &dst, 1);
+      const cudaError_t sync = cudaEventSynchronize(
+          static_cast<cudaEvent_t>(states[static_cast<size_t>(next_state ^ 1)].done.handle()));
+      if (r != NVJPEG_STATUS_SUCCESS)
+        then = std::string("nvjpegDecodeBatched returns ") + status_name(r) +
+               " for a known-good 64x48 baseline JPEG too";
+      else if (sync != cudaSuccess)
+        then = std::string("the device then fails: CUDA error: ") + cudaGetErrorString(sync);
+    } catch (const std::runtime_error& e) {  // a CUDA call of the reference decode
+      then = std::string("then ") + e.what();
+    }
+    if (!then.empty()) {
       if (launch != cudaSuccess) then += std::string(" (after the CUDA error ") + cudaGetErrorString(launch) + ")";
       throw std::runtime_error("DeviceJpegDecoder: " + what + ", and " + then +
                                ": the GPU or nvJPEG has failed, not the file; stopping");
@@ -356,6 +363,48 @@ void DeviceJpegDecoder::Impl::decode_batched(const std::vector<EncodedImage>& ba
   const auto mid = idx.begin() + static_cast<std::ptrdiff_t>(idx.size() / 2);
   decode_batched(batch, std::vector<size_t>(idx.begin(), mid), out);
   decode_batched(batch, std::vector<size_t>(mid, idx.end()), out);
+}
+
+bool nvjpeg_header_takes(const uint8_t* data, size_t size, bool hardware) {
+  if (sniff_format(data, size) != ImageFormat::Jpeg || !ends_with_eoi(data, size)) return false;
+  int sof = -1, precision = 0, comps = 0, h[4] = {}, v[4] = {};
+  size_t i = 2;  // after SOI
+  while (i + 4 <= size) {
+    if (data[i] != 0xFF) return true;  // not a marker where one must be: nvJPEG's header read decides
+    const int m = data[i + 1];
+    if (m == 0xFF) {  // fill byte
+      ++i;
+      continue;
+    }
+    if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {  // TEM, RSTn: no length
+      i += 2;
+      continue;
+    }
+    const size_t len = (static_cast<size_t>(data[i + 2]) << 8) | data[i + 3];
+    if (len < 2 || i + 2 + len > size) return true;
+    const uint8_t* p = data + i + 4;
+    if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {  // SOFn (not DHT, JPG, DAC)
+      // P, Y (2), X (2), Nf, then Nf x (C, H<<4 | V, Tq): ITU-T T.81 B.2.2.
+      if (len < 8 || len < 8 + 3 * static_cast<size_t>(p[5])) return true;
+      sof = m, precision = p[0], comps = p[5];
+      for (int c = 0; c < comps && c < 4; ++c) h[c] = p[7 + 3 * c] >> 4, v[c] = p[7 + 3 * c] & 15;
+    } else if (m == 0xDA) {  // SOS: Ns first (T.81 B.2.3)
+      if (sof < 0 || len < 3) return true;
+      if (comps != 1 && comps != 3) return false;  // CMYK / YCCK: the host decoder's convention
+      if (precision != 8 || (sof != 0xC0 && sof != 0xC1 && sof != 0xC2)) return false;
+      bool css411 = false;
+      if (comps == 3) {
+        if (h[1] != 1 || v[1] != 1 || h[2] != 1 || v[2] != 1) return false;
+        const int y = h[0] * 10 + v[0];
+        if (y != 11 && y != 21 && y != 22 && y != 12 && y != 41 && y != 42) return false;
+        css411 = h[0] == 4;
+      }
+      if (hardware && (sof != 0xC0 || p[0] != comps || css411)) return false;
+      return true;
+    }
+    i += 2 + len;
+  }
+  return true;
 }
 
 void rethrow_first_error(const std::vector<DeviceImage>& images) {

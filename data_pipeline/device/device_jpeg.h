@@ -115,4 +115,19 @@ class DeviceJpegDecoder {
 // Rethrows the first DeviceImage::error (data.on_corrupt=error semantics).
 void rethrow_first_error(const std::vector<DeviceImage>& images);
 
+// Whether DeviceJpegDecoder hands this file to nvJPEG (true) or is sure to
+// give it to its host decoder (false), read from the markers up to the
+// first scan without nvJPEG, so any thread may ask (the loader's workers:
+// LoaderConfig::device_decodes). False for what device_jpeg.h's path list
+// sends to the host by kind: non-JPEG files, JPEGs without an EOI at their
+// end, components other than 1 or 3, precision other than 8 bits, lossless,
+// hierarchical and arithmetic-coded frames, chroma components sampled
+// other than 1x1 or luma other than 4:4:4/4:2:2/4:2:0/4:4:0/4:1:1/4:1:0
+// (nvJPEG's NVJPEG_CSS_UNKNOWN); on the hardware backend (`hardware`)
+// also all but baseline (SOF0) single-scan JPEGs and 4:1:1 / 4:1:0
+// (nvjpeg.h, nvjpegBackend_t). Markers it cannot read: true (nvJPEG's own
+// header read then decides). A true file may still be refused or failed
+// by nvJPEG, and then goes to the host decoder as before.
+bool nvjpeg_header_takes(const uint8_t* data, size_t size, bool hardware);
+
 }  // namespace vt

@@ -481,6 +481,24 @@ TEST(DeviceJpegEmuFailures, PaddedBuffersAndHeaderOnlyParse) {
   EXPECT_EQ(vt_emu_nvjpeg_counts().header_parses, static_cast<long long>(files.size()));
 }
 
+// The marker reading the loader's workers ask (nvjpeg_header_takes) gives
+// the path the documentation gives each file (expected_path, from the
+// test's own reading of the SOF marker), on either backend; a JPEG cut
+// short (no EOI) is the host decoder's.
+TEST(DeviceJpegEmuFailures, HeaderPredicateGivesTheDocumentedPath) {
+  std::vector<File> files = test_files();
+  std::vector<uint8_t> cut = testutil::encode_rgb_jpeg(testutil::synthetic_rgb(200, 150, 5));
+  cut.resize(cut.size() / 2);
+  for (bool hw : {true, false}) {
+    for (const File& f : files) {
+      SCOPED_TRACE(f.name + (hw ? " hardware" : " cuda"));
+      EXPECT_EQ(nvjpeg_header_takes(f.bytes.data(), f.bytes.size(), hw),
+                expected_path(f, hw) != JpegDecodePath::Host);
+    }
+    EXPECT_FALSE(nvjpeg_header_takes(cut.data(), cut.size(), hw));
+  }
+}
+
 // Each nvjpegDecodeBatched call is followed by an event recorded on the
 // compute stream, which the next use of the same decode state waits for
 // (the decode is asynchronous and reads the state's buffers): as many
