@@ -53,7 +53,8 @@ bool device_failure(nvjpegStatus_t s) {
 // the file causes: real nvJPEG returns them for particular files the host
 // decoder decodes (NVJPEG_STATUS_EXECUTION_FAILED: NVIDIA/DALI#3160,
 // ImageNet's n01992773_7551 and n04591157_6031.JPEG; _INVALID_PARAMETER:
-// DALI#3159 and #6026; _INTERNAL_ERROR: NVIDIA/nvImageCodec#55; DALI
+// DALI#3159 and #6026; _INTERNAL_ERROR: NVIDIA/nvImageCodec#55, region
+// decodes of ordinary ImageNet JPEGs on some GPUs; DALI
 // decodes such files on the host since PR #2805 and #3086). Such a file
 // goes to the host decoder once nvJPEG is shown to still work
 // (Impl::blame_files): a sticky CUDA error, or the same failure on a

@@ -39,8 +39,8 @@
 // and n04591157_6031.JPEG (NVIDIA/DALI#3160), _INVALID_PARAMETER for
 // n00440218_1788, n02095050_6063 and n04200258_2670 (DALI#3159, where the
 // host decoder decodes them) and for n03287733_3194 (DALI#6026),
-// NVJPEG_STATUS_INTERNAL_ERROR for ordinary ImageNet crops on some GPUs
-// (NVIDIA/nvImageCodec#55); the hardware and device back ends fail files of
+// NVJPEG_STATUS_INTERNAL_ERROR for ordinary ImageNet JPEGs decoded by
+// region on some GPUs (NVIDIA/nvImageCodec#55, a 0.9.0 regression); the hardware and device back ends fail files of
 // unusual sampling that the host decodes (DALI PR #2805 and #3086 added
 // host fallbacks for them).
 //  - VT_EMU_NVJPEG_FAIL="<status>:<target>[,<status>:<target>...]", status
