@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "core/pinned_memory.h"
+#include "data_pipeline/crop_decode.h"
 #include "data_pipeline/decode.h"
 
 namespace vt {
@@ -256,14 +257,31 @@ void Loader::note_corrupt(int64_t idx, const std::exception& e) {
     vt::log().warn("data: skipping corrupt file ({}); replaced by the next valid sample", e.what());
 }
 
+// A JPEG the consumer would decode on its host fallback (LoaderConfig::
+// device_decodes): decoded here at full size and cropped to the box
+// load_encoded drew, with the host path's resize (data.dct_scaling off:
+// the device path's reference), into the host crop's place.
+void Loader::crop_on_host(EncodedSample* enc, uint8_t* hwc) const {
+  const int S = static_cast<int>(ds_->sample_shape()[1]);
+  const DecodedImage d = decode_image(enc->data, enc->size, enc->name);  // CorruptImage naming the file
+  const cv::Mat img =
+      resize_scaled_box(d.rgb, 0, 0, d.full_width, d.full_height, d.rgb.cols, d.rgb.rows, enc->box, S);
+  cv::Mat dst(S, S, CV_8UC3, hwc);
+  img.copyTo(dst);  // keeps dst's buffer: same size and type
+  *enc = EncodedSample{};
+}
+
 void Loader::load_sample(int64_t pos, int64_t idx, int64_t attempts_done, uint64_t epoch, const SampleOut& out) {
   const int64_t N = ds_->size();
   const uint64_t stream = philox_stream(kPurposeAugment, epoch, static_cast<uint64_t>(order_.draw_ids[static_cast<size_t>(pos)]));
   for (int64_t attempt = attempts_done;; ++attempt) {
     Philox rng(cfg_.seed, stream);
     try {
-      if (out.enc) ds_->load_encoded(idx, rng, out.enc, out.u8, out.plan);
-      else if (out.u8) ds_->load_planned(idx, rng, out.u8, out.plan);
+      if (out.enc) {
+        ds_->load_encoded(idx, rng, out.enc, out.u8, out.plan);
+        if (out.enc->data && cfg_.device_decodes && !cfg_.device_decodes(out.enc->data, out.enc->size))
+          crop_on_host(out.enc, out.u8);
+      } else if (out.u8) ds_->load_planned(idx, rng, out.u8, out.plan);
       else ds_->load(idx, rng, out.dst);
       *out.label = ds_->label(idx);
       *out.used = idx;

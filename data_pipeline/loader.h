@@ -31,6 +31,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -70,6 +71,13 @@ struct LoaderConfig {
   // (data_pipeline/device/device_batch_decode.h) into the crops' place;
   // other formats come as host crops in `images` as with augment_plans.
   bool encoded = false;
+  // encoded: whether the consumer decodes a JPEG on the device (e.g.
+  // DeviceBatchDecoder::worker_filter; called on the workers, so it must be
+  // thread-safe). A JPEG it declines is decoded at full size and cropped to
+  // its box by the worker (what the consumer's host fallback would do on
+  // its own thread, and the host path with data.dct_scaling off) and comes
+  // as a host crop. Empty: every JPEG is handed on.
+  std::function<bool(const uint8_t* data, size_t size)> device_decodes;
 };
 
 struct Batch {
@@ -144,6 +152,7 @@ class Loader {
   // `idx` (the order's, or the one after an undecodable one), skipping
   // corrupt files per on_corrupt.
   void load_sample(int64_t pos, int64_t idx, int64_t attempts_done, uint64_t epoch, const SampleOut& out);
+  void crop_on_host(EncodedSample* enc, uint8_t* hwc) const;  // LoaderConfig::device_decodes declined it
   // Counts a corrupt file and warns once per file per process.
   void note_corrupt(int64_t idx, const std::exception& e);
   void stop_epoch(std::unique_lock<std::mutex>& lk);

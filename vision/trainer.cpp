@@ -633,6 +633,18 @@ TrainSummary Trainer::Impl::loop() {
   lc.pinned_slots = o.compute.device.is_cuda();  // uploaded from pinned slots
   lc.augment_plans = o.augment_on_device;        // the step applies them (forward_backward)
   lc.encoded = o.decode_on_device;               // the uploader's decode hook decodes them (below)
+  const Device dev = o.compute.device;
+#if VT_NVJPEG
+  // data.decode_on=device (declared first: outlives the loader and the uploader).
+  std::unique_ptr<DeviceBatchDecoder> decoder;
+  if (o.decode_on_device && !dev.is_cpu()) {
+    decoder = std::make_unique<DeviceBatchDecoder>(dev.index);
+    log().info("vtrain: nvJPEG {} backend", decoder->hardware() ? "hardware (JPEG engines)" : "CUDA");
+    // JPEGs nvJPEG does not take (by their markers) are decoded by the
+    // workers, not by the decoder's host fallback on this thread.
+    lc.device_decodes = decoder->worker_filter();
+  }
+#endif
   Loader loader(I.train_ds, lc);
 
   StepWork work;
@@ -656,15 +668,11 @@ TrainSummary Trainer::Impl::loop() {
   if (o.ema) lo.update.ema_decay = static_cast<float>(o.ema_decay);
   TrainLoop loop(ps, *I.opt, I.nonfinite, *I.run, lo);
   const int64_t B = I.rank_batch, K = o.vit.num_classes;
-  const Device dev = o.compute.device;
   work.logits = Tensor::empty({B, K}, DType::F32, dev), work.dlogits = Tensor::empty({B, K}, DType::F32, dev);
   work.targets = Tensor::empty({B, K}, DType::F32, dev);
   // GPU: batch b + 1 is copied on the upload stream while step b runs; a
   // global batch over several ranks is mixed on the host before its copy.
   int64_t epoch_first_batch = I.batch_in_epoch;  // the loader's batch 0 in this epoch
-#if VT_NVJPEG
-  std::unique_ptr<DeviceBatchDecoder> decoder;  // data.decode_on=device (declared first: outlives the uploader)
-#endif
   std::unique_ptr<BatchUploader> upload;
   if (!dev.is_cpu()) {
     BatchUploader::Prepare prepare;
@@ -677,16 +685,26 @@ TrainSummary Trainer::Impl::loop() {
       };
     BatchUploader::Decode decode;
 #if VT_NVJPEG
-    if (o.decode_on_device) {
-      decoder = std::make_unique<DeviceBatchDecoder>(dev.index);
-      log().info("vtrain: nvJPEG {} backend", decoder->hardware() ? "hardware (JPEG engines)" : "CUDA");
-      decode = decoder->uploader_hook(loader);
-    }
+    if (decoder) decode = decoder->uploader_hook(loader);
 #endif
     upload = std::make_unique<BatchUploader>(loader, dev, std::move(prepare), std::move(decode));
     work.upload = upload.get();
     work.stats = Tensor::zeros({2}, DType::F32, dev);
   }
+  // data.decode_on=device: where the images were decoded, at each epoch's
+  // end and at a stop within one (files nvJPEG refused or failed are
+  // decoded on the host: device_jpeg.h).
+  auto log_decode_counts = [&] {
+#if VT_NVJPEG
+    if (!decoder) return;
+    const DeviceBatchDecoder::Counts& n = decoder->counts();
+    log().info("data.decode_on=device, so far: {} images by nvJPEG ({}), {} by the host decoder after nvJPEG "
+               "refused or failed them ({} failed), {} host crops (non-JPEG files, JPEGs nvJPEG does not take, "
+               "replacements)",
+               n.nvjpeg_hardware + n.nvjpeg_cuda, decoder->hardware() ? "hardware" : "CUDA", n.host_fallback,
+               n.nvjpeg_failed, n.host_crops);
+#endif
+  };
   TrainSummary sum;
   std::pair<EvalResult, EvalResult> last_eval;
   bool evaluated_now = false, saved_now = false;
@@ -718,19 +736,12 @@ TrainSummary Trainer::Impl::loop() {
     stop = o.max_steps && I.step >= *o.max_steps;
     bar.finish();
     if (stop && I.batch_in_epoch < steps_per_epoch) {
+      log_decode_counts();
       I.report_skipped(loader);
       break;
     }
     // Epoch done.
-#if VT_NVJPEG
-    if (decoder) {
-      const DeviceBatchDecoder::Counts& n = decoder->counts();
-      log().info("data.decode_on=device, so far: {} images by nvJPEG ({}), {} by the host decoder after nvJPEG "
-                 "refused them, {} host crops (non-JPEG files, replacements)",
-                 n.nvjpeg_hardware + n.nvjpeg_cuda, decoder->hardware() ? "hardware" : "CUDA", n.host_fallback,
-                 n.host_crops);
-    }
-#endif
+    log_decode_counts();
     ++I.epoch;
     I.batch_in_epoch = 0;
     I.report_skipped(loader);

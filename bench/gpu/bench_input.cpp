@@ -140,13 +140,14 @@ class Input {
     lc.pinned_slots = true;
     lc.augment_plans = true;
     lc.encoded = device_path_;
+    if (device_path_) {
+      decoder_ = std::make_unique<DeviceBatchDecoder>(s.compute.device.index);
+      lc.device_decodes = decoder_->worker_filter();  // as vtrain: what nvJPEG does not take, on the workers
+    }
     loader_ = std::make_unique<Loader>(ds_, lc);
     loader_->start_epoch(0, std::move(order));
     BatchUploader::Decode decode;
-    if (device_path_) {
-      decoder_ = std::make_unique<DeviceBatchDecoder>(s.compute.device.index);
-      decode = decoder_->uploader_hook(*loader_);
-    }
+    if (device_path_) decode = decoder_->uploader_hook(*loader_);
     upload_ = std::make_unique<BatchUploader>(*loader_, s.compute.device, BatchUploader::Prepare{}, std::move(decode));
   }
   ~Input() {
@@ -177,6 +178,7 @@ class Input {
     j["nvjpeg_backend"] = decoder_->hardware() ? "hardware" : "cuda";
     j["nvjpeg_images"] = c.nvjpeg_hardware + c.nvjpeg_cuda;
     j["host_fallback_images"] = c.host_fallback;
+    j["nvjpeg_failed_images"] = c.nvjpeg_failed;  // of host_fallback_images: failed rather than refused
     j["host_crops"] = c.host_crops;
     return j;
   }

@@ -50,10 +50,16 @@ void DeviceBatchDecoder::decode(Batch& batch, const Tensor& out, const Undecodab
       case JpegDecodePath::NvjpegCuda: ++counts_.nvjpeg_cuda; break;
       case JpegDecodePath::Host: ++counts_.host_fallback; break;
     }
+    if (d.nvjpeg_failed) ++counts_.nvjpeg_failed;
     crops.push_back({&d.rgb, batch.encoded[static_cast<size_t>(rows[j])].box, rows[j]});
   }
   device_crop_resize_rows(crops, S, out, staging_.get());  // one upload, two launches for the batch
   counts_.host_crops += B - static_cast<int64_t>(files.size());
+}
+
+std::function<bool(const uint8_t*, size_t)> DeviceBatchDecoder::worker_filter() const {
+  const bool hw = hardware();
+  return [hw](const uint8_t* data, size_t size) { return nvjpeg_header_takes(data, size, hw); };
 }
 
 BatchUploader::Decode DeviceBatchDecoder::uploader_hook(Loader& loader) {

@@ -10,6 +10,11 @@
 // GPU; the same on the emulator), at full size: the host path with
 // data.decode: full and data.dct_scaling: false is its reference.
 //
+// JPEGs nvJPEG would not take by their markers (nvjpeg_header_takes) are
+// better decoded by the loader's workers (worker_filter, for
+// LoaderConfig::device_decodes) than by the decoder's host fallback, which
+// runs on the caller's (the training) thread.
+//
 // Files that neither nvJPEG nor the host decoder can decode go to the
 // `undecodable` callback (BatchUploader's use: Loader::replace_undecodable,
 // data.on_corrupt: error rethrows, skip replaces the sample on the host).
@@ -17,7 +22,6 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
-
 #include <memory>
 
 #include "core/tensor.h"
@@ -53,11 +57,19 @@ class DeviceBatchDecoder {
   // This decoder and the loader must outlive the hook.
   BatchUploader::Decode uploader_hook(Loader& loader);
 
+  // For LoaderConfig::device_decodes: nvjpeg_header_takes for this
+  // decoder's backend (thread-safe; it need not outlive the decoder). The
+  // loader's workers then decode and crop what nvJPEG would not take, so
+  // the training thread decodes only what nvJPEG refuses or fails.
+  std::function<bool(const uint8_t*, size_t)> worker_filter() const;
+
   bool hardware() const { return jpeg_.hardware(); }
   // Images decoded so far per path (JpegDecodePath), and host crops (the
-  // loader's non-JPEG files and replacements).
+  // loader's non-JPEG files and replacements). nvjpeg_failed: those of
+  // host_fallback that nvJPEG failed (DeviceImage::nvjpeg_failed) rather
+  // than refused.
   struct Counts {
-    int64_t nvjpeg_hardware = 0, nvjpeg_cuda = 0, host_fallback = 0, host_crops = 0;
+    int64_t nvjpeg_hardware = 0, nvjpeg_cuda = 0, host_fallback = 0, host_crops = 0, nvjpeg_failed = 0;
   };
   const Counts& counts() const { return counts_; }
 

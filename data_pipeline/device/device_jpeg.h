@@ -22,10 +22,13 @@
 //    (nvJPEG's CMYK conversion, nvjpegDecodeParamsSetAllowCMYK, is "a simple
 //    subtractive scheme", not PIL's Adobe-inverted convention the host
 //    decoder follows), JPEGs nvJPEG's header reading or batch decode refuses
-//    (any status but the device/library failures below, e.g.
-//    NVJPEG_STATUS_BAD_JPEG, _JPEG_NOT_SUPPORTED, _INCOMPLETE_BITSTREAM; a
-//    refused batch call does not name the file, so the call is split in
-//    halves and retried down to the single files it refuses), and JPEGs
+//    (e.g. NVJPEG_STATUS_BAD_JPEG, _JPEG_NOT_SUPPORTED, _INCOMPLETE_BITSTREAM;
+//    a refused batch call does not name the file, so the call is split in
+//    halves and retried down to the single files it refuses), JPEGs nvJPEG
+//    fails with NVJPEG_STATUS_EXECUTION_FAILED, _INVALID_PARAMETER or
+//    _INTERNAL_ERROR while it still decodes a known-good JPEG (real nvJPEG
+//    fails particular decodable files so: NVIDIA/DALI#3159, #3160, #6026,
+//    nvImageCodec#55; DeviceImage::nvjpeg_failed; decode() below), and JPEGs
 //    without an EOI marker at their end (the host decoder refuses those cut
 //    short and decodes those missing only the EOI, where nvJPEG may pad
 //    and decode a cut one; so the device path treats them as the host path).
@@ -73,6 +76,9 @@ struct DeviceImage {
   int width = 0, height = 0;
   JpegDecodePath path = JpegDecodePath::Host;
   std::exception_ptr error;  // the host decoder's CorruptImage naming the file, or null
+  // nvJPEG failed the file with NVJPEG_STATUS_EXECUTION_FAILED,
+  // _INVALID_PARAMETER or _INTERNAL_ERROR, so the host decoded it (path Host).
+  bool nvjpeg_failed = false;
 };
 
 class DeviceJpegDecoder {
@@ -88,10 +94,17 @@ class DeviceJpegDecoder {
   bool hardware() const;  // the hardware backend is in use
 
   // Decodes every image of `batch` (any size >= 0), one DeviceImage per
-  // input in order. Corrupt files: DeviceImage::error (above); failures of
-  // the library or the device itself (NVJPEG_STATUS_ALLOCATOR_FAILURE,
-  // _EXECUTION_FAILED, _NOT_INITIALIZED, _INTERNAL_ERROR, _ARCH_MISMATCH,
-  // _INVALID_PARAMETER, or a CUDA error): throws std::runtime_error naming the call and status.
+  // input in order. Corrupt files: DeviceImage::error (above). A file
+  // nvJPEG fails with NVJPEG_STATUS_EXECUTION_FAILED, _INVALID_PARAMETER
+  // or _INTERNAL_ERROR is decoded on the host (a warning names it, for the
+  // first 20) once no sticky CUDA error is pending and nvJPEG decodes a
+  // known-good 64x48 baseline JPEG; when either fails, the device or the
+  // library has failed: std::runtime_error naming the file, its status and
+  // the failure after it. Failures of the library or the device itself
+  // (NVJPEG_STATUS_ALLOCATOR_FAILURE, _NOT_INITIALIZED, _ARCH_MISMATCH, a
+  // CUDA error): std::runtime_error naming the call and status.
+  // Each nvJPEG decode state is initialised again only after the decode
+  // queued on it before has completed (an event; the decoder keeps two).
   std::vector<DeviceImage> decode(const std::vector<EncodedImage>& batch);
 
  private:
@@ -101,5 +114,20 @@ class DeviceJpegDecoder {
 
 // Rethrows the first DeviceImage::error (data.on_corrupt=error semantics).
 void rethrow_first_error(const std::vector<DeviceImage>& images);
+
+// Whether DeviceJpegDecoder hands this file to nvJPEG (true) or is sure to
+// give it to its host decoder (false), read from the markers up to the
+// first scan without nvJPEG, so any thread may ask (the loader's workers:
+// LoaderConfig::device_decodes). False for what device_jpeg.h's path list
+// sends to the host by kind: non-JPEG files, JPEGs without an EOI at their
+// end, components other than 1 or 3, precision other than 8 bits, lossless,
+// hierarchical and arithmetic-coded frames, chroma components sampled
+// other than 1x1 or luma other than 4:4:4/4:2:2/4:2:0/4:4:0/4:1:1/4:1:0
+// (nvJPEG's NVJPEG_CSS_UNKNOWN); on the hardware backend (`hardware`)
+// also all but baseline (SOF0) single-scan JPEGs and 4:1:1 / 4:1:0
+// (nvjpeg.h, nvjpegBackend_t). Markers it cannot read: true (nvJPEG's own
+// header read then decides). A true file may still be refused or failed
+// by nvJPEG, and then goes to the host decoder as before.
+bool nvjpeg_header_takes(const uint8_t* data, size_t size, bool hardware);
 
 }  // namespace vt

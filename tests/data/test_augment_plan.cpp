@@ -341,5 +341,80 @@ TEST(AugmentPlan, EncodedBatchesDecodeToThePlannedBatches) {
   EXPECT_THROW(Loader(ds, lc), std::invalid_argument);
 }
 
+// LoaderConfig::device_decodes: a JPEG the consumer declines is decoded by
+// the worker at full size and cropped to its box, so it comes as a host
+// crop equal to the planned loader's (data.dct_scaling off); a JPEG
+// declined that does not decode is handled there as the planned loader's
+// workers handle it (skip: the next sample, counted once). Declining every
+// JPEG gives the planned batches with nothing encoded; declining half of
+// them (by the parity of their byte count) gives them with the rest still
+// encoded, which the consumer decodes as before.
+TEST(AugmentPlan, DeclinedJpegsBecomeTheWorkersHostCrops) {
+  testutil::TempDir tmp("declined");
+  const std::filesystem::path root = tmp.path;
+  int seed = 0;
+  for (const char* cls : {"a", "b", "c"})
+    for (int k = 0; k < 4; ++k) {
+      const cv::Mat rgb = testutil::synthetic_rgb(40 + 13 * k, 72 - 7 * k, ++seed);
+      testutil::write_bytes(root / cls / (std::to_string(k) + ".jpg"), testutil::encode_rgb_jpeg(rgb, 90));
+    }
+  {  // a JPEG cut in its entropy-coded data
+    std::vector<uint8_t> j = testutil::encode_rgb_jpeg(testutil::synthetic_rgb(64, 64, 7), 90);
+    j.resize(j.size() * 2 / 3);
+    testutil::write_bytes(root / "c" / "2.jpg", j);
+  }
+  ImagePipelineConfig cfg = heavy(24);
+  cfg.dct_scaling = false;
+  auto ds = std::make_shared<ImageFolderDataset>(root.string(), cfg);
+  EpochOrder order = train_order(ds->size(), 5, 1, 0, 1);
+  LoaderConfig lc;
+  lc.batch_size = 4;
+  lc.seed = 5;
+  lc.augment_plans = true;
+  lc.on_corrupt = OnCorrupt::Skip;
+  std::vector<Batch> planned;
+  {
+    Loader l(ds, lc);
+    l.start_epoch(2, order);
+    Batch b;
+    while (l.next(b)) planned.push_back(b);
+  }
+  ASSERT_EQ(planned.size(), 3u);
+  const int64_t per = 24 * 24 * 3;
+  lc.encoded = true;
+  lc.workers = 2;
+  for (bool all : {true, false}) {
+    SCOPED_TRACE(all ? "every JPEG declined" : "half declined");
+    lc.device_decodes = [all](const uint8_t*, size_t n) { return !all && n % 2 == 0; };
+    Loader l(ds, lc);
+    l.start_epoch(2, order);
+    Batch b;
+    int encoded = 0;
+    for (size_t k = 0; l.next(b); ++k) {
+      ASSERT_LT(k, planned.size());
+      for (int i = 0; i < 4; ++i) {
+        const EncodedSample& e = b.encoded[static_cast<size_t>(i)];
+        if (!e.data) continue;
+        ++encoded;
+        EXPECT_EQ(e.size % 2, 0u);
+        try {
+          const DecodedImage d = decode_image(e.data, e.size, e.name);
+          const cv::Mat crop =
+              resize_scaled_box(d.rgb, 0, 0, d.full_width, d.full_height, d.rgb.cols, d.rgb.rows, e.box, 24);
+          std::memcpy(b.images.u8() + i * per, crop.data, static_cast<size_t>(per));
+        } catch (const CorruptImage&) {  // the cut file, when it was not declined
+          l.replace_undecodable(b, i, std::current_exception());
+        }
+      }
+      const Batch& want = planned[k];
+      EXPECT_EQ(b.indices, want.indices) << "batch " << k;
+      EXPECT_EQ(0, std::memcmp(b.images.u8(), want.images.u8(), want.images.nbytes())) << "batch " << k;
+      EXPECT_EQ(0, std::memcmp(b.plans.data(), want.plans.data(), 4 * sizeof(AugmentPlan))) << "batch " << k;
+    }
+    if (all) EXPECT_EQ(encoded, 0);
+    else EXPECT_GT(encoded, 0);
+  }
+}
+
 }  // namespace
 }  // namespace vt

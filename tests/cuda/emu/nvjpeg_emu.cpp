@@ -31,6 +31,31 @@
 //  - nvjpegDecodeBatched before nvjpegDecodeBatchedInitialize (§2.3
 //    "nvjpegDecodeBatched": the initialization "is required prior to this
 //    call"): NVJPEG_STATUS_INVALID_PARAMETER.
+//
+// Failures of chosen files (test knobs, read when a handle is created):
+// the real library fails particular, otherwise decodable, files with
+// statuses that also mean a device or library failure:
+// NVJPEG_STATUS_EXECUTION_FAILED for ImageNet's n01990800/n01992773_7551
+// and n04591157_6031.JPEG (NVIDIA/DALI#3160), _INVALID_PARAMETER for
+// n00440218_1788, n02095050_6063 and n04200258_2670 (DALI#3159, where the
+// host decoder decodes them) and for n03287733_3194 (DALI#6026),
+// NVJPEG_STATUS_INTERNAL_ERROR for ordinary ImageNet JPEGs decoded by
+// region on some GPUs (NVIDIA/nvImageCodec#55, a 0.9.0 regression); the hardware and device back ends fail files of
+// unusual sampling that the host decodes (DALI PR #2805 and #3086 added
+// host fallbacks for them).
+//  - VT_EMU_NVJPEG_FAIL="<status>:<target>[,<status>:<target>...]", status
+//    execution | invalid | internal, target the 16 hex digits of the
+//    FNV-1a 64-bit hash of a file's bytes (vt_emu_nvjpeg_content_hash), or
+//    %N for every file whose hash is 0 mod N: nvjpegDecodeBatched returns
+//    that status for a call holding such a file (a batched call reports one
+//    status for the call, not which file);
+//  - VT_EMU_NVJPEG_FAIL_STICKY=1: the first such failure loses the device
+//    for the handle: every later call of it (header reads, the supported
+//    check, decodes of any file) returns NVJPEG_STATUS_EXECUTION_FAILED, as
+//    a GPU does after a fault (a sticky error: CUDA Runtime API, "Error
+//    Handling").
+// A malformed value throws std::invalid_argument naming the variable and
+// the value, from nvjpegCreateEx.
 // Calls the module does not make (other output formats, custom allocators,
 // flags, the *_DEVICE and lossless backends) are answered with
 // NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: loud, never a silent guess.
@@ -38,11 +63,15 @@
 
 #include <nvjpeg.h>
 
+#include <algorithm>
 #include <csetjmp>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "emu_streams.h"
@@ -147,10 +176,79 @@ bool hardware_decodes(const Header& hd) {
          hd.css != NVJPEG_CSS_410;
 }
 
+// One VT_EMU_NVJPEG_FAIL rule: a file whose content hash is `hash`, or,
+// with every > 0, 0 mod `every`, fails with `status`.
+struct FailRule {
+  nvjpegStatus_t status = NVJPEG_STATUS_SUCCESS;
+  uint64_t hash = 0, every = 0;
+};
+
+std::vector<FailRule> fail_rules() {
+  std::vector<FailRule> rules;
+  const char* env = std::getenv("VT_EMU_NVJPEG_FAIL");
+  if (!env || !*env) return rules;
+  const std::string all = env;
+  auto bad = [&](const std::string& item, const std::string& why) {
+    return std::invalid_argument("VT_EMU_NVJPEG_FAIL='" + all + "': '" + item + "': " + why);
+  };
+  size_t pos = 0;
+  while (pos <= all.size()) {
+    const size_t end = std::min(all.find(',', pos), all.size());
+    const std::string item = all.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t colon = item.find(':');
+    if (colon == std::string::npos) throw bad(item, "expected <status>:<hash or %N>");
+    const std::string kind = item.substr(0, colon), target = item.substr(colon + 1);
+    FailRule r;
+    if (kind == "execution") r.status = NVJPEG_STATUS_EXECUTION_FAILED;
+    else if (kind == "invalid") r.status = NVJPEG_STATUS_INVALID_PARAMETER;
+    else if (kind == "internal") r.status = NVJPEG_STATUS_INTERNAL_ERROR;
+    else throw bad(item, "the status must be execution, invalid or internal");
+    char* stop = nullptr;
+    if (!target.empty() && target[0] == '%') {
+      r.every = std::strtoull(target.c_str() + 1, &stop, 10);
+      if (target.size() < 2 || *stop || r.every == 0) throw bad(item, "%N needs a positive integer N");
+    } else {
+      r.hash = std::strtoull(target.c_str(), &stop, 16);
+      if (target.size() != 16 || *stop) throw bad(item, "the hash must be 16 hex digits");
+    }
+    rules.push_back(r);
+  }
+  return rules;
+}
+
+bool sticky_failures() {
+  const char* e = std::getenv("VT_EMU_NVJPEG_FAIL_STICKY");
+  if (!e || !*e || std::strcmp(e, "0") == 0) return false;
+  if (std::strcmp(e, "1") == 0) return true;
+  throw std::invalid_argument(std::string("VT_EMU_NVJPEG_FAIL_STICKY='") + e + "': expected 0 or 1");
+}
+
+size_t g_last_device_padding = 0, g_last_pinned_padding = 0;
+
 }  // namespace
+
+uint64_t vt_emu_nvjpeg_content_hash(const unsigned char* data, size_t length) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
+  for (size_t i = 0; i < length; ++i) h = (h ^ data[i]) * 0x100000001b3ull;
+  return h;
+}
 
 struct nvjpegHandle {
   bool hardware = false;
+  std::vector<FailRule> fail;
+  bool sticky = false;
+  bool lost = false;  // a sticky failure happened: every later call fails
+  size_t device_padding = 0, pinned_padding = 0;
+
+  // The rule's status for this file, or success.
+  nvjpegStatus_t injected(const unsigned char* data, size_t length) const {
+    if (fail.empty() || !data) return NVJPEG_STATUS_SUCCESS;
+    const uint64_t h = vt_emu_nvjpeg_content_hash(data, length);
+    for (const FailRule& r : fail)
+      if (r.every ? h % r.every == 0 : h == r.hash) return r.status;
+    return NVJPEG_STATUS_SUCCESS;
+  }
 };
 struct nvjpegJpegState {
   int batch_size = 0;
@@ -164,6 +262,10 @@ struct nvjpegJpegStream {
 void vt_emu_nvjpeg_set_hardware_present(bool present) { g_hardware_override = present ? 1 : 0; }
 VtEmuNvjpegCounts vt_emu_nvjpeg_counts() { return g_counts; }
 void vt_emu_nvjpeg_reset_counts() { g_counts = {}; }
+void vt_emu_nvjpeg_last_paddings(size_t* device, size_t* pinned) {
+  *device = g_last_device_padding;
+  *pinned = g_last_pinned_padding;
+}
 
 nvjpegStatus_t nvjpegCreateEx(nvjpegBackend_t backend, nvjpegDevAllocator_t* dev_allocator,
                               nvjpegPinnedAllocator_t* pinned_allocator, unsigned int flags, nvjpegHandle_t* handle) {
@@ -171,19 +273,52 @@ nvjpegStatus_t nvjpegCreateEx(nvjpegBackend_t backend, nvjpegDevAllocator_t* dev
   if (dev_allocator || pinned_allocator || flags != NVJPEG_FLAGS_DEFAULT)
     return NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
   const bool present = g_hardware_override >= 0 ? g_hardware_override == 1 : hardware_present();
+  bool hardware = false;
   switch (backend) {
     case NVJPEG_BACKEND_HARDWARE:
       if (!present) return NVJPEG_STATUS_ARCH_MISMATCH;
-      *handle = new nvjpegHandle{true};
-      return NVJPEG_STATUS_SUCCESS;
+      hardware = true;
+      break;
     case NVJPEG_BACKEND_DEFAULT:
     case NVJPEG_BACKEND_HYBRID:
     case NVJPEG_BACKEND_GPU_HYBRID:
-      *handle = new nvjpegHandle{false};
-      return NVJPEG_STATUS_SUCCESS;
+      break;
     default:
       return NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
   }
+  nvjpegHandle h;
+  h.hardware = hardware;
+  h.fail = fail_rules();
+  h.sticky = sticky_failures();
+  *handle = new nvjpegHandle(std::move(h));
+  return NVJPEG_STATUS_SUCCESS;
+}
+
+// nvjpeg.h: "After success on this call any device [pinned host] memory
+// allocation would be padded to the multiple of specified number of
+// bytes"; the handle is the only argument that can be invalid.
+nvjpegStatus_t nvjpegSetDeviceMemoryPadding(size_t padding, nvjpegHandle_t handle) {
+  if (!handle) return NVJPEG_STATUS_INVALID_PARAMETER;
+  handle->device_padding = g_last_device_padding = padding;
+  return NVJPEG_STATUS_SUCCESS;
+}
+
+nvjpegStatus_t nvjpegSetPinnedMemoryPadding(size_t padding, nvjpegHandle_t handle) {
+  if (!handle) return NVJPEG_STATUS_INVALID_PARAMETER;
+  handle->pinned_padding = g_last_pinned_padding = padding;
+  return NVJPEG_STATUS_SUCCESS;
+}
+
+nvjpegStatus_t nvjpegGetDeviceMemoryPadding(size_t* padding, nvjpegHandle_t handle) {
+  if (!handle || !padding) return NVJPEG_STATUS_INVALID_PARAMETER;
+  *padding = handle->device_padding;
+  return NVJPEG_STATUS_SUCCESS;
+}
+
+nvjpegStatus_t nvjpegGetPinnedMemoryPadding(size_t* padding, nvjpegHandle_t handle) {
+  if (!handle || !padding) return NVJPEG_STATUS_INVALID_PARAMETER;
+  *padding = handle->pinned_padding;
+  return NVJPEG_STATUS_SUCCESS;
 }
 
 nvjpegStatus_t nvjpegDestroy(nvjpegHandle_t handle) {
@@ -216,6 +351,7 @@ nvjpegStatus_t nvjpegJpegStreamDestroy(nvjpegJpegStream_t stream) {
 nvjpegStatus_t nvjpegGetImageInfo(nvjpegHandle_t handle, const unsigned char* data, size_t length, int* nComponents,
                                   nvjpegChromaSubsampling_t* subsampling_out, int* widths, int* heights) {
   if (!handle || !nComponents || !subsampling_out || !widths || !heights) return NVJPEG_STATUS_INVALID_PARAMETER;
+  if (handle->lost) return NVJPEG_STATUS_EXECUTION_FAILED;
   Header hd;
   const nvjpegStatus_t s = run_libjpeg(data, length, &hd, nullptr, 0);
   if (s != NVJPEG_STATUS_SUCCESS) return s;
@@ -235,18 +371,37 @@ nvjpegStatus_t nvjpegGetImageInfo(nvjpegHandle_t handle, const unsigned char* da
   return NVJPEG_STATUS_SUCCESS;
 }
 
-nvjpegStatus_t nvjpegJpegStreamParse(nvjpegHandle_t handle, const unsigned char* data, size_t length,
-                                     int save_metadata, int save_stream, nvjpegJpegStream_t stream) {
+namespace {
+nvjpegStatus_t parse(nvjpegHandle_t handle, const unsigned char* data, size_t length, nvjpegJpegStream_t stream) {
   if (!handle || !stream) return NVJPEG_STATUS_INVALID_PARAMETER;
+  if (handle->lost) return NVJPEG_STATUS_EXECUTION_FAILED;
   stream->parsed = false;
   const nvjpegStatus_t s = run_libjpeg(data, length, &stream->header, nullptr, 0);
   if (s == NVJPEG_STATUS_BAD_JPEG) return s;  // a not-supported stream still parses; Supported says so
   stream->parsed = true;
   return NVJPEG_STATUS_SUCCESS;
 }
+}  // namespace
+
+// The whole stream (the real library also walks every scan); here the
+// header is all the supported check reads, so both parse the same.
+nvjpegStatus_t nvjpegJpegStreamParse(nvjpegHandle_t handle, const unsigned char* data, size_t length,
+                                     int save_metadata, int save_stream, nvjpegJpegStream_t stream) {
+  ++g_counts.full_parses;
+  return parse(handle, data, length, stream);
+}
+
+// Up to the first scan (nvjpeg.h); NVIDIA's nvImageCodec hardware decoder
+// calls it before nvjpegDecodeBatchedSupportedEx.
+nvjpegStatus_t nvjpegJpegStreamParseHeader(nvjpegHandle_t handle, const unsigned char* data, size_t length,
+                                           nvjpegJpegStream_t stream) {
+  ++g_counts.header_parses;
+  return parse(handle, data, length, stream);
+}
 
 nvjpegStatus_t nvjpegDecodeBatchedSupported(nvjpegHandle_t handle, nvjpegJpegStream_t stream, int* is_supported) {
   if (!handle || !stream || !is_supported || !stream->parsed) return NVJPEG_STATUS_INVALID_PARAMETER;
+  if (handle->lost) return NVJPEG_STATUS_EXECUTION_FAILED;
   const Header& hd = stream->header;
   const bool ok = handle->hardware ? hardware_decodes(hd)
                                    : hd.precision == 8 && !hd.arithmetic && (hd.components == 1 || hd.components == 3);
@@ -268,6 +423,19 @@ nvjpegStatus_t nvjpegDecodeBatched(nvjpegHandle_t handle, nvjpegJpegState_t stat
   if (!handle || !state || !data || !lengths || !destinations || state->batch_size <= 0)
     return NVJPEG_STATUS_INVALID_PARAMETER;
   ++g_counts.batched_calls;
+  if (handle->lost) {
+    ++g_counts.failed_calls;
+    return NVJPEG_STATUS_EXECUTION_FAILED;
+  }
+  for (int i = 0; i < state->batch_size; ++i) {
+    const nvjpegStatus_t injected = handle->injected(data[i], lengths[i]);
+    if (injected != NVJPEG_STATUS_SUCCESS) {
+      ++g_counts.failed_calls;
+      ++g_counts.injected_failures;
+      handle->lost = handle->sticky;
+      return injected;
+    }
+  }
   // The statuses come at the call (the host phase parses and Huffman-decodes
   // there); the pixels reach the destinations when the stream runs the
   // device phase, so the caller must order its reads after `stream`.

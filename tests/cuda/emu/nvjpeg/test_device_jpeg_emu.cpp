@@ -9,8 +9,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -26,6 +29,7 @@
 #include "data_pipeline/image_folder.h"
 #include "data_pipeline/image_header.h"
 #include "data_pipeline/resample.h"
+#include "emu_trace.h"
 #include "nvjpeg_emu.h"
 
 namespace vt {
@@ -316,6 +320,205 @@ TEST(DeviceJpegEmuErrors, NoEnginesMeansCudaBackend) {
   vt_emu_nvjpeg_set_hardware_present(true);
   EXPECT_TRUE(DeviceJpegDecoder(0).hardware());
   EXPECT_FALSE(DeviceJpegDecoder(0, /*allow_hardware=*/false).hardware());
+}
+
+// ---------------------------------------------------------------- nvJPEG failures
+
+// FNV-1a, 64 bits, of a file's bytes: the hash the stand-in's
+// VT_EMU_NVJPEG_FAIL names files by (its published definition, written
+// out here rather than taken from the stand-in).
+std::string fnv1a_hex(const std::vector<uint8_t>& b) {
+  uint64_t h = 14695981039346656037ull;
+  for (uint8_t c : b) h = (h ^ c) * 1099511628211ull;
+  char s[17];
+  std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(h));
+  return s;
+}
+
+// Sets environment variables for its lifetime (the stand-in reads its
+// failure knobs when a decoder creates its handle).
+struct ScopedEnv {
+  std::vector<std::string> names;
+  ScopedEnv(std::initializer_list<std::pair<const char*, std::string>> vars) {
+    for (const auto& [n, v] : vars) {
+      setenv(n, v.c_str(), 1);
+      names.push_back(n);
+    }
+  }
+  ~ScopedEnv() {
+    for (const std::string& n : names) unsetenv(n.c_str());
+  }
+};
+
+std::vector<File> good_and_target() {
+  std::vector<File> files;
+  files.push_back({"good_a.jpg", testutil::encode_rgb_jpeg(testutil::synthetic_rgb(200, 150, 4))});
+  files.push_back({"target.jpg", testutil::encode_rgb_jpeg(testutil::synthetic_rgb(120, 90, 5))});
+  files.push_back({"good_b.jpg", testutil::encode_rgb_jpeg(testutil::synthetic_rgb(90, 120, 6))});
+  files.push_back({"good_c.jpg", testutil::encode_rgb_jpeg(testutil::synthetic_rgb(70, 50, 8))});
+  return files;
+}
+
+// Each status real nvJPEG returns for particular decodable files
+// (EXECUTION_FAILED: DALI#3160; INVALID_PARAMETER: DALI#3159;
+// INTERNAL_ERROR: nvImageCodec#55), on either backend: the file is decoded
+// on the host (the host decoder's pixels, marked nvjpeg_failed), the other
+// files of the batch still by nvJPEG, and nothing is thrown.
+TEST(DeviceJpegEmuFailures, FailedFileDecodedOnTheHostPerStatus) {
+  for (const char* status : {"execution", "invalid", "internal"}) {
+    for (bool hw : {true, false}) {
+      SCOPED_TRACE(std::string(status) + (hw ? " hardware" : " cuda"));
+      vt_emu_nvjpeg_set_hardware_present(hw);
+      const std::vector<File> files = good_and_target();
+      ScopedEnv env({{"VT_EMU_NVJPEG_FAIL", std::string(status) + ":" + fnv1a_hex(files[1].bytes)}});
+      DeviceJpegDecoder dec(0);
+      vt_emu_nvjpeg_reset_counts();
+      std::vector<DeviceImage> out;
+      ASSERT_NO_THROW(out = dec.decode(encoded(files)));
+      ASSERT_EQ(out.size(), files.size());
+      EXPECT_GE(vt_emu_nvjpeg_counts().injected_failures, 1);
+      for (size_t i = 0; i < files.size(); ++i) {
+        SCOPED_TRACE(files[i].name);
+        ASSERT_FALSE(out[i].error);
+        EXPECT_EQ(out[i].nvjpeg_failed, i == 1);
+        EXPECT_EQ(out[i].path == JpegDecodePath::Host, i == 1) << jpeg_decode_path_name(out[i].path);
+        const DecodedImage ref = decode_image(files[i].bytes.data(), files[i].bytes.size(), files[i].name);
+        EXPECT_TRUE(same(to_host_mat(out[i].rgb), ref.rgb));
+      }
+      // The decoder goes on: the next batch (the same files) decodes the same way.
+      const std::vector<DeviceImage> again = dec.decode(encoded(files));
+      EXPECT_TRUE(again[1].nvjpeg_failed);
+      EXPECT_FALSE(again[0].nvjpeg_failed);
+    }
+  }
+  vt_emu_nvjpeg_set_hardware_present(true);
+}
+
+// VT_EMU_NVJPEG_FAIL's %N form over every 50th ImageNet sample: exactly the
+// files whose hash is 0 mod 3 (counted here from their bytes) are decoded
+// on the host after the failure, every image equal to the host decoder's.
+TEST(DeviceJpegEmuFailures, EveryFileOfAHashClassDecodedOnTheHost) {
+  const std::vector<File> files = test_files();
+  ScopedEnv env({{"VT_EMU_NVJPEG_FAIL", "execution:%3"}});
+  DeviceJpegDecoder dec(0);
+  const std::vector<DeviceImage> out = dec.decode(encoded(files));
+  int want = 0, got = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    SCOPED_TRACE(files[i].name);
+    ASSERT_FALSE(out[i].error);
+    // Only what reaches nvjpegDecodeBatched can fail there.
+    const bool to_nvjpeg = expected_path(files[i], dec.hardware()) != JpegDecodePath::Host;
+    const bool hit = to_nvjpeg && std::stoull(fnv1a_hex(files[i].bytes), nullptr, 16) % 3 == 0;
+    want += hit;
+    got += out[i].nvjpeg_failed;
+    EXPECT_EQ(out[i].nvjpeg_failed, hit);
+    const DecodedImage ref = decode_image(files[i].bytes.data(), files[i].bytes.size(), files[i].name);
+    EXPECT_TRUE(same(to_host_mat(out[i].rgb), ref.rgb));
+  }
+  EXPECT_EQ(got, want);
+  if (files.size() > 20) EXPECT_GT(want, 0);  // with the ImageNet samples some file is hit
+}
+
+// A failure that is the device's (VT_EMU_NVJPEG_FAIL_STICKY: from the
+// failing call on, nvJPEG fails everything, the known-good JPEG too):
+// decode throws, naming the file, its status and that a known-good JPEG
+// fails as well; and so does every later batch.
+TEST(DeviceJpegEmuFailures, StickyFailureStopsNamingTheFileAndStatus) {
+  for (bool hw : {true, false}) {
+    SCOPED_TRACE(hw ? "hardware" : "cuda");
+    vt_emu_nvjpeg_set_hardware_present(hw);
+    const std::vector<File> files = good_and_target();
+    ScopedEnv env({{"VT_EMU_NVJPEG_FAIL", "execution:" + fnv1a_hex(files[1].bytes)},
+                   {"VT_EMU_NVJPEG_FAIL_STICKY", "1"}});
+    DeviceJpegDecoder dec(0);
+    std::vector<File> good = {files[0], files[2]};
+    ASSERT_NO_THROW(dec.decode(encoded(good)));  // nothing fails before the target
+    try {
+      dec.decode(encoded(files));
+      FAIL() << "a lost device did not stop the decoder";
+    } catch (const std::runtime_error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("target.jpg"), std::string::npos) << m;
+      EXPECT_NE(m.find("NVJPEG_STATUS_EXECUTION_FAILED"), std::string::npos) << m;
+      EXPECT_NE(m.find("known-good"), std::string::npos) << m;
+    }
+    EXPECT_THROW(dec.decode(encoded(good)), std::runtime_error);
+  }
+  vt_emu_nvjpeg_set_hardware_present(true);
+}
+
+// A malformed knob is refused naming the variable and the value.
+TEST(DeviceJpegEmuFailures, MalformedKnobRefused) {
+  for (const char* v : {"boom:0123456789abcdef", "execution:12", "invalid:%0", "internal"}) {
+    ScopedEnv env({{"VT_EMU_NVJPEG_FAIL", v}});
+    try {
+      DeviceJpegDecoder dec(0);
+      FAIL() << v << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("VT_EMU_NVJPEG_FAIL='") + v + "'"), std::string::npos)
+          << e.what();
+    }
+  }
+  ScopedEnv env({{"VT_EMU_NVJPEG_FAIL_STICKY", "yes"}});
+  EXPECT_THROW(DeviceJpegDecoder(0), std::invalid_argument);
+}
+
+// The handle's allocations padded to 16 MiB (DALI's nvJPEG decoder's default
+// device_memory_padding and host_memory_padding), and the hardware
+// backend's supported check reads the header only
+// (nvjpegJpegStreamParseHeader), never the whole stream.
+TEST(DeviceJpegEmuFailures, PaddedBuffersAndHeaderOnlyParse) {
+  vt_emu_nvjpeg_set_hardware_present(true);
+  DeviceJpegDecoder dec(0);
+  size_t device = 0, pinned = 0;
+  vt_emu_nvjpeg_last_paddings(&device, &pinned);
+  EXPECT_EQ(device, size_t(16) << 20);
+  EXPECT_EQ(pinned, size_t(16) << 20);
+  vt_emu_nvjpeg_reset_counts();
+  const std::vector<File> files = good_and_target();
+  dec.decode(encoded(files));
+  EXPECT_EQ(vt_emu_nvjpeg_counts().full_parses, 0);
+  EXPECT_EQ(vt_emu_nvjpeg_counts().header_parses, static_cast<long long>(files.size()));
+}
+
+// The marker reading the loader's workers ask (nvjpeg_header_takes) gives
+// the path the documentation gives each file (expected_path, from the
+// test's own reading of the SOF marker), on either backend; a JPEG cut
+// short (no EOI) is the host decoder's.
+TEST(DeviceJpegEmuFailures, HeaderPredicateGivesTheDocumentedPath) {
+  std::vector<File> files = test_files();
+  std::vector<uint8_t> cut = testutil::encode_rgb_jpeg(testutil::synthetic_rgb(200, 150, 5));
+  cut.resize(cut.size() / 2);
+  for (bool hw : {true, false}) {
+    for (const File& f : files) {
+      SCOPED_TRACE(f.name + (hw ? " hardware" : " cuda"));
+      EXPECT_EQ(nvjpeg_header_takes(f.bytes.data(), f.bytes.size(), hw),
+                expected_path(f, hw) != JpegDecodePath::Host);
+    }
+    EXPECT_FALSE(nvjpeg_header_takes(cut.data(), cut.size(), hw));
+  }
+}
+
+// Each nvjpegDecodeBatched call is followed by an event recorded on the
+// compute stream, which the next use of the same decode state waits for
+// (the decode is asynchronous and reads the state's buffers): as many
+// records as calls, also when a failure splits the batch.
+TEST(DeviceJpegEmuFailures, EveryDecodeCallRecordsTheEventItsStateWaitsFor) {
+  const std::vector<File> files = good_and_target();
+  ScopedEnv env({{"VT_EMU_NVJPEG_FAIL", "execution:" + fnv1a_hex(files[1].bytes)}});
+  DeviceJpegDecoder dec(0);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<VtEmuAsyncOp> trace;
+    vt_emu_nvjpeg_reset_counts();
+    vt_emu_trace_async(&trace);
+    dec.decode(encoded(files));
+    vt_emu_trace_async(nullptr);
+    long long records = 0;
+    for (const VtEmuAsyncOp& op : trace) records += op.kind == VtEmuAsyncOp::Record;
+    // The batch, its halves, the target alone, and the known-good reference.
+    EXPECT_GE(vt_emu_nvjpeg_counts().batched_calls, 4);
+    EXPECT_EQ(records, vt_emu_nvjpeg_counts().batched_calls);
+  }
 }
 
 }  // namespace

@@ -331,12 +331,111 @@ TEST_F(DecodeOnDeviceEmu, RefusesWhatItCannotRun) {
   }
 }
 
+// What nvJPEG's hardware backend does not take by its markers (the
+// progressive JPEG; the cut one, which has no EOI) is decoded by the
+// loader's workers, not by the decoder's host fallback on the training
+// thread: one epoch (each of the 32 files once; the cut one skipped, its
+// place taken by the next file, bird/0004.jpg) logs 30 images by nvJPEG,
+// none by the host decoder, and 2 host crops (the PNG, the progressive JPEG).
+TEST_F(DecodeOnDeviceEmu, RefusedJpegsDecodedByTheWorkers) {
+  train("w", "siamese", {"device=cuda", "precision=fp32", "data.dct_scaling=false", "data.on_corrupt=skip",
+                         "data.augment_on=device", "data.decode_on=device", "train.max_steps=8"});
+  std::ifstream in(out("w") + "/t/log.txt");
+  const std::string log((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(log.find("30 images by nvJPEG (hardware), 0 by the host decoder after nvJPEG refused or failed them "
+                     "(0 failed), 2 host crops"),
+            std::string::npos)
+      << log;
+}
+
 TEST_F(DecodeOnDeviceEmu, UndecodableFileStopsTheRunNamingIt) {
   try {
     train("err", "siamese", {"device=cuda", "data.dct_scaling=false", "data.decode_on=device"});
     FAIL() << "the cut JPEG did not stop the run";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("bird/0003.jpg"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vt
+
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+
+namespace vt {
+namespace {
+
+// Files nvJPEG fails in a data.decode_on=device run (the stand-in's
+// VT_EMU_NVJPEG_FAIL names them by the FNV-1a 64-bit hash of their bytes,
+// computed here from its definition): one per status real nvJPEG returns
+// for particular decodable ImageNet files (EXECUTION_FAILED: DALI#3160,
+// INVALID_PARAMETER: DALI#3159, INTERNAL_ERROR: nvImageCodec#55).
+class NvjpegFailuresEmu : public DeitTrainEmu {
+ protected:
+  static std::vector<uint8_t> read(const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+  }
+  std::string rule(const char* status, const std::string& file) const {
+    uint64_t h = 14695981039346656037ull;
+    for (uint8_t c : read(data() + "/train/" + file)) h = (h ^ c) * 1099511628211ull;
+    char s[17];
+    std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(h));
+    return std::string(status) + ":" + s;
+  }
+  struct Env {  // the stand-in reads its knobs when the run's decoder creates its handle
+    Env(const std::string& fail, bool sticky) {
+      setenv("VT_EMU_NVJPEG_FAIL", fail.c_str(), 1);
+      if (sticky) setenv("VT_EMU_NVJPEG_FAIL_STICKY", "1", 1);
+    }
+    ~Env() {
+      unsetenv("VT_EMU_NVJPEG_FAIL");
+      unsetenv("VT_EMU_NVJPEG_FAIL_STICKY");
+    }
+  };
+  static std::vector<std::string> with(const char* decode_on) {
+    // One epoch (32 files, batch 4): every file is drawn exactly once.
+    return {"device=cuda", "precision=fp32", "data.dct_scaling=false", "data.augment_on=device",
+            "train.max_steps=8", std::string("data.decode_on=") + decode_on};
+  }
+};
+
+// The three files are decoded on the host: the run trains to its end, bit
+// for bit as the host-decoding run, and the epoch's log line counts them.
+TEST_F(NvjpegFailuresEmu, FailedFilesDecodedOnTheHostAndCounted) {
+  const std::string fail = rule("execution", "airplane/0001.jpg") + "," + rule("invalid", "bird/0005.jpg") + "," +
+                           rule("internal", "cat/0007.jpg");
+  Env env(fail, false);
+  const auto host = train("h", "siamese", with("host"));
+  const auto dev = train("d", "siamese", with("device"));
+  ASSERT_EQ(host.size(), 8u);
+  EXPECT_EQ(dev, host);
+  for (const char* f : {"model.safetensors", "ema.safetensors", "optimizer.safetensors"})
+    EXPECT_EQ(vt_test::max_abs_diff(file("d", 8, f), file("h", 8, f)), 0.0) << f;
+  std::ifstream in(out("d") + "/t/log.txt");
+  const std::string log((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(log.find("29 images by nvJPEG (hardware), 3 by the host decoder after nvJPEG refused or failed them "
+                     "(3 failed), 0 host crops"),
+            std::string::npos)
+      << log;
+  for (const char* f : {"airplane/0001.jpg", "bird/0005.jpg", "cat/0007.jpg"})
+    EXPECT_NE(log.find(std::string(f) + "; nvJPEG still decodes a known-good JPEG"), std::string::npos) << f;
+}
+
+// A lost device (VT_EMU_NVJPEG_FAIL_STICKY: from the failure on, nvJPEG
+// fails everything, a known-good JPEG too) still stops the run, saying so.
+TEST_F(NvjpegFailuresEmu, LostDeviceStopsTheRunSayingSo) {
+  Env env(rule("execution", "automobile/0003.jpg"), true);
+  try {
+    train("lost", "siamese", with("device"));
+    FAIL() << "a lost device did not stop the run";
+  } catch (const std::runtime_error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("NVJPEG_STATUS_EXECUTION_FAILED"), std::string::npos) << m;
+    EXPECT_NE(m.find("known-good 64x48 baseline JPEG too"), std::string::npos) << m;
+    EXPECT_NE(m.find("automobile/0003.jpg"), std::string::npos) << m;
   }
 }
 
