@@ -330,7 +330,9 @@ TEST(DeviceJpegEmuErrors, NoEnginesMeansCudaBackend) {
 // into one batch tensor. After a warm-up of a few batches no batch calls
 // cudaMalloc: the cache's free blocks are split and merged to serve sizes
 // it has not seen. (An exact-size cache calls cudaMalloc for nearly every
-// new image size, so for nearly every batch.)
+// new image size, so in nearly every batch: 208 calls in 49 of these 50.)
+// The warm-up's length is measured, not derived: over 13 seeds of `pick`
+// the cache made 4 cudaMalloc calls, the last in batch 4 at the latest.
 TEST(DeviceJpegEmuAllocator, RandomBatchesReachASteadyStateWithoutCudaMalloc) {
   const std::string root = std::string(VT_SHARED_DATA_DIR) + "/imagenet-samples";
   if (!std::filesystem::exists(root)) GTEST_SKIP() << root << " missing";
