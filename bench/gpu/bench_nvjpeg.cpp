@@ -18,6 +18,10 @@
 //                         device crop vs host full-size crop, uint8 levels:
 //                         0 on the emulator; on a GPU nvJPEG's IDCT and
 //                         upsampling are not libjpeg-turbo's (device_jpeg.h)
+//   timed_cuda_mallocs    cudaMalloc calls of the caching allocator during
+//                         the timed passes (0 in its steady state:
+//                         core/allocator.h), and cache_segments,
+//                         cache_reserved_mib: what it holds after them
 //   resize_max_abs_diff   the device crop + resize of the host decoder's
 //                         pixels (uploaded) vs the host's: must be 0 on any
 //                         device (integer arithmetic, the same coefficients);
@@ -122,9 +126,11 @@ int main(int argc, char** argv) {
       }
     };
     device_pass(true);  // warm-up (nvJPEG's buffers, the allocator) and the crops
+    const size_t mallocs0 = cuda_malloc_calls();
     double t0 = now_s();
     for (int p = 0; p < passes; ++p) device_pass(false);
     const double device_s = (now_s() - t0) / passes;
+    const CudaCacheStats cache = cuda_cache_stats();
 
     double diff_sum = 0, diff_max = 0;
     t0 = now_s();
@@ -168,9 +174,11 @@ int main(int argc, char** argv) {
         "{\"bench\": \"nvjpeg_rrc\", \"images\": %zu, \"batch\": %d, \"size\": %d, \"hardware_backend\": %s, "
         "\"device_images_per_s\": %.1f, \"host_full_images_per_s\": %.1f, \"host_dct_images_per_s\": %.1f, "
         "\"device_over_host_full\": %.2f, \"device_over_host_dct\": %.2f, \"paths\": {%s}, "
+        "\"timed_cuda_mallocs\": %zu, \"cache_segments\": %zu, \"cache_reserved_mib\": %.1f, "
         "\"max_abs_diff\": %.0f, \"mean_abs_diff\": %.4f, \"resize_max_abs_diff\": %.0f}\n",
         n, batch, S, dec.hardware() ? "true" : "false", dev_ips, full_ips, dct_ips, dev_ips / full_ips,
-        dev_ips / dct_ips, p.c_str(), diff_max, n ? diff_sum / (double(n) * S * S * 3) : 0.0, resize_diff);
+        dev_ips / dct_ips, p.c_str(), cache.malloc_calls - mallocs0, cache.segments,
+        cache.reserved_bytes / 1048576.0, diff_max, n ? diff_sum / (double(n) * S * S * 3) : 0.0, resize_diff);
     return resize_diff == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_nvjpeg: %s\n", e.what());

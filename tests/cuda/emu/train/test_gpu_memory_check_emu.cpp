@@ -14,8 +14,11 @@
 //    estimate is a lower bound, so the check never refuses a config that fits.
 #include <gtest/gtest.h>
 
+#include <cuda_runtime_api.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -43,6 +46,38 @@ namespace {
 struct DeviceMemory {
   explicit DeviceMemory(size_t bytes) { setenv("VT_EMU_MEMORY_BYTES", std::to_string(bytes).c_str(), 1); }
   ~DeviceMemory() { unsetenv("VT_EMU_MEMORY_BYTES"); }
+};
+
+// Takes, for one scope, every free piece the caching allocator keeps in
+// segments still partly in use (cuda_empty_cache gives back only whole free
+// segments, and best fit serves later requests from those pieces:
+// core/allocator.h), for requests on the compute stream and the per-thread
+// stream the kernels' workspaces use: on a device left without room for a
+// new segment, the next allocation then fails. Stops at the first request
+// that got a new segment instead (the device still had room).
+class HoldCachedPieces {
+ public:
+  HoldCachedPieces() {
+    for (CudaStreamHandle s : {CudaStreamHandle(nullptr), CudaStreamHandle(cudaStreamPerThread)})
+      for (size_t bytes : {size_t(512), (size_t(1) << 20) + 512}) {  // the smallest small and large requests
+        try {
+          for (;;) {
+            const size_t mallocs = cuda_malloc_calls();
+            held_.push_back(cuda_alloc(bytes, 0, s));
+            if (cuda_malloc_calls() != mallocs) break;
+          }
+        } catch (const std::bad_alloc&) {
+        }
+      }
+  }
+  ~HoldCachedPieces() {
+    for (void* p : held_) cuda_free(p, 0);
+  }
+  HoldCachedPieces(const HoldCachedPieces&) = delete;
+  HoldCachedPieces& operator=(const HoldCachedPieces&) = delete;
+
+ private:
+  std::vector<void*> held_;
 };
 
 int64_t counted_saved_bytes(const BackboneConfig& cfg, int64_t B, int64_t T, bool bf16, ActivationCheckpointing m) {
@@ -184,6 +219,7 @@ TEST_F(VtrainMemoryEmu, EvaluationOutOfMemoryNamesTheBatchAndItsKey) {
   EXPECT_GT(fits.images, 0);
   cuda_empty_cache();
   DeviceMemory mem(cuda_bytes_in_use() + 256);  // the model's weights and 256 bytes
+  HoldCachedPieces held;
   try {
     evaluate_classifier(model, ds, eo);
     FAIL() << "evaluated on a device without room";
@@ -259,6 +295,7 @@ TEST_F(DittrainMemoryEmu, SampleGridOutOfMemoryNamesTheGridAndWritesNothing) {
   std::filesystem::remove(grid);
   cuda_empty_cache();
   DeviceMemory mem(cuda_bytes_in_use() + 256);
+  HoldCachedPieces held;
   try {
     t.save_sample_grid(grid);
     FAIL() << "sampled on a device without room";
