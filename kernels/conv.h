@@ -29,8 +29,10 @@
 // CPU through oneDNN (primitives cached by shape/strides; Winograd and a
 // once-per-weight reorder on request: cpu_winograd, frozen_weights). CUDA: cuDNN in
 // builds with it (VT_CUDNN_CONV, kernels/cuda/conv_cudnn.h: fp32 without
-// TF32 unless Conv2dParams::tf32), else, or when cuDNN has no algorithm for
-// the shape, or after set_conv_cudnn(false), the hand-written fp32
+// TF32 unless Conv2dParams::tf32; a batch past cuDNN's 2^31 - 1 element
+// tensor limit is cut along N into several cuDNN calls, any N works), else,
+// or when cuDNN has no algorithm for the shape (or one image is past that
+// limit), or after set_conv_cudnn(false), the hand-written fp32
 // implicit-GEMM kernel (kernels/cuda/conv.h; no TF32; BF16 as above). Same shapes and
 // strides on every path; fp32 results agree with the CPU to fp32
 // accumulation-order rounding.

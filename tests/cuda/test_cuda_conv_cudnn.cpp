@@ -13,6 +13,12 @@
 // the separate epilogue, a y without an algorithm goes through the packed
 // output copy, and the stand-in refuses IDENTITY with another algorithm as
 // cuDNN documents. TF32 and bf16 per call against the CPU on rounded inputs.
+// Emulator knobs (cudnn_emu.cpp): a lowered tensor size limit cuts the batch
+// along N (also through the pad copy and into a channel slice), one image
+// past it goes to the hand-written kernel, an algorithm refused at
+// execution is replaced by the next, a strided y every algorithm refuses
+// goes through the packed copy, and heuristic entries with
+// CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION are not run for TF32 or bf16.
 #include <gtest/gtest.h>
 
 #if defined(VT_CUDNN_CONV)
@@ -27,6 +33,9 @@
 
 #if defined(VT_CUDA_EMU)
 #include <cudnn.h>
+
+#include <cstdlib>
+#include <string>
 
 namespace vt_emu {  // tests/cuda/emu/cudnn_emu.cpp
 void cudnn_emu_refuse_fused(bool on);
@@ -57,8 +66,8 @@ struct Case {
 };
 
 cuda::CudnnConvCounts delta(const cuda::CudnnConvCounts& a, const cuda::CudnnConvCounts& b) {
-  return {b.fused - a.fused, b.unfused - a.unfused, b.padded - a.padded, b.packed_out - a.packed_out,
-          b.refused - a.refused};
+  return {b.fused - a.fused,     b.unfused - a.unfused, b.padded - a.padded, b.packed_out - a.packed_out,
+          b.refused - a.refused, b.split - a.split,     b.chunks - a.chunks, b.retried - a.retried};
 }
 
 // conv2d_forward on the device (into a slice of a buffer of 7s) vs the CPU.
@@ -200,6 +209,130 @@ TEST(CudaConvCudnn, EmulatorRefusesIdentityWithoutPrecompGemm) {
   cudnnDestroyFilterDescriptor(wd), cudnnDestroyConvolutionDescriptor(cd), cudnnDestroyActivationDescriptor(ad);
   cudnnDestroy(h);
 }
+
+// An environment knob of the stand-in for one scope (read at every call).
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const std::string& v) : name(n) { setenv(n, v.c_str(), 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
+cudnnStatus_t set4d(cudnnTensorDescriptor_t t, int n, int c, int h, int w) {
+  return cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w);
+}
+
+// The stand-in's size rule (cudnn_emu.cpp): a descriptor past 2^31 - 1
+// elements, the gaps of its strides included, is NOT_SUPPORTED, as
+// cudnnSetTensor4dDescriptor(Ex) documents; VT_EMU_CUDNN_MAX_ELEMENTS lowers it.
+TEST(CudaConvCudnn, EmulatorRefusesTensorsPastTwoGigaElements) {
+  cudnnTensorDescriptor_t t;
+  ASSERT_EQ(cudnnCreateTensorDescriptor(&t), CUDNN_STATUS_SUCCESS);
+  // [N, 256, 256, 256]: 2^24 per image; N = 128 is 2^31 (onnxruntime#15715's case at 256 px).
+  EXPECT_EQ(set4d(t, 128, 256, 256, 256), CUDNN_STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(set4d(t, 127, 256, 256, 256), CUDNN_STATUS_SUCCESS);
+  // 129 images of 128 channels sliced from a 256-channel buffer: 129 * 2^23
+  // elements (< 2^31), but a span of 128 * 2^24 + 2^23 (> 2^31 - 1).
+  EXPECT_EQ(cudnnSetTensor4dDescriptorEx(t, CUDNN_DATA_FLOAT, 129, 128, 256, 256, 1 << 24, 1 << 16, 256, 1),
+            CUDNN_STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(cudnnSetTensor4dDescriptorEx(t, CUDNN_DATA_FLOAT, 127, 128, 256, 256, 1 << 24, 1 << 16, 256, 1),
+            CUDNN_STATUS_SUCCESS);
+  {
+    ScopedEnv limit("VT_EMU_CUDNN_MAX_ELEMENTS", "100");
+    EXPECT_EQ(set4d(t, 1, 4, 5, 5), CUDNN_STATUS_SUCCESS);  // 100
+    EXPECT_EQ(set4d(t, 1, 4, 5, 6), CUDNN_STATUS_NOT_SUPPORTED);  // 120
+  }
+  cudnnDestroyTensorDescriptor(t);
+}
+
+// With the limit lowered to L, no call may take more than m images, m the
+// largest with every tensor's span (one image's span + (m - 1) N strides)
+// at most L; the caller, which starts from 2^31 - 1 and makes its chunks
+// smaller while cuDNN refuses them, makes the fewest calls, ceil(N / m). The output equals the CPU's, channels outside y's
+// slice untouched, and the next call of the shape cuts the same way.
+TEST(CudaConvCudnn, LoweredElementLimitCutsTheBatchAlongN) {
+  ScopedEnv limit("VT_EMU_CUDNN_MAX_ELEMENTS", "1000");
+  // x [5, 3, 8, 8] (192 per image), y channels [2, 6) of [5, 6, 8, 8]: a span
+  // of 3 * 64 + 64 = 256 for one image, N stride 384: m = (1000 - 256) / 384 + 1 = 2.
+  const Case k{"split, bias + ReLU into a slice", 5, 3, 8, 8, 4, 3, 3, params(1, 1, 1, 1, -1, -1, 1, 1, 1, true), true,
+               2, 3, 0, 0};
+  for (uint64_t seed : {800, 810}) {
+    const auto before = cuda::cudnn_conv_counts();
+    expect_matches_cpu(k, seed);
+    const auto d = delta(before, cuda::cudnn_conv_counts());
+    EXPECT_EQ(d.split, 1);
+    EXPECT_EQ(d.chunks, (5 + 1) / 2);
+  }
+  // Downsample2D's (0, 1, 0, 1) pad copy under 500: x [4, 3, 9, 8] read whole
+  // (216 per image: (500 - 216) / 216 + 1 = 2), the padded buffer [., 3, 9, 9]
+  // (243: (500 - 243) / 243 + 1 = 2), y [., 5, 4, 4] (80: 6), so m = 2.
+  ScopedEnv lower("VT_EMU_CUDNN_MAX_ELEMENTS", "500");
+  const Case p{"split through the pad copy", 4, 3, 9, 8, 5, 3, 3, params(2, 2, 0, 0, 1, 1, 1, 1, 1, false), false, 0,
+               0, 0, 2};
+  const auto before = cuda::cudnn_conv_counts();
+  expect_matches_cpu(p, 820);
+  const auto d = delta(before, cuda::cudnn_conv_counts());
+  EXPECT_EQ(d.split, 1);
+  EXPECT_EQ(d.chunks, 4 / 2);
+}
+
+// One image past the limit: cuDNN cannot take the shape; the hand-written
+// kernel runs (refused), with the same output.
+TEST(CudaConvCudnn, ImagePastTheLimitGoesToTheHandWrittenKernel) {
+  ScopedEnv limit("VT_EMU_CUDNN_MAX_ELEMENTS", "100");  // x [2, 3, 7, 7]: 147 per image
+  const Tensor x = randn_tensor({2, 3, 7, 7}, 830), w = randn_tensor({2, 3, 3, 3}, 831), b = randn_tensor({2}, 832);
+  const Conv2dParams p = params(1, 1, 1, 1, -1, -1, 1, 1, 1, true);
+  Tensor want = Tensor::empty(conv2d_output_shape(x.shape(), w.shape(), p));
+  conv2d_forward(x, w, b, want, p);
+  const Device dev = Device::cuda(0);
+  Tensor got = Tensor::empty(want.shape(), DType::F32, dev);
+  const auto before = cuda::cudnn_conv_counts();
+  conv2d_forward(x.to(dev), w.to(dev), b.to(dev), got, p);
+  EXPECT_EQ(delta(before, cuda::cudnn_conv_counts()).refused, 1);
+  expect_close(got.to_vector(), want.to_vector(), 1e-5, "hand-written kernel vs CPU");
+}
+
+// cudnnConvolutionForward refusing at execution (VT_EMU_CUDNN_EXEC_NOT_SUPPORTED):
+// the next algorithm (remembered: no retry on the next call), the packed
+// output for a strided y every algorithm refuses, the hand-written kernel
+// when everything is refused; never an exception.
+TEST(CudaConvCudnn, ExecutionRefusalRetriesInsteadOfThrowing) {
+  {
+    ScopedEnv refuse("VT_EMU_CUDNN_EXEC_NOT_SUPPORTED", "0");  // IMPLICIT_GEMM, the heuristic's first
+    const Case k{"IMPLICIT_GEMM refused", 2, 3, 6, 5, 4, 3, 3, params(1, 1, 1, 1, -1, -1, 1, 1, 1, false), false, 0, 0,
+                 0, 0};
+    for (int64_t retried : {1, 0}) {
+      const auto before = cuda::cudnn_conv_counts();
+      expect_matches_cpu(k, 840);
+      EXPECT_EQ(delta(before, cuda::cudnn_conv_counts()).retried, retried);
+    }
+  }
+  {
+    ScopedEnv refuse("VT_EMU_CUDNN_EXEC_NOT_SUPPORTED", "strided");
+    // y channels [1, 5) of a 5-channel buffer, no epilogue (the knob is
+    // cudnnConvolutionForward's; the fused call is not refused by it).
+    const Case k{"strided y refused", 2, 3, 6, 6, 4, 3, 3, params(1, 1, 1, 1, -1, -1, 1, 1, 1, false), false, 1, 0, 0,
+                 0};
+    const auto before = cuda::cudnn_conv_counts();
+    expect_matches_cpu(k, 850);
+    const auto d = delta(before, cuda::cudnn_conv_counts());
+    EXPECT_EQ(d.retried, 2);  // both algorithms, on the strided y
+    EXPECT_EQ(d.packed_out, 1);
+  }
+  {
+    ScopedEnv refuse("VT_EMU_CUDNN_EXEC_NOT_SUPPORTED", "all");
+    const Tensor x = randn_tensor({2, 3, 6, 7}, 860), w = randn_tensor({4, 3, 3, 3}, 861);
+    const Conv2dParams p = params(1, 1, 1, 1, -1, -1, 1, 1, 1, false);
+    Tensor want = Tensor::empty(conv2d_output_shape(x.shape(), w.shape(), p));
+    conv2d_forward(x, w, Tensor(), want, p);
+    const Device dev = Device::cuda(0);
+    Tensor got = Tensor::empty(want.shape(), DType::F32, dev);
+    const auto before = cuda::cudnn_conv_counts();
+    conv2d_forward(x.to(dev), w.to(dev), Tensor(), got, p);
+    EXPECT_EQ(delta(before, cuda::cudnn_conv_counts()).refused, 1);
+    expect_close(got.to_vector(), want.to_vector(), 1e-5, "hand-written kernel vs CPU");
+  }
+}
+
 #endif  // VT_CUDA_EMU
 
 // fp32 -> TF32: 10 mantissa bits, nearest (ties to even; the emulator's
@@ -218,6 +351,43 @@ Tensor rounded_tf32(const Tensor& t) {
   for (float& x : v) x = round_tf32(x);
   return Tensor::from_vector(v, t.shape());
 }
+
+#if defined(VT_CUDA_EMU)
+// Heuristic entries whose math type is CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+// (fp32 / bf16 data down to fp16) listed first: not run for TF32 or bf16.
+// Inputs of magnitude ~1e5, past fp16's 65504: through fp16 the output
+// would be inf; it is the CPU's on the TF32- (bf16-) rounded inputs.
+TEST(CudaConvCudnn, AllowConversionEntriesAreNotRun) {
+  ScopedEnv offer("VT_EMU_CUDNN_OFFER_ALLOW_CONVERSION", "1");
+  const Device dev = Device::cuda(0);
+  const Conv2dParams p0 = params(1, 1, 1, 1, -1, -1, 1, 1, 1, false);
+  auto scaled = [](const Tensor& t, float s) {
+    std::vector<float> v = t.to_vector();
+    for (float& e : v) e *= s;
+    return Tensor::from_vector(v, t.shape());
+  };
+  const Tensor x = scaled(randn_tensor({2, 4, 6, 5}, 870), 1e5f), w = randn_tensor({3, 4, 3, 3}, 871);
+  const Shape out = conv2d_output_shape(x.shape(), w.shape(), p0);
+  {  // TF32
+    Conv2dParams p = p0;
+    Tensor want = Tensor::empty(out);
+    conv2d_forward(rounded_tf32(x), rounded_tf32(w), Tensor(), want, p);
+    p.tf32 = true;
+    Tensor got = Tensor::empty(out, DType::F32, dev);
+    conv2d_forward(x.to(dev), w.to(dev), Tensor(), got, p);
+    expect_close(got.to_vector(), want.to_vector(), 1e-5, "TF32 vs CPU on TF32-rounded inputs");
+  }
+  {  // bf16
+    const Tensor xb = x.to(DType::BF16), wb = w.to(DType::BF16);
+    Tensor want = Tensor::empty(out);
+    conv2d_forward(xb.to(DType::F32), wb.to(DType::F32), Tensor(), want, p0);
+    Tensor got = Tensor::empty(out, DType::BF16, dev);
+    conv2d_forward(xb.to(dev), wb.to(dev), Tensor(), got, p0);
+    expect_close(got.to(Device::cpu()).to(DType::F32).to_vector(), want.to_vector(), out_tol(DType::BF16),
+                 "bf16 vs CPU on the bf16 values");
+  }
+}
+#endif  // VT_CUDA_EMU
 
 // Conv2dParams::tf32: TF32 tensor cores allowed. Against the CPU on inputs
 // rounded to TF32 (what tensor cores multiply); far from the fp32 result.

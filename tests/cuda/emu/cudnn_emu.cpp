@@ -38,21 +38,60 @@
 // channels not a multiple of the group count, y's dims not the
 // convolution's output dims, a bias that is not [1, O, 1, 1], z's dims not
 // y's, non-positive stride / dilation, negative padding, dims < 1.
+//  - a tensor past 2 Giga-elements: "The total size of a tensor including
+//    the potential padding between dimensions is limited to 2 Giga-elements
+//    of type datatype", cudnnSetTensor4dDescriptor(Ex) returning
+//    CUDNN_STATUS_NOT_SUPPORTED when "the total size of the tensor
+//    descriptor exceeds the maximum limit of 2 Giga-elements" (cuDNN API
+//    reference); observed at 2^31 elements exactly (microsoft/onnxruntime
+//    #15715: [32, 256, 512, 512] refused by cudnnSetTensorNdDescriptor,
+//    batch 31 taken; pytorch/pytorch#22496, "a documented restriction").
+//    Here: a descriptor whose span (1 + sum (dim - 1) |stride|, at least
+//    its element count) exceeds 2^31 - 1 -> NOT_SUPPORTED from
+//    cudnnSetTensor4dDescriptor(Ex), and from the execution calls
+//    (convolutions, cudnnTransformTensor) for a descriptor past the limit
+//    in force when they are called.
 // Not enforced because no rule could be read for it where this was written
 // (the stored cuDNN pages give only their openings): limits on strides
-// (channel slices, channels-last), alignment, the 2^31-element tensor size,
-// the bias type for bf16 data (conv_cudnn.cpp does not fuse bf16).
+// (channel slices, channels-last), alignment, the bias type for bf16 data
+// (conv_cudnn.cpp does not fuse bf16).
 //
 // Test knobs (vt_emu::cudnn_emu_*): refuse every fused call with
 // NOT_SUPPORTED (the caller's fallback), or offer no algorithm for a y that
-// is not packed (the caller's packed-output copy).
+// is not packed (the caller's packed-output copy). Environment knobs, read
+// at every call (a value they do not take aborts, naming it):
+//   VT_EMU_CUDNN_MAX_ELEMENTS=N  the size limit above lowered to N (1 to
+//       2^31 - 1), so that tests cut small batches.
+//   VT_EMU_CUDNN_EXEC_NOT_SUPPORTED=LIST  cudnnConvolutionForward answers
+//       CUDNN_STATUS_NOT_SUPPORTED, writing nothing, for the listed cases,
+//       comma-separated: an algorithm's cudnnConvolutionFwdAlgo_t value
+//       (0 IMPLICIT_GEMM, 1 IMPLICIT_PRECOMP_GEMM), `strided` (x or y not
+//       packed, any algorithm), `all`. Real cuDNN does this for algorithms
+//       its heuristic listed (PyTorch's AlgoIterator::try_all, Conv_v7.cpp,
+//       tries the next algorithm on a cuDNN error), and PyTorch's message
+//       for the status names non-contiguous input as a cause ("This error
+//       may appear if you passed in a non-contiguous input",
+//       pytorch/pytorch#22496, #51776).
+//   VT_EMU_CUDNN_OFFER_ALLOW_CONVERSION=1  the heuristic, for a descriptor
+//       whose math type is not CUDNN_FMA_MATH, lists both algorithms first
+//       with mathType CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION (the perf
+//       entries carry the math type each algorithm runs, which may differ
+//       from the descriptor's: PyTorch's Note [behavior of cudnnFind and
+//       cudnnGet]); a convolution run with that math type rounds x and w to
+//       fp16 first, the down conversion it "will actively perform ... in
+//       order to utilize Tensor Cores" (cudnnMathType_t; fp32 to fp16:
+//       tensorflow/tensorflow#36036), so values past 65504 become inf.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cudnn.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "emu_streams.h"
@@ -89,6 +128,37 @@ struct cudnnActivationStruct {
 namespace {
 
 constexpr size_t kPrecompWorkspace = size_t{1} << 20;
+constexpr int64_t kMaxElements = (int64_t{1} << 31) - 1;  // 2 Giga-elements (header)
+
+[[noreturn]] void bad_knob(const char* name, const char* value, const char* expected) {
+  std::fprintf(stderr, "cudnn_emu: %s='%s': %s\n", name, value, expected);
+  std::abort();
+}
+
+// VT_EMU_CUDNN_MAX_ELEMENTS, else cuDNN's limit.
+int64_t max_elements() {
+  const char* e = std::getenv("VT_EMU_CUDNN_MAX_ELEMENTS");
+  if (!e || !*e) return kMaxElements;
+  char* end = nullptr;
+  const long long v = std::strtoll(e, &end, 10);
+  if (*end || v < 1 || v > kMaxElements)
+    bad_knob("VT_EMU_CUDNN_MAX_ELEMENTS", e, "expected an element count from 1 to 2147483647");
+  return v;
+}
+
+// The size the limit applies to: the span, at least the element count.
+int64_t size_of(const int64_t* dim, const int64_t* stride) {
+  int64_t numel = 1, span = 1;
+  for (int i = 0; i < 4; ++i) numel *= dim[i], span += (dim[i] - 1) * (stride[i] < 0 ? -stride[i] : stride[i]);
+  return numel > span ? numel : span;
+}
+
+bool offer_allow_conversion() {
+  const char* e = std::getenv("VT_EMU_CUDNN_OFFER_ALLOW_CONVERSION");
+  if (!e || !*e || std::strcmp(e, "0") == 0) return false;
+  if (std::strcmp(e, "1") != 0) bad_knob("VT_EMU_CUDNN_OFFER_ALLOW_CONVERSION", e, "expected 0 or 1");
+  return true;
+}
 
 // Queues the computation on the handle's stream (cudnnSetStream), to run
 // when the device reaches it (or records it into an open capture); the
@@ -127,6 +197,38 @@ bool packed(const cudnnTensorStruct* t) {
 
 int out_dim(int in, int pad, int k, int stride, int dil) { return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1; }
 
+bool too_large(const cudnnTensorStruct* t) {
+  const int64_t dim[4] = {t->dim[0], t->dim[1], t->dim[2], t->dim[3]};
+  return size_of(dim, t->stride) > max_elements();
+}
+
+// VT_EMU_CUDNN_EXEC_NOT_SUPPORTED (header): whether cudnnConvolutionForward refuses this call.
+bool exec_refused(cudnnConvolutionFwdAlgo_t algo, const cudnnTensorStruct* x, const cudnnTensorStruct* y) {
+  const char* e = std::getenv("VT_EMU_CUDNN_EXEC_NOT_SUPPORTED");
+  if (!e || !*e) return false;
+  bool refused = false;
+  const std::string list = e;
+  size_t at0 = 0;
+  for (;;) {
+    const size_t comma = list.find(',', at0);
+    const std::string tok = list.substr(at0, comma == std::string::npos ? std::string::npos : comma - at0);
+    if (tok == "all") {
+      refused = true;
+    } else if (tok == "strided") {
+      refused = refused || !packed(x) || !packed(y);
+    } else if (!tok.empty() && tok.size() <= 2 && tok.find_first_not_of("0123456789") == std::string::npos &&
+               std::stoi(tok) < CUDNN_CONVOLUTION_FWD_ALGO_COUNT) {
+      refused = refused || std::stoi(tok) == static_cast<int>(algo);
+    } else {
+      bad_knob("VT_EMU_CUDNN_EXEC_NOT_SUPPORTED", e,
+               "expected a comma-separated list of algorithm numbers (0 to 7), 'strided' or 'all'");
+    }
+    if (comma == std::string::npos) break;
+    at0 = comma + 1;
+  }
+  return refused;
+}
+
 // The consistency checks (header): BAD_PARAM when x, w, conv and y disagree.
 cudnnStatus_t check_conv(const cudnnTensorStruct* x, const cudnnFilterStruct* w, const cudnnConvolutionStruct* c,
                          const cudnnTensorStruct* y) {
@@ -144,9 +246,12 @@ cudnnStatus_t check_conv(const cudnnTensorStruct* x, const cudnnFilterStruct* w,
 // conv(x, w) at every output element, in y's index order, as doubles.
 std::vector<double> convolve(const cudnnTensorStruct* xd, const void* x, const cudnnFilterStruct* wd, const void* w,
                              const cudnnConvolutionStruct* cd) {
-  const bool round_tf32 = xd->type == CUDNN_DATA_FLOAT && cd->math != CUDNN_FMA_MATH;
+  // ALLOW_CONVERSION: down to fp16 (header); else fp32 data off FMA_MATH: TF32.
+  const bool to_fp16 = cd->math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  const bool round_tf32 = !to_fp16 && xd->type == CUDNN_DATA_FLOAT && cd->math != CUDNN_FMA_MATH;
   auto in = [&](const void* p, int64_t i) {
     const double v = load(p, xd->type, i);
+    if (to_fp16) return static_cast<double>(__half2float(__float2half_rn(static_cast<float>(v))));
     return round_tf32 ? static_cast<double>(tf32(static_cast<float>(v))) : v;
   };
   const int N = xd->dim[0], H = xd->dim[2], W = xd->dim[3];
@@ -222,6 +327,8 @@ cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t t, cudnnDataT
                                            int ns, int cs, int hs, int ws) {
   if (n < 1 || c < 1 || h < 1 || w < 1) return CUDNN_STATUS_BAD_PARAM;
   if (!supported_type(type)) return CUDNN_STATUS_NOT_SUPPORTED;
+  const int64_t dim[4] = {n, c, h, w}, stride[4] = {ns, cs, hs, ws};
+  if (size_of(dim, stride) > max_elements()) return CUDNN_STATUS_NOT_SUPPORTED;  // the size limit (header)
   t->type = type;
   t->dim[0] = n, t->dim[1] = c, t->dim[2] = h, t->dim[3] = w;
   t->stride[0] = ns, t->stride[1] = cs, t->stride[2] = hs, t->stride[3] = ws;
@@ -230,6 +337,9 @@ cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t t, cudnnDataT
 cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t t, cudnnTensorFormat_t format, cudnnDataType_t type,
                                          int n, int c, int h, int w) {
   if (format != CUDNN_TENSOR_NCHW) return CUDNN_STATUS_NOT_SUPPORTED;  // the stand-in's limit
+  if (n < 1 || c < 1 || h < 1 || w < 1) return CUDNN_STATUS_BAD_PARAM;
+  // An image past an int is past the size limit too (its stride would overflow).
+  if (int64_t{c} * h * w > kMaxElements) return CUDNN_STATUS_NOT_SUPPORTED;
   return cudnnSetTensor4dDescriptorEx(t, type, n, c, h, w, c * h * w, h * w, w, 1);
 }
 
@@ -296,17 +406,19 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t, const cudnnT
   if (const cudnnStatus_t s = check_conv(x, w, c, y); s != CUDNN_STATUS_SUCCESS) return s;
   if (requested < 1) return CUDNN_STATUS_BAD_PARAM;
   const bool none = vt_emu::g_cudnn_no_strided_y && !packed(y);
-  const cudnnConvolutionFwdAlgo_t algos[2] = {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
-                                              CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM};
-  *returned = requested < 2 ? requested : 2;
+  // With VT_EMU_CUDNN_OFFER_ALLOW_CONVERSION both algorithms come first with ALLOW_CONVERSION.
+  const bool conv = c->math != CUDNN_FMA_MATH && offer_allow_conversion();
+  const int count = conv ? 4 : 2;
+  *returned = requested < count ? requested : count;
   for (int i = 0; i < *returned; ++i) {
+    const int k = conv ? i % 2 : i;
     perf[i] = cudnnConvolutionFwdAlgoPerf_t{};
-    perf[i].algo = algos[i];
+    perf[i].algo = k == 0 ? CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
     perf[i].status = none ? CUDNN_STATUS_NOT_SUPPORTED : CUDNN_STATUS_SUCCESS;
     perf[i].time = -1;
-    perf[i].memory = i == 1 ? kPrecompWorkspace : 0;
+    perf[i].memory = k == 1 ? kPrecompWorkspace : 0;
     perf[i].determinism = CUDNN_DETERMINISTIC;
-    perf[i].mathType = c->math;
+    perf[i].mathType = conv && i < 2 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : c->math;
   }
   return CUDNN_STATUS_SUCCESS;
 }
@@ -317,7 +429,9 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void* alpha, const 
                                       void* ws, size_t ws_bytes, const void* beta, const cudnnTensorDescriptor_t yd,
                                       void* y) {
   if (const cudnnStatus_t s = check_conv(xd, wd, cd, yd); s != CUDNN_STATUS_SUCCESS) return s;
+  if (too_large(xd) || too_large(yd)) return CUDNN_STATUS_NOT_SUPPORTED;  // the size limit (header)
   if (const cudnnStatus_t s = workspace_ok(algo, ws, ws_bytes); s != CUDNN_STATUS_SUCCESS) return s;
+  if (exec_refused(algo, xd, yd)) return CUDNN_STATUS_NOT_SUPPORTED;  // VT_EMU_CUDNN_EXEC_NOT_SUPPORTED
   const double a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
   const cudnnTensorStruct xs = *xd, ys = *yd;
   const cudnnFilterStruct wf = *wd;
@@ -345,6 +459,7 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     const cudnnTensorDescriptor_t yd, void* y) {
   if (vt_emu::g_cudnn_refuse_fused) return CUDNN_STATUS_NOT_SUPPORTED;
   if (const cudnnStatus_t s = check_conv(xd, wd, cd, yd); s != CUDNN_STATUS_SUCCESS) return s;
+  if (too_large(xd) || too_large(yd) || (zd && too_large(zd))) return CUDNN_STATUS_NOT_SUPPORTED;
   if (!ad || !bd || !zd || !bias) return CUDNN_STATUS_BAD_PARAM;
   // Documented: IDENTITY only with IMPLICIT_PRECOMP_GEMM (header).
   if (ad->mode == CUDNN_ACTIVATION_IDENTITY && algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
@@ -385,6 +500,7 @@ cudnnStatus_t cudnnTransformTensor(cudnnHandle_t h, const void* alpha, const cud
   if (!xd || !yd) return CUDNN_STATUS_BAD_PARAM;
   for (int i = 0; i < 4; ++i)
     if (xd->dim[i] != yd->dim[i]) return CUDNN_STATUS_BAD_PARAM;
+  if (too_large(xd) || too_large(yd)) return CUDNN_STATUS_NOT_SUPPORTED;
   const double a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
   const cudnnTensorStruct xs = *xd, ys = *yd;
   run(h, [=] {

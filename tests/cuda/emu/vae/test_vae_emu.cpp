@@ -12,18 +12,27 @@
 // convolution output within the bound TF32's rounding of its inputs implies
 // (below), and the whole decode within that bound per layer. bf16:
 // test_vae_bf16_emu.cpp (the model) and test_vae_bf16_ops_emu.cpp (its ops).
+// With cuDNN's tensor size limit lowered (VT_EMU_CUDNN_MAX_ELEMENTS) the
+// decode's largest convolutions are cut along N and the images are the
+// unsplit decode's (dittrain sample at batch >= 128, 256 px, scaled down).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "core/philox.h"
 #include "core/safetensors.h"
 #include "kernels/attention.h"
 #include "kernels/conv.h"
 #include "kernels/matmul.h"
+#if defined(VT_CUDNN_CONV)
+#include "kernels/cuda/conv_cudnn.h"
+#endif
 #include "test_fs.h"
 #include "vae/autoencoder_kl.h"
 #include "vae_emu_models.h"
@@ -147,6 +156,54 @@ TEST(VaeEmu, Tf32DecodeWithinTheTf32BoundPerLayer) {
   EXPECT_LE(d.rel_l2, convs * std::ldexp(1.0, -10));
   EXPECT_GT(d.rel_l2, 1e-6) << "tf32 made no difference";
   std::printf("tf32 decode: relative L2 difference %.3g (bound %.3g)\n", d.rel_l2, convs * std::ldexp(1.0, -10));
+}
+
+// dittrain sample's VAE decode (diffusion/vae_decode_samples.h) past cuDNN's
+// tensor size limit, scaled down: sd-vae's structure at 16 px (2x2
+// latents), batch 2, the limit lowered to 2^16 elements. Its three
+// convolutions with a [N, 256, 16, 16] tensor (2^16 per image: x and y of
+// up_blocks.2.upsamplers.0.conv, x of up_blocks.3.resnets.0.conv1 and of its
+// conv_shortcut; every other tensor is at most 2^15 per image, 2 images
+// within 2^16) can take only 1 image per cuDNN call: each is cut in 2
+// chunks. The images equal the unsplit decode's (the same arithmetic per
+// image) and the CPU's within 1e-4. The cut decode runs on a thread of its
+// own: cuDNN plans are cached per host thread, and this thread's were made
+// without the limit.
+TEST(VaeEmu, DecodeCutAlongNUnderALoweredLimitMatchesUnsplit) {
+#if !defined(VT_CUDNN_CONV)
+  GTEST_SKIP() << "the cut is the cuDNN path's (no cudnn.h in this build)";
+#else
+  const AutoencoderKLConfig cfg = config_of({128, 256, 512, 512}, 2, 32);
+  AutoencoderKL cpu = random_vae(cfg, 51);
+  const Tensor z = randn({2, 4, 2, 2}, 52, 0, 1.0);
+  const Tensor want = cpu.decode(z);
+  AutoencoderKL gpu = cpu;
+  gpu.to(kGpu);
+  const auto before_whole = cuda::cudnn_conv_counts();
+  const Tensor whole = gpu.decode(z);
+  ASSERT_EQ(cuda::cudnn_conv_counts().split, before_whole.split) << "the unsplit decode was cut";
+  Tensor cut;
+  cuda::CudnnConvCounts before{}, after{};
+  std::exception_ptr error;
+  setenv("VT_EMU_CUDNN_MAX_ELEMENTS", "65536", 1);
+  std::thread t([&] {
+    try {
+      before = cuda::cudnn_conv_counts();
+      cut = gpu.decode(z).to(Device::cpu());
+      after = cuda::cudnn_conv_counts();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  t.join();
+  unsetenv("VT_EMU_CUDNN_MAX_ELEMENTS");
+  if (error) std::rethrow_exception(error);
+  EXPECT_EQ(after.split - before.split, 3);
+  EXPECT_EQ(after.chunks - before.chunks, 3 * 2);
+  EXPECT_EQ(after.refused - before.refused, 0) << "the hand-written kernel ran";
+  EXPECT_EQ(cut.to_vector(), whole.to_vector()) << "cut decode differs from the unsplit one";
+  expect_agree(cut.to(kGpu), want, 1e-4, "sd-vae decode cut along N");
+#endif
 }
 
 TEST(VaeEmu, DevicePlacementAndErrors) {
