@@ -180,7 +180,10 @@ TEST(VaeEmu, DecodeCutAlongNUnderALoweredLimitMatchesUnsplit) {
   AutoencoderKL gpu = cpu;
   gpu.to(kGpu);
   const auto before_whole = cuda::cudnn_conv_counts();
-  const Tensor whole = gpu.decode(z);
+  // Read back before the other thread starts: its per-thread default stream
+  // is not ordered after this thread's (the weights' upload, this decode),
+  // and the caching allocator pools both threads' default streams as one.
+  const Tensor whole = gpu.decode(z).to(Device::cpu());
   ASSERT_EQ(cuda::cudnn_conv_counts().split, before_whole.split) << "the unsplit decode was cut";
   Tensor cut;
   cuda::CudnnConvCounts before{}, after{};
