@@ -17,24 +17,21 @@ if [ ${#progs[@]} -eq 0 ]; then
   done
 fi
 status=0
-for prog in "${progs[@]}"; do
-  for ((i = 0; i < seeds; i++)); do
-    seed=$((RANDOM * 32768 + RANDOM))
-    if ! OMP_WAIT_POLICY=PASSIVE VT_EMU_STREAMS=random VT_EMU_SEED=$seed "$prog" --gtest_brief=1 >/tmp/emu_streams.$$.log 2>&1; then
-      echo "emu_streams: $(basename "$prog") FAILED with VT_EMU_STREAMS=random VT_EMU_SEED=$seed"
-      grep -E "Failure|FAILED|emu:" /tmp/emu_streams.$$.log | head -20
-      status=1
-    else
-      echo "emu_streams: $(basename "$prog") passed (random, seed $seed)"
-    fi
-  done
-  if ! OMP_WAIT_POLICY=PASSIVE VT_EMU_STREAMS=delayed "$prog" --gtest_brief=1 >/tmp/emu_streams.$$.log 2>&1; then
-    echo "emu_streams: $(basename "$prog") FAILED with VT_EMU_STREAMS=delayed"
-    grep -E "Failure|FAILED|emu:" /tmp/emu_streams.$$.log | head -20
-    status=1
+log=$(mktemp)
+# run PROGRAM ORDER [SEED]: one whole run, its verdict on one line.
+run() {
+  local prog=$1 order=$2 seed=${3:-}
+  if OMP_WAIT_POLICY=PASSIVE VT_EMU_STREAMS=$order VT_EMU_SEED=$seed "$prog" --gtest_brief=1 >"$log" 2>&1; then
+    echo "emu_streams: $(basename "$prog") passed ($order${seed:+, seed $seed})"
   else
-    echo "emu_streams: $(basename "$prog") passed (delayed)"
+    echo "emu_streams: $(basename "$prog") FAILED with VT_EMU_STREAMS=$order${seed:+ VT_EMU_SEED=$seed}"
+    grep -E "Failure|FAILED|emu:" "$log" | head -20
+    status=1
   fi
+}
+for prog in "${progs[@]}"; do
+  for ((i = 0; i < seeds; i++)); do run "$prog" random $((RANDOM * 32768 + RANDOM)); done
+  run "$prog" delayed
 done
-rm -f /tmp/emu_streams.$$.log
+rm -f "$log"
 exit $status
