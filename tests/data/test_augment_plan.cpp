@@ -219,6 +219,17 @@ TEST(AugmentPlan, LoaderPlansApplyToTheFloatBatches) {
 namespace vt {
 namespace {
 
+// Classes a, b, c of 4 synthetic JPEGs each (quality 90), sized 40x72 to
+// 79x51 so every crop plan differs.
+void write_three_classes_of_jpegs(const std::filesystem::path& root) {
+  int seed = 0;
+  for (const char* cls : {"a", "b", "c"})
+    for (int k = 0; k < 4; ++k) {
+      const cv::Mat rgb = testutil::synthetic_rgb(40 + 13 * k, 72 - 7 * k, ++seed);
+      testutil::write_bytes(root / cls / (std::to_string(k) + ".jpg"), testutil::encode_rgb_jpeg(rgb, 90));
+    }
+}
+
 // data.decode_on=device, the loader's side (LoaderConfig::encoded): a JPEG
 // sample comes as its bytes and the RandomResizedCrop box drawn from its
 // header; a whole decode cropped to that box (what the device path does,
@@ -232,12 +243,7 @@ namespace {
 TEST(AugmentPlan, EncodedBatchesDecodeToThePlannedBatches) {
   testutil::TempDir tmp("encoded");
   const std::filesystem::path root = tmp.path;
-  int seed = 0;
-  for (const char* cls : {"a", "b", "c"})
-    for (int k = 0; k < 4; ++k) {
-      const cv::Mat rgb = testutil::synthetic_rgb(40 + 13 * k, 72 - 7 * k, ++seed);
-      testutil::write_bytes(root / cls / (std::to_string(k) + ".jpg"), testutil::encode_rgb_jpeg(rgb, 90));
-    }
+  write_three_classes_of_jpegs(root);
   {  // a PNG named .jpg (formats are sniffed from the bytes)
     cv::Mat bgr;
     cv::cvtColor(testutil::synthetic_rgb(50, 61, 99), bgr, cv::COLOR_RGB2BGR);
@@ -352,12 +358,7 @@ TEST(AugmentPlan, EncodedBatchesDecodeToThePlannedBatches) {
 TEST(AugmentPlan, DeclinedJpegsBecomeTheWorkersHostCrops) {
   testutil::TempDir tmp("declined");
   const std::filesystem::path root = tmp.path;
-  int seed = 0;
-  for (const char* cls : {"a", "b", "c"})
-    for (int k = 0; k < 4; ++k) {
-      const cv::Mat rgb = testutil::synthetic_rgb(40 + 13 * k, 72 - 7 * k, ++seed);
-      testutil::write_bytes(root / cls / (std::to_string(k) + ".jpg"), testutil::encode_rgb_jpeg(rgb, 90));
-    }
+  write_three_classes_of_jpegs(root);
   {  // a JPEG cut in its entropy-coded data
     std::vector<uint8_t> j = testutil::encode_rgb_jpeg(testutil::synthetic_rgb(64, 64, 7), 90);
     j.resize(j.size() * 2 / 3);
