@@ -45,6 +45,14 @@ Conv2dDesc desc_of(const ConvShape& s, int64_t n) {
   return d;
 }
 
+// A ResnetBlock2D's convolutions at res x res: conv1, conv2, and the 1x1
+// conv_shortcut when the channel count changes.
+void add_resnet(std::vector<ConvShape>& v, const std::string& name, int64_t cin, int64_t cout, int64_t res) {
+  v.push_back({name + ".conv1", cin, res, res, cout, 3});
+  v.push_back({name + ".conv2", cout, res, res, cout, 3});
+  if (cin != cout) v.push_back({name + ".conv_shortcut", cin, res, res, cout, 1});
+}
+
 // diffusers' Decoder from 32x32 latents: conv_in, the mid block's resnets,
 // the up blocks (reversed channels, layers + 1 resnets each, an upsampler's
 // conv after the nearest 2x but the last), conv_out; post_quant_conv.
@@ -58,9 +66,7 @@ std::vector<ConvShape> decoder_convs() {
     const std::string p = "up_blocks." + std::to_string(i);
     for (int j = 0; j < 3; ++j) {
       const int64_t cin = j == 0 ? prev : ch[i];
-      v.push_back({p + ".resnets." + std::to_string(j) + ".conv1", cin, res, res, ch[i], 3});
-      v.push_back({p + ".resnets." + std::to_string(j) + ".conv2", ch[i], res, res, ch[i], 3});
-      if (cin != ch[i]) v.push_back({p + ".resnets." + std::to_string(j) + ".conv_shortcut", cin, res, res, ch[i], 1});
+      add_resnet(v, p + ".resnets." + std::to_string(j), cin, ch[i], res);
     }
     if (i < 3) {
       res *= 2;
@@ -82,9 +88,7 @@ std::vector<ConvShape> encoder_convs() {
     const std::string p = "down_blocks." + std::to_string(i);
     for (int j = 0; j < 2; ++j) {
       const int64_t cin = j == 0 ? prev : ch[i];
-      v.push_back({p + ".resnets." + std::to_string(j) + ".conv1", cin, res, res, ch[i], 3});
-      v.push_back({p + ".resnets." + std::to_string(j) + ".conv2", ch[i], res, res, ch[i], 3});
-      if (cin != ch[i]) v.push_back({p + ".resnets." + std::to_string(j) + ".conv_shortcut", cin, res, res, ch[i], 1});
+      add_resnet(v, p + ".resnets." + std::to_string(j), cin, ch[i], res);
     }
     if (i < 3) {
       v.push_back({p + ".downsamplers.0.conv", ch[i], res, res, ch[i], 3, true});
