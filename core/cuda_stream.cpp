@@ -1,5 +1,7 @@
 #include "core/cuda_stream.h"
 
+#include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -9,6 +11,13 @@
 #endif
 
 namespace vt {
+
+Tensor cuda_empty_on(const Shape& shape, DType dtype, int device, CudaStreamHandle stream) {
+  const Tensor probe = Tensor::wrap(nullptr, shape, dtype, Device::cuda(device));  // checks the shape
+  void* p = cuda_alloc(std::max<size_t>(probe.nbytes(), 1), device, stream);
+  std::shared_ptr<void> owner(p, [device](void* q) { cuda_free(q, device); });
+  return Tensor::wrap(p, shape, dtype, Device::cuda(device), std::move(owner));
+}
 
 #ifdef VT_CUDA
 namespace {

@@ -76,4 +76,12 @@ float elapsed_ms(const CudaEvent& start, const CudaEvent& end);
 // memory is pinned (core/pinned_memory.h).
 void copy_async(const Tensor& dst, const Tensor& src, CudaStreamHandle stream);
 
+// A contiguous tensor on CUDA `device` whose memory the caching allocator
+// hands out on `stream` (core/allocator.h, "Streams"), for work queued on a
+// stream other than the compute stream: when the last reference goes, the
+// block returns to that stream's cache, so it is reused only by later work
+// on `stream`, never while that stream's queued work may still use it.
+// Throws as cuda_alloc (vt::OutOfMemory; no CUDA in the build).
+Tensor cuda_empty_on(const Shape& shape, DType dtype, int device, CudaStreamHandle stream);
+
 }  // namespace vt

@@ -16,7 +16,6 @@ BatchUploader::BatchUploader(Loader& loader, Device device, Prepare prepare, Dec
   for (Slot& s : slots_) {
     s.copied = CudaEvent::create(device_.index);
     s.released = CudaEvent::create(device_.index);
-    s.decoded = CudaEvent::create(device_.index);
   }
   allocated_ = CudaEvent::create(device_.index);
 }
@@ -88,15 +87,13 @@ void BatchUploader::stage() {
   try {
     d.images = device_view(s.images, host.images);
     if (!host.encoded.empty()) {
-      // The decode runs on the compute stream, after the steps that read the
-      // slot (queued before it); the upload stream then waits for it.
+      // The decode runs on the upload stream, which waits (above) for the
+      // steps that read the slot.
       if (!decode_) throw std::logic_error("BatchUploader: an encoded batch (data.decode_on=device) without a decode hook");
-      decode_(host, d.images);
+      decode_(host, d.images, up);
       for (size_t i = 0; i < host.encoded.size(); ++i)  // the host-made crops
         if (!host.encoded[i].data)
           copy_async(d.images.select(0, static_cast<int64_t>(i)), host.images.select(0, static_cast<int64_t>(i)), up);
-      s.decoded.record(nullptr);
-      s.decoded.wait_on(up);
     } else {
       copy_async(d.images, host.images.contiguous(), up);
     }
@@ -110,10 +107,8 @@ void BatchUploader::stage() {
     Staged failed;
     failed.error = std::current_exception();
     // Work queued before the error may still read the host batch: wait for
-    // both streams before it goes (a broken device may refuse that too).
+    // it before the batch goes (a broken device may refuse that too).
     try {
-      s.decoded.record(nullptr);
-      s.decoded.synchronize();
       stream_.synchronize();
     } catch (...) {
     }

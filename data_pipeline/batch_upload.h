@@ -32,10 +32,12 @@
 //
 // Encoded batches (data.decode_on=device, LoaderConfig::encoded): the
 // `decode` hook fills the device slot's rows of the JPEG samples on the
-// compute stream (data_pipeline/device/device_batch_decode.h), and only the
-// rows of host-made crops are copied; the upload stream waits for the
-// decode (an event) before it records the batch's copy event, so the host
-// batch, whose bytes the decoder reads, is kept until both are done.
+// upload stream (data_pipeline/device/device_batch_decode.h), so nvJPEG's
+// decode and the crops run beside the step on the compute stream (the JPEG
+// engines and the copy engine overlap the SMs), ordered as the copies are;
+// only the rows of host-made crops are copied; the batch's copy event,
+// recorded after both, keeps the host batch, whose bytes the decoder
+// reads, until they are done.
 //
 // The loader's errors (a worker's exception, data.on_corrupt=error) and the
 // `prepare` and `decode` hooks' come out of the next() that would have returned that
@@ -75,8 +77,9 @@ class BatchUploader {
   using Prepare = std::function<void(Batch&)>;
   // Called on each encoded host batch with the device slot's images (U8
   // [B, H, W, 3]) after `prepare`: fills the rows of encoded samples on the
-  // compute stream; may turn samples into host crops (Loader::replace_undecodable).
-  using Decode = std::function<void(Batch&, const Tensor& device_images)>;
+  // given stream (the upload stream, which by then waits for the slot's
+  // last readers); may turn samples into host crops (Loader::replace_undecodable).
+  using Decode = std::function<void(Batch&, const Tensor& device_images, CudaStreamHandle stream)>;
 
   // `loader` must be made with pinned_slots (else the copies are correct but
   // do not overlap) and outlive the uploader's calls; `device` a CUDA device.
@@ -105,7 +108,6 @@ class BatchUploader {
     Tensor images, labels, targets;  // owned device buffers (the largest batch seen)
     CudaEvent copied;    // upload stream: the copy into this slot
     CudaEvent released;  // compute stream: every step reading this slot is queued
-    CudaEvent decoded;   // compute stream: the decode into this slot (encoded batches)
     Batch host;          // the pinned host batch until `copied` completed
   };
   struct Staged {

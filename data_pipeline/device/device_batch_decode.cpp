@@ -5,16 +5,17 @@
 #include <vector>
 
 #include "data_pipeline/device/device_rrc.h"
-#include "kernels/cuda/resample_u8.h"
+#include "core/pinned_staging.h"
 
 namespace vt {
 
 DeviceBatchDecoder::DeviceBatchDecoder(int device, bool allow_hardware)
-    : jpeg_(device, allow_hardware), staging_(std::make_unique<cuda::ResampleStaging>()) {}
+    : jpeg_(device, allow_hardware), staging_(std::make_unique<PinnedStaging>(device)) {}
 
 DeviceBatchDecoder::~DeviceBatchDecoder() = default;
 
-void DeviceBatchDecoder::decode(Batch& batch, const Tensor& out, const Undecodable& undecodable) {
+void DeviceBatchDecoder::decode(Batch& batch, const Tensor& out, const Undecodable& undecodable,
+                                CudaStreamHandle stream) {
   const int64_t B = static_cast<int64_t>(batch.encoded.size());
   if (out.dim() != 4 || out.shape()[0] != B || out.shape()[1] != out.shape()[2] || out.shape()[3] != 3 ||
       out.dtype() != DType::U8 || !out.device().is_cuda() || !out.is_contiguous())
@@ -30,9 +31,9 @@ void DeviceBatchDecoder::decode(Batch& batch, const Tensor& out, const Undecodab
     rows.push_back(static_cast<int>(i));
   }
   // The decoded images are freed at return while the crops are still
-  // queued: safe, the caching allocator hands their memory only to later
-  // work on this (the compute) stream (core/allocator.h, "Streams").
-  const std::vector<DeviceImage> images = jpeg_.decode(files);
+  // queued: safe, their memory is `stream`'s, which the caching allocator
+  // hands only to later work on that stream (core/allocator.h, "Streams").
+  const std::vector<DeviceImage> images = jpeg_.decode(files, stream);
   std::vector<DeviceCrop> crops;
   crops.reserve(images.size());
   for (size_t j = 0; j < images.size(); ++j) {
@@ -53,7 +54,7 @@ void DeviceBatchDecoder::decode(Batch& batch, const Tensor& out, const Undecodab
     if (d.nvjpeg_failed) ++counts_.nvjpeg_failed;
     crops.push_back({&d.rgb, batch.encoded[static_cast<size_t>(rows[j])].box, rows[j]});
   }
-  device_crop_resize_rows(crops, S, out, staging_.get());  // one upload, two launches for the batch
+  device_crop_resize_rows(crops, S, out, staging_.get(), stream);  // one upload, two launches for the batch
   counts_.host_crops += B - static_cast<int64_t>(files.size());
 }
 
@@ -63,9 +64,10 @@ std::function<bool(const uint8_t*, size_t)> DeviceBatchDecoder::worker_filter() 
 }
 
 BatchUploader::Decode DeviceBatchDecoder::uploader_hook(Loader& loader) {
-  return [this, &loader](Batch& batch, const Tensor& images) {
-    decode(batch, images,
-           [&loader](Batch& b, int i, std::exception_ptr e) { loader.replace_undecodable(b, i, std::move(e)); });
+  return [this, &loader](Batch& batch, const Tensor& images, CudaStreamHandle stream) {
+    decode(
+        batch, images,
+        [&loader](Batch& b, int i, std::exception_ptr e) { loader.replace_undecodable(b, i, std::move(e)); }, stream);
   };
 }
 

@@ -30,9 +30,7 @@
 #include "data_pipeline/loader.h"
 
 namespace vt {
-namespace cuda {
-class ResampleStaging;  // kernels/cuda/resample_u8.h
-}
+class PinnedStaging;  // core/pinned_staging.h
 
 class DeviceBatchDecoder {
  public:
@@ -46,14 +44,17 @@ class DeviceBatchDecoder {
   ~DeviceBatchDecoder();
 
   // Fills out[i] (U8 [B, S, S, 3] contiguous on the device, B =
-  // batch.encoded.size()) for every sample with encoded[i].data, on the
-  // compute stream; leaves the other rows. The batch's bytes must stay
-  // valid until the queued work has completed. Errors: std::invalid_argument
-  // for shapes; the decoder's std::runtime_error for a library or device failure.
-  void decode(Batch& batch, const Tensor& out, const Undecodable& undecodable);
+  // batch.encoded.size()) for every sample with encoded[i].data, queued on
+  // `stream` (nullptr: the compute stream; `out` must be free for that
+  // stream to write: ordered after its readers by an event); leaves the
+  // other rows. The batch's bytes must stay valid until the queued work
+  // has completed. Errors: std::invalid_argument for shapes; the decoder's
+  // std::runtime_error for a library or device failure.
+  void decode(Batch& batch, const Tensor& out, const Undecodable& undecodable, CudaStreamHandle stream = nullptr);
 
   // The uploader's decode hook (data_pipeline/batch_upload.h) for batches
-  // of `loader`: decode, undecodable files to Loader::replace_undecodable.
+  // of `loader`: decode on the upload stream, undecodable files to
+  // Loader::replace_undecodable.
   // This decoder and the loader must outlive the hook.
   BatchUploader::Decode uploader_hook(Loader& loader);
 
@@ -75,7 +76,7 @@ class DeviceBatchDecoder {
 
  private:
   DeviceJpegDecoder jpeg_;
-  std::unique_ptr<cuda::ResampleStaging> staging_;  // the crops' one upload per batch, page-locked
+  std::unique_ptr<PinnedStaging> staging_;  // the crops' one upload per batch, page-locked
   Counts counts_;
 };
 

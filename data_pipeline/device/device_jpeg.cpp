@@ -4,11 +4,13 @@
 #include <nvjpeg.h>
 
 #include <array>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/cuda_stream.h"
+#include "core/pinned_staging.h"
 #include "core/log.h"
 #include "data_pipeline/decode.h"
 #include "data_pipeline/image_header.h"
@@ -92,9 +94,10 @@ bool ends_with_eoi(const uint8_t* data, size_t size) {
   return end >= 2 && data[end - 2] == 0xFF && data[end - 1] == 0xD9;
 }
 
-// The op library's compute stream (kernels/cuda/common.cuh: libraries get
-// the per-thread default stream by name).
-cudaStream_t compute_stream() { return cudaStreamPerThread; }
+// The CUDA stream of a CudaStreamHandle: nullptr is the op library's
+// compute stream, which libraries get as the per-thread default stream by
+// name (kernels/cuda/common.cuh).
+cudaStream_t cuda_stream(CudaStreamHandle s) { return s ? static_cast<cudaStream_t>(s) : cudaStreamPerThread; }
 
 }  // namespace
 
@@ -124,9 +127,12 @@ struct DeviceJpegDecoder::Impl {
   std::array<State, 2> states;
   int next_state = 0;
   nvjpegJpegStream_t stream = nullptr;  // parsed headers for nvjpegDecodeBatchedSupported
+  CudaStreamHandle queue = nullptr;     // the stream of the decode() in progress
+  PinnedStaging staging;                // host-decoded images on their way up
   std::vector<uint8_t> reference;       // a known-good JPEG (blame_files), made when first needed
   int failures = 0;                     // files blamed so far (the first kFailureWarnings are logged)
 
+  explicit Impl(int d) : device(d), staging(d) {}
   ~Impl() {
     if (stream) nvjpegJpegStreamDestroy(stream);
     for (State& st : states)
@@ -134,17 +140,18 @@ struct DeviceJpegDecoder::Impl {
     if (handle) nvjpegDestroy(handle);
   }
 
-  // The host decoder, then an upload (pageable memory: the copy has read
-  // the source when cudaMemcpy2DAsync returns).
-  void decode_on_host(const EncodedImage& e, DeviceImage* out) const {
+  // The host decoder, then an upload from page-locked staging (released
+  // behind the call's work by decode()).
+  void decode_on_host(const EncodedImage& e, DeviceImage* out) {
     try {
       const DecodedImage d = decode_image(e.data, e.size, e.name);
       out->width = d.rgb.cols;
       out->height = d.rgb.rows;
-      out->rgb = Tensor::empty({d.rgb.rows, d.rgb.cols, 3}, DType::U8, Device::cuda(device));
-      const size_t row = static_cast<size_t>(d.rgb.cols) * 3;
-      check_cuda(cudaMemcpy2DAsync(out->rgb.data<uint8_t>(), row, d.rgb.data, d.rgb.step, row, d.rgb.rows,
-                                   cudaMemcpyHostToDevice, compute_stream()),
+      out->rgb = cuda_empty_on({d.rgb.rows, d.rgb.cols, 3}, DType::U8, device, queue);
+      const size_t row = static_cast<size_t>(d.rgb.cols) * 3, bytes = row * static_cast<size_t>(d.rgb.rows);
+      uint8_t* pinned = static_cast<uint8_t*>(staging.acquire(bytes));
+      for (int y = 0; y < d.rgb.rows; ++y) std::memcpy(pinned + row * static_cast<size_t>(y), d.rgb.ptr(y), row);
+      check_cuda(cudaMemcpyAsync(out->rgb.data<uint8_t>(), pinned, bytes, cudaMemcpyHostToDevice, cuda_stream(queue)),
                  "DeviceJpegDecoder: upload of a host-decoded image");
       out->path = JpegDecodePath::Host;
       out->error = nullptr;
@@ -163,8 +170,8 @@ struct DeviceJpegDecoder::Impl {
     st.done.synchronize();
     // Interleaved RGB into channel[0] (nvjpegOutputFormat_t NVJPEG_OUTPUT_RGBI).
     check(nvjpegDecodeBatchedInitialize(handle, st.state, n, 1, NVJPEG_OUTPUT_RGBI), "nvjpegDecodeBatchedInitialize");
-    const nvjpegStatus_t s = nvjpegDecodeBatched(handle, st.state, data, lengths, dst, compute_stream());
-    st.done.record(compute_stream());  // also after a failure: the call may have queued work
+    const nvjpegStatus_t s = nvjpegDecodeBatched(handle, st.state, data, lengths, dst, cuda_stream(queue));
+    st.done.record(queue);  // also after a failure: the call may have queued work
     return s;
   }
 
@@ -194,7 +201,7 @@ struct DeviceJpegDecoder::Impl {
             rgb[(static_cast<size_t>(y) * W + x) * 3 + c] = static_cast<uint8_t>(x * 4 + y * c);
       reference = encode_jpeg_rgb(rgb.data(), W, H, 90, "the decoder's reference JPEG");
     }
-    const Tensor scratch = Tensor::empty({H, W, 3}, DType::U8, Device::cuda(device));
+    const Tensor scratch = cuda_empty_on({H, W, 3}, DType::U8, device, queue);
     nvjpegImage_t dst{};
     dst.channel[0] = scratch.data<uint8_t>();
     dst.pitch[0] = static_cast<size_t>(W) * 3;
@@ -272,8 +279,7 @@ struct DeviceJpegDecoder::Impl {
   }
 };
 
-DeviceJpegDecoder::DeviceJpegDecoder(int device, bool allow_hardware) : impl_(std::make_unique<Impl>()) {
-  impl_->device = device;
+DeviceJpegDecoder::DeviceJpegDecoder(int device, bool allow_hardware) : impl_(std::make_unique<Impl>(device)) {
   check_cuda(cudaSetDevice(device), "DeviceJpegDecoder: cudaSetDevice");
   // The hardware backend is refused (NVJPEG_STATUS_ARCH_MISMATCH or
   // _NOT_SUPPORTED statuses) on GPUs without JPEG engines: then the CUDA one.
@@ -299,9 +305,21 @@ DeviceJpegDecoder::~DeviceJpegDecoder() = default;
 
 bool DeviceJpegDecoder::hardware() const { return impl_->hardware; }
 
-std::vector<DeviceImage> DeviceJpegDecoder::decode(const std::vector<EncodedImage>& batch) {
+std::vector<DeviceImage> DeviceJpegDecoder::decode(const std::vector<EncodedImage>& batch, CudaStreamHandle stream) {
   Impl& m = *impl_;
   check_cuda(cudaSetDevice(m.device), "DeviceJpegDecoder: cudaSetDevice");
+  m.queue = stream;
+  // The host-decoded images' staging is reused once this call's work on
+  // the stream (their copies among it) has completed; also on an error.
+  struct Release {
+    Impl& m;
+    ~Release() {
+      try {
+        m.staging.queued(m.queue);
+      } catch (...) {  // a failed device: the error that ends the call says so
+      }
+    }
+  } release{m};
   std::vector<DeviceImage> out(batch.size());
   std::vector<size_t> gpu;  // indices decoded by nvJPEG
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -321,7 +339,7 @@ std::vector<DeviceImage> DeviceJpegDecoder::decode(const std::vector<EncodedImag
   const JpegDecodePath path = m.hardware ? JpegDecodePath::NvjpegHardware : JpegDecodePath::NvjpegCuda;
   for (size_t i : gpu) {
     DeviceImage& d = out[i];
-    d.rgb = Tensor::empty({d.height, d.width, 3}, DType::U8, Device::cuda(m.device));
+    d.rgb = cuda_empty_on({d.height, d.width, 3}, DType::U8, m.device, stream);
     d.path = path;
   }
   m.decode_batched(batch, gpu, out);

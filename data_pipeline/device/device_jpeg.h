@@ -43,9 +43,15 @@
 // bit for bit (tests/cuda/emu/nvjpeg/test_device_jpeg_emu.cpp).
 // EXIF orientation is not applied (as the host decoder).
 //
-// Streams: all work is queued on the op library's compute stream (the
-// calling thread's per-thread default stream); the input bytes must stay
-// valid until that work has completed (synchronise, or read the outputs).
+// Streams: all work of a decode() call is queued on the stream it is given
+// (the batch uploader's upload stream, so that the JPEG engines and the
+// copies overlap the step on the compute stream; nullptr: the compute
+// stream), and the images' memory is that stream's (core/cuda_stream.h,
+// cuda_empty_on): work on another stream that reads them must wait for an
+// event recorded there after the call. The input bytes must stay valid
+// until that work has completed (synchronise, or read the outputs).
+// Host-decoded images go up through page-locked staging (core/
+// pinned_staging.h), so no copy makes the host wait for the stream.
 // nvJPEG may decode a damaged entropy-coded segment (with its EOI intact)
 // without an error status where the host decoder refuses it; such an image
 // then comes back decoded, not as an error.
@@ -58,6 +64,7 @@
 #include <string>
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/tensor.h"
 
 namespace vt {
@@ -105,7 +112,7 @@ class DeviceJpegDecoder {
   // CUDA error): std::runtime_error naming the call and status.
   // Each nvJPEG decode state is initialised again only after the decode
   // queued on it before has completed (an event; the decoder keeps two).
-  std::vector<DeviceImage> decode(const std::vector<EncodedImage>& batch);
+  std::vector<DeviceImage> decode(const std::vector<EncodedImage>& batch, CudaStreamHandle stream = nullptr);
 
  private:
   struct Impl;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/cuda_stream.h"
 #include "data_pipeline/resample.h"
 #include "kernels/cuda/resample_u8.h"
 
@@ -39,7 +40,7 @@ int64_t append_coeffs(std::vector<int>& coeffs, const PilAxisCoeffs& a) {
 }  // namespace
 
 void device_crop_resize_rows(const std::vector<DeviceCrop>& crops, int S, const Tensor& out,
-                             cuda::ResampleStaging* staging) {
+                             PinnedStaging* staging, CudaStreamHandle stream) {
   const char* op = "device_crop_resize_rows";
   if (S <= 0 || out.dim() != 4 || out.shape()[1] != S || out.shape()[2] != S || out.shape()[3] != 3 ||
       out.dtype() != DType::U8 || !out.device().is_cuda() || !out.is_contiguous())
@@ -111,16 +112,17 @@ void device_crop_resize_rows(const std::vector<DeviceCrop>& crops, int S, const 
       second.push_back(to_dst(z));  // `in` set once tmp is allocated
     }
   }
-  // The slabs: one buffer for the batch. It goes back to the cache at
-  // return while the passes may still be queued: safe, the cache reuses it
-  // only for later work on this stream (core/allocator.h, "Streams").
-  const Tensor tmp = Tensor::empty({std::max<int64_t>(tmp_bytes, 1)}, DType::U8, out.device());
+  // The slabs: one buffer for the batch, from `stream`'s cache. It goes back
+  // at return while the passes may still be queued: safe, the cache reuses
+  // it only for later work on that stream (core/allocator.h, "Streams").
+  const Tensor tmp = cuda_empty_on({std::max<int64_t>(tmp_bytes, 1)}, DType::U8, out.device().index, stream);
   for (size_t j = 0; j < slabs.size(); ++j) {
     uint8_t* at = tmp.data<uint8_t>() + slabs[j].offset;
     first[slabs[j].pass].out = at;
     second[j].in = at;
   }
-  cuda::resample_u8_rgb_stages({first, second}, coeffs, cudaStreamPerThread, staging);
+  cuda::resample_u8_rgb_stages({first, second}, coeffs,
+                               stream ? static_cast<cudaStream_t>(stream) : cudaStreamPerThread, staging);
 }
 
 void device_crop_resize(const Tensor& rgb, const CropBox& b, int S, const Tensor& out) {

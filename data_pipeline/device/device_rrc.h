@@ -10,14 +10,13 @@
 #pragma once
 #include <vector>
 
+#include "core/allocator.h"
 #include "core/tensor.h"
 #include "data_pipeline/device/device_jpeg.h"
 #include "data_pipeline/transforms.h"
 
 namespace vt {
-namespace cuda {
-class ResampleStaging;  // kernels/cuda/resample_u8.h
-}
+class PinnedStaging;  // core/pinned_staging.h
 
 // One crop of a batch: box `box` of the device image `rgb` (U8 [H, W, 3]
 // contiguous) into row `row` of the batch.
@@ -30,12 +29,14 @@ struct DeviceCrop {
 // Every crop resized to S x S into its row of `out` (U8 [B, S, S, 3]
 // contiguous on the images' device), in two launches for the whole batch
 // (cuda::resample_u8_rgb_stages: the first pass of every crop, then the
-// second) after one upload, queued on the compute stream. Errors: std::invalid_argument
-// naming the shapes, a box outside its image or a row outside the batch.
-// `staging`: page-locked memory for the one upload of the pass descriptors
-// and coefficients (kernels/cuda/resample_u8.h); null: pageable memory.
+// second) after one upload, queued on `stream` (nullptr: the compute
+// stream; the images must be written by work ordered before it there).
+// Errors: std::invalid_argument naming the shapes, a box outside its image
+// or a row outside the batch. `staging`: page-locked memory for the one
+// upload of the pass descriptors and coefficients (core/pinned_staging.h);
+// null: pageable memory.
 void device_crop_resize_rows(const std::vector<DeviceCrop>& crops, int S, const Tensor& out,
-                             cuda::ResampleStaging* staging = nullptr);
+                             PinnedStaging* staging = nullptr, CudaStreamHandle stream = nullptr);
 
 // Resizes box `b` (full-resolution pixels, inside the image) of `rgb`
 // (U8 [H, W, 3] contiguous, CUDA) to S x S into `out` (U8 [S, S, 3]

@@ -2,9 +2,9 @@
 
 #include <cstring>
 
+#include "core/pinned_staging.h"
 #include "kernels/augment_math.h"
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/resample_u8.h"
 
 namespace vt {
 namespace cuda {
@@ -91,9 +91,15 @@ __global__ void augment_erase_kernel(float* __restrict__ out, const AugmentErase
 // pageable memory may make the host wait for the stream (CUDA Runtime API,
 // "API synchronization behavior"), which would stall the loader thread that
 // queues the augmentation behind the step in flight. One staging per
-// launching thread (it is not thread-safe); its two buffers alternate.
+// launching thread (it is not thread-safe), on the device current when the
+// thread first launches (a thread drives one device).
+int current_device() {
+  int d = 0;
+  check(cudaGetDevice(&d), "cudaGetDevice");
+  return d;
+}
 void upload_args(void* dst, const void* host, size_t bytes, cudaStream_t stream, const char* op) {
-  thread_local ResampleStaging staging;
+  thread_local PinnedStaging staging(current_device());
   void* pinned = staging.acquire(bytes);
   std::memcpy(pinned, host, bytes);
   check(cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, stream), op);

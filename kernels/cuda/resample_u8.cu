@@ -6,7 +6,6 @@
 #include <vector>
 #include <string>
 
-#include "core/pinned_memory.h"
 #include "kernels/cuda/common.cuh"
 
 namespace vt {
@@ -60,42 +59,8 @@ void check_args(const char* op, int out_w, int out_h, int ksize) {
 
 }  // namespace
 
-struct ResampleStaging::Slot {
-  PinnedBuffer mem;
-  cudaEvent_t copied = nullptr;  // recorded after the copy that read `mem`
-  bool pending = false;
-};
-
-ResampleStaging::ResampleStaging() : slots_{std::make_unique<Slot>(), std::make_unique<Slot>()} {}
-
-ResampleStaging::~ResampleStaging() {
-  for (const auto& s : slots_) {
-    if (!s->copied) continue;
-    if (s->pending) cudaEventSynchronize(s->copied);  // a queued copy still reads s->mem
-    cudaEventDestroy(s->copied);
-  }
-}
-
-void* ResampleStaging::acquire(size_t bytes) {
-  Slot& s = *slots_[next_];
-  if (s.pending) {
-    check(cudaEventSynchronize(s.copied), "cuda::ResampleStaging: waiting for a previous upload");
-    s.pending = false;
-  }
-  if (s.mem.bytes() < bytes) s.mem = PinnedBuffer(bytes + bytes / 4);  // room to grow between batches
-  return s.mem.data();
-}
-
-void ResampleStaging::queued(cudaStream_t stream) {
-  Slot& s = *slots_[next_];
-  if (!s.copied) check(cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming), "cuda::ResampleStaging: event");
-  check(cudaEventRecord(s.copied, stream), "cuda::ResampleStaging: event");
-  s.pending = true;
-  next_ ^= 1;
-}
-
 void resample_u8_rgb_stages(const std::vector<std::vector<ResamplePass>>& stages, const std::vector<int>& coeffs,
-                            cudaStream_t stream, ResampleStaging* staging) {
+                            cudaStream_t stream, PinnedStaging* staging) {
   const char* op = "cuda::resample_u8_rgb_stages";
   size_t n_passes = 0;
   for (const auto& stage : stages) {

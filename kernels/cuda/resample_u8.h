@@ -11,8 +11,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <memory>
 #include <vector>
+
+#include "core/pinned_staging.h"
 
 namespace vt {
 namespace cuda {
@@ -36,37 +37,16 @@ struct ResamplePass {
   int64_t coeffs = 0;
 };
 
-// Page-locked host memory for resample_u8_rgb_stages's upload, reused once
-// the copy that read it has completed: a DMA that never waits for the
-// stream's queued work, where a copy from pageable memory may (CUDA Runtime
-// API, "API synchronization behavior"). Two buffers alternate, so filling
-// one never waits for the copy just queued from the other. One per
-// launching thread (a batch decoder keeps its own); not thread-safe.
-class ResampleStaging {
- public:
-  ResampleStaging();
-  ~ResampleStaging();
-  ResampleStaging(const ResampleStaging&) = delete;
-  ResampleStaging& operator=(const ResampleStaging&) = delete;
-  // `bytes` of page-locked memory whose previous copy has completed.
-  void* acquire(size_t bytes);
-  // The memory acquired last is read by the copy just queued on `stream`.
-  void queued(cudaStream_t stream);
-
- private:
-  struct Slot;
-  std::unique_ptr<Slot> slots_[2];
-  int next_ = 0;
-};
 
 // Stage after stage, one launch each: every pass of a stage at once
 // (passes of a stage write disjoint outputs; a stage may read the outputs
 // of the stages before it), all the descriptors and the coefficients
-// uploaded first in one copy on `stream` (through `staging` when given,
-// else from pageable memory). A batch of crops costs one upload and two
-// launches (first passes, then second passes).
+// uploaded first in one copy on `stream` (through `staging`,
+// core/pinned_staging.h, when given, else from pageable memory). A batch of
+// crops costs one upload and two launches (first passes, then second
+// passes).
 void resample_u8_rgb_stages(const std::vector<std::vector<ResamplePass>>& stages, const std::vector<int>& coeffs,
-                            cudaStream_t stream = 0, ResampleStaging* staging = nullptr);
+                            cudaStream_t stream = 0, PinnedStaging* staging = nullptr);
 
 }  // namespace cuda
 }  // namespace vt

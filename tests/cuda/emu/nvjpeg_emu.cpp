@@ -30,7 +30,19 @@
 //    (libjpeg's warnings): NVJPEG_STATUS_BAD_JPEG;
 //  - nvjpegDecodeBatched before nvjpegDecodeBatchedInitialize (§2.3
 //    "nvjpegDecodeBatched": the initialization "is required prior to this
-//    call"): NVJPEG_STATUS_INVALID_PARAMETER.
+//    call"): NVJPEG_STATUS_INVALID_PARAMETER;
+//  - nvjpegDecodeBatchedInitialize or nvjpegDecodeBatched on a decode state
+//    whose previous decode is still queued on its stream: the state owns
+//    the buffers that decode's queued device phase reads (nvJPEG docs,
+//    "nvJPEG Opaque JPEG Decoding State Handle": it "stores intermediate
+//    buffers and variables"; "Thread Safety": a state is instantiated per
+//    thread), and the documentation gives no point at which a queued
+//    decode releases them, so NVIDIA's nvImageCodec nvJPEG decoders wait
+//    for an event recorded after the decode before they use the state
+//    again. The library would silently corrupt the queued decode; the
+//    stand-in refuses the call with
+//    NVJPEG_STATUS_INVALID_PARAMETER, prints why and counts it
+//    (VtEmuNvjpegCounts::states_reused_in_flight).
 //
 // Failures of chosen files (test knobs, read when a handle is created):
 // the real library fails particular, otherwise decodable, files with
@@ -64,6 +76,7 @@
 #include <nvjpeg.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csetjmp>
 #include <cstdint>
 #include <cstdio>
@@ -253,7 +266,24 @@ struct nvjpegHandle {
 struct nvjpegJpegState {
   int batch_size = 0;
   nvjpegOutputFormat_t format = NVJPEG_OUTPUT_RGBI;
+  // Decodes queued on this state whose device phase has not run yet
+  // (decremented by the queued op on the device thread).
+  std::shared_ptr<std::atomic<int>> in_flight = std::make_shared<std::atomic<int>>(0);
 };
+
+namespace {
+// The in-flight rule (above): true (and the call refused) when `state`'s
+// previous decode is still queued.
+bool reused_in_flight(nvjpegJpegState_t state, const char* call) {
+  if (state->in_flight->load() == 0) return false;
+  ++g_counts.states_reused_in_flight;
+  std::fprintf(stderr,
+               "nvjpeg_emu: %s on a decode state whose previous nvjpegDecodeBatched is still queued on its stream "
+               "(wait for an event recorded after it first): NVJPEG_STATUS_INVALID_PARAMETER\n",
+               call);
+  return true;
+}
+}  // namespace
 struct nvjpegJpegStream {
   bool parsed = false;
   Header header;
@@ -413,6 +443,7 @@ nvjpegStatus_t nvjpegDecodeBatchedInitialize(nvjpegHandle_t handle, nvjpegJpegSt
                                              int max_cpu_threads, nvjpegOutputFormat_t output_format) {
   if (!handle || !state || batch_size <= 0 || max_cpu_threads <= 0) return NVJPEG_STATUS_INVALID_PARAMETER;
   if (output_format != NVJPEG_OUTPUT_RGBI) return NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
+  if (reused_in_flight(state, "nvjpegDecodeBatchedInitialize")) return NVJPEG_STATUS_INVALID_PARAMETER;
   state->batch_size = batch_size;
   state->format = output_format;
   return NVJPEG_STATUS_SUCCESS;
@@ -423,6 +454,11 @@ nvjpegStatus_t nvjpegDecodeBatched(nvjpegHandle_t handle, nvjpegJpegState_t stat
   if (!handle || !state || !data || !lengths || !destinations || state->batch_size <= 0)
     return NVJPEG_STATUS_INVALID_PARAMETER;
   ++g_counts.batched_calls;
+  g_counts.last_stream = stream;
+  if (reused_in_flight(state, "nvjpegDecodeBatched")) {
+    ++g_counts.failed_calls;
+    return NVJPEG_STATUS_INVALID_PARAMETER;
+  }
   if (handle->lost) {
     ++g_counts.failed_calls;
     return NVJPEG_STATUS_EXECUTION_FAILED;
@@ -466,9 +502,11 @@ nvjpegStatus_t nvjpegDecodeBatched(nvjpegHandle_t handle, nvjpegJpegState_t stat
     }
   }
   g_counts.batched_images += state->batch_size;
-  vt_emu::submit(stream, [outs] {
+  state->in_flight->fetch_add(1);
+  vt_emu::submit(stream, [outs, in_flight = state->in_flight] {
     for (const Out& o : *outs)
       for (int r = 0; r < o.height; ++r) std::memcpy(o.dst + r * o.pitch, o.pixels.data() + r * o.row, o.row);
+    in_flight->fetch_sub(1);
   });
   return NVJPEG_STATUS_SUCCESS;
 }

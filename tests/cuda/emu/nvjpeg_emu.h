@@ -12,10 +12,14 @@ void vt_emu_nvjpeg_set_hardware_present(bool present);
 // it that failed (a test counts what the decoder sent to nvJPEG).
 // full_parses / header_parses: nvjpegJpegStreamParse / _ParseHeader
 // calls; injected_failures: failed calls of them the VT_EMU_NVJPEG_FAIL
-// rules caused (nvjpeg_emu.cpp).
+// rules caused (nvjpeg_emu.cpp); last_stream: the stream argument of the
+// last nvjpegDecodeBatched call; states_reused_in_flight: calls refused
+// because their decode state's previous decode was still queued.
 struct VtEmuNvjpegCounts {
   long long batched_images = 0, batched_calls = 0, failed_calls = 0;
   long long full_parses = 0, header_parses = 0, injected_failures = 0;
+  long long states_reused_in_flight = 0;
+  const void* last_stream = nullptr;
 };
 VtEmuNvjpegCounts vt_emu_nvjpeg_counts();
 void vt_emu_nvjpeg_reset_counts();

@@ -12,15 +12,20 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+#include <nvjpeg.h>
+
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "core/cuda_stream.h"
 #include "core/philox.h"
 #include "data/data_test_util.h"
 #include "data_pipeline/crop_decode.h"
@@ -31,6 +36,7 @@
 #include "data_pipeline/image_folder.h"
 #include "data_pipeline/image_header.h"
 #include "data_pipeline/resample.h"
+#include "emu_streams.h"
 #include "emu_trace.h"
 #include "nvjpeg_emu.h"
 
@@ -502,9 +508,11 @@ TEST(DeviceJpegEmuFailures, HeaderPredicateGivesTheDocumentedPath) {
 }
 
 // Each nvjpegDecodeBatched call is followed by an event recorded on the
-// compute stream, which the next use of the same decode state waits for
+// decode's stream, which the next use of the same decode state waits for
 // (the decode is asynchronous and reads the state's buffers): as many
-// records as calls, also when a failure splits the batch.
+// records as calls, also when a failure splits the batch, and one more for
+// the page-locked block the host-decoded target went up from
+// (core/pinned_staging.h).
 TEST(DeviceJpegEmuFailures, EveryDecodeCallRecordsTheEventItsStateWaitsFor) {
   const std::vector<File> files = good_and_target();
   ScopedEnv env({{"VT_EMU_NVJPEG_FAIL", "execution:" + fnv1a_hex(files[1].bytes)}});
@@ -519,7 +527,7 @@ TEST(DeviceJpegEmuFailures, EveryDecodeCallRecordsTheEventItsStateWaitsFor) {
     for (const VtEmuAsyncOp& op : trace) records += op.kind == VtEmuAsyncOp::Record;
     // The batch, its halves, the target alone, and the known-good reference.
     EXPECT_GE(vt_emu_nvjpeg_counts().batched_calls, 4);
-    EXPECT_EQ(records, vt_emu_nvjpeg_counts().batched_calls);
+    EXPECT_EQ(records, vt_emu_nvjpeg_counts().batched_calls + 1);
   }
 }
 
@@ -569,6 +577,110 @@ TEST(DeviceJpegEmuAllocator, RandomBatchesReachASteadyStateWithoutCudaMalloc) {
   for (size_t m : mallocs) per_batch += std::to_string(m) + " ";
   for (int b = kWarmup; b < kBatches; ++b) EXPECT_EQ(mallocs[static_cast<size_t>(b)], 0u) << "batch " << b << "; cudaMalloc calls per batch: " << per_batch;
   std::printf("cudaMalloc calls per batch: %s\n", per_batch.c_str());
+}
+
+// A decode given a stream (the batch uploader's upload stream) queues all
+// its work there: nvJPEG's decode, the host-decoded images' uploads (from
+// page-locked staging, never pageable memory) and the crops, so the compute
+// stream has nothing of it queued (under VT_EMU_STREAMS=delayed nothing
+// runs before a wait, so a piece queued there would leave it busy), and
+// three batches back to back never reuse a decode state whose decode is
+// still queued (the stand-in refuses that). The images equal the host
+// decoder's once that stream has run.
+TEST(DeviceJpegEmuStreams, DecodeRunsOnTheGivenStreamOnly) {
+  vt_emu_nvjpeg_set_hardware_present(true);
+  const std::vector<File> files = test_files();
+  DeviceJpegDecoder dec(0);
+  CudaStream s = CudaStream::create(0);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  vt_emu_nvjpeg_reset_counts();
+  const size_t pageable = vt_emu_pageable_h2d_count();
+  std::vector<std::vector<DeviceImage>> rounds;
+  for (int r = 0; r < 3; ++r) rounds.push_back(dec.decode(encoded(files), s.handle()));
+  EXPECT_EQ(cudaStreamQuery(cudaStreamPerThread), cudaSuccess) << "the decode queued work on the compute stream";
+  EXPECT_EQ(vt_emu_nvjpeg_counts().last_stream, s.handle());
+  EXPECT_EQ(vt_emu_nvjpeg_counts().states_reused_in_flight, 0);
+  EXPECT_EQ(vt_emu_pageable_h2d_count(), pageable) << "a host-decoded image went up from pageable memory";
+  s.synchronize();
+  int host = 0;
+  for (const std::vector<DeviceImage>& out : rounds) {
+    ASSERT_EQ(out.size(), files.size());
+    for (size_t i = 0; i < files.size(); ++i) {
+      SCOPED_TRACE(files[i].name);
+      ASSERT_FALSE(out[i].error);
+      host += out[i].path == JpegDecodePath::Host;
+      const DecodedImage ref = decode_image(files[i].bytes.data(), files[i].bytes.size(), files[i].name);
+      EXPECT_TRUE(same(to_host_mat(out[i].rgb), ref.rgb));
+    }
+  }
+  EXPECT_GE(host, 3 * 4);  // progressive, 4:1:1, CMYK and PNG at least: the staged uploads were exercised
+}
+
+// The same for the batch decoder (decode + crops into the batch's rows):
+// nothing on the compute stream, and the rows equal a decode on the
+// compute stream.
+TEST(DeviceJpegEmuStreams, BatchDecodeRunsOnTheGivenStreamOnly) {
+  const std::vector<File> files = test_files();
+  constexpr int S = 40;
+  Batch batch;
+  for (size_t i = 0; i < files.size(); ++i) {
+    EncodedSample e;
+    e.data = files[i].bytes.data();
+    e.size = files[i].bytes.size();
+    e.name = files[i].name;
+    const ImageSize sz = probe_image(e.data, e.size, e.name);
+    Philox rng(5, i);
+    e.box = rrc_box(sz.width, sz.height, rng);
+    batch.encoded.push_back(std::move(e));
+  }
+  const int64_t B = static_cast<int64_t>(files.size());
+  const auto rethrow = [](Batch&, int, std::exception_ptr e) { std::rethrow_exception(e); };
+  DeviceBatchDecoder on_compute(0), on_stream(0);
+  const Tensor want = Tensor::empty({B, S, S, 3}, DType::U8, Device::cuda(0));
+  on_compute.decode(batch, want, rethrow);
+  CudaStream s = CudaStream::create(0);
+  const Tensor got = cuda_empty_on({B, S, S, 3}, DType::U8, 0, s.handle());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  vt_emu_nvjpeg_reset_counts();
+  on_stream.decode(batch, got, rethrow, s.handle());
+  EXPECT_EQ(cudaStreamQuery(cudaStreamPerThread), cudaSuccess) << "the decode queued work on the compute stream";
+  EXPECT_EQ(vt_emu_nvjpeg_counts().last_stream, s.handle());
+  s.synchronize();
+  const Tensor a = want.to(Device::cpu()), b = got.to(Device::cpu());
+  EXPECT_EQ(std::memcmp(a.data<uint8_t>(), b.data<uint8_t>(), a.nbytes()), 0);
+}
+
+// The stand-in's rule (nvjpeg_emu.cpp): a decode state whose decode is
+// still queued on its stream is not initialised or decoded with again.
+// Only the delayed order keeps a decode queued until a wait.
+TEST(DeviceJpegEmuStreams, StandInRefusesAStateWhoseDecodeIsQueued) {
+  if (vt_emu::stream_mode() != vt_emu::StreamMode::Delayed)
+    GTEST_SKIP() << "needs VT_EMU_STREAMS=delayed (emu.device_jpeg_streams_delayed runs it)";
+  nvjpegHandle_t h = nullptr;
+  ASSERT_EQ(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &h), NVJPEG_STATUS_SUCCESS);
+  nvjpegJpegState_t st = nullptr;
+  ASSERT_EQ(nvjpegJpegStateCreate(h, &st), NVJPEG_STATUS_SUCCESS);
+  const std::vector<uint8_t> jpeg = testutil::encode_rgb_jpeg(testutil::synthetic_rgb(64, 48, 1));
+  CudaStream s = CudaStream::create(0);
+  const Tensor dst = cuda_empty_on({48, 64, 3}, DType::U8, 0, s.handle());
+  nvjpegImage_t img{};
+  img.channel[0] = dst.data<uint8_t>();
+  img.pitch[0] = 64 * 3;
+  const unsigned char* data = jpeg.data();
+  const size_t length = jpeg.size();
+  const auto stream = static_cast<cudaStream_t>(s.handle());
+  vt_emu_nvjpeg_reset_counts();
+  ASSERT_EQ(nvjpegDecodeBatchedInitialize(h, st, 1, 1, NVJPEG_OUTPUT_RGBI), NVJPEG_STATUS_SUCCESS);
+  ASSERT_EQ(nvjpegDecodeBatched(h, st, &data, &length, &img, stream), NVJPEG_STATUS_SUCCESS);
+  EXPECT_EQ(nvjpegDecodeBatchedInitialize(h, st, 1, 1, NVJPEG_OUTPUT_RGBI), NVJPEG_STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(nvjpegDecodeBatched(h, st, &data, &length, &img, stream), NVJPEG_STATUS_INVALID_PARAMETER);
+  EXPECT_EQ(vt_emu_nvjpeg_counts().states_reused_in_flight, 2);
+  s.synchronize();
+  EXPECT_EQ(nvjpegDecodeBatchedInitialize(h, st, 1, 1, NVJPEG_OUTPUT_RGBI), NVJPEG_STATUS_SUCCESS);
+  EXPECT_EQ(nvjpegDecodeBatched(h, st, &data, &length, &img, stream), NVJPEG_STATUS_SUCCESS);
+  s.synchronize();
+  nvjpegJpegStateDestroy(st);
+  nvjpegDestroy(h);
 }
 
 }  // namespace

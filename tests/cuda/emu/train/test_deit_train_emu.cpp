@@ -248,6 +248,9 @@ TEST_F(DeitTrainEmu, AugmentOnDeviceMatchesHostAugmentationBitForBit) {
 
 #include <opencv2/imgcodecs.hpp>
 
+#include <cuda_runtime_api.h>
+
+#include "../nvjpeg_emu.h"
 #include "data_pipeline/shard_pack.h"
 
 namespace vt {
@@ -289,9 +292,15 @@ class DecodeOnDeviceEmu : public DeitTrainEmu {
 };
 
 TEST_F(DecodeOnDeviceEmu, MatchesHostDecodeBitForBit) {
+  vt_emu_nvjpeg_reset_counts();
   expect_device_path_matches_host({"data.random_erasing=0.5", "data.dct_scaling=false", "data.on_corrupt=skip",
                                    "data.augment_on=device"},
                                   "data.decode_on");
+  // nvJPEG decoded on the uploader's stream, beside the step, never on the
+  // compute stream (the per-thread default stream, or null for it).
+  ASSERT_GT(vt_emu_nvjpeg_counts().batched_calls, 0);
+  EXPECT_NE(vt_emu_nvjpeg_counts().last_stream, nullptr);
+  EXPECT_NE(vt_emu_nvjpeg_counts().last_stream, static_cast<const void*>(cudaStreamPerThread));
 }
 
 // The same on packed shards (the PNG and the progressive JPEG stored as
