@@ -727,11 +727,13 @@ TrainSummary Trainer::Impl::loop() {
     if (!dist().is_root()) po.out = nullptr;  // rank 0 reports
     po.unit = "img";
     po.interval_s = o.log_every_s;
-    ProgressBar bar("epoch " + std::to_string(I.epoch + 1) + "/" + std::to_string(o.epochs), steps_per_epoch - I.batch_in_epoch, po);
-    EpochSteps steps(I, loader, work, bar, steps_per_epoch, saved_now, evaluated_now, sum);
-    // This epoch's remaining batches, or up to train.max_steps.
+    // This epoch's remaining batches, or up to train.max_steps: the bar and
+    // its ETA count to where this epoch's training really ends.
     int64_t end = I.step + std::max<int64_t>(0, steps_per_epoch - I.batch_in_epoch);
     if (o.max_steps) end = std::min(end, *o.max_steps);
+    ProgressBar bar("epoch " + std::to_string(I.epoch + 1) + "/" + std::to_string(o.epochs),
+                    std::max<int64_t>(0, end - I.step), po);
+    EpochSteps steps(I, loader, work, bar, steps_per_epoch, saved_now, evaluated_now, sum);
     loop.run(steps, I.step, end);
     stop = o.max_steps && I.step >= *o.max_steps;
     bar.finish();

@@ -311,6 +311,18 @@ TEST_F(TrainerTest, TrainLinesEveryIntervalAndAtTheEnd) {
   EXPECT_DOUBLE_EQ(lines.back().at("loss").get<double>(), losses.back());
 }
 
+// The progress line counts to where training really ends: with 4 steps per
+// epoch and train.max_steps=6, epoch 2 trains 2 steps, so its line ends at
+// "2/2 (100.0%)" (it read "2/4 (50.0%)", with an ETA to the epoch's end).
+TEST_F(TrainerTest, ProgressLineEndsAtMaxSteps) {
+  testing::internal::CaptureStderr();
+  run(parse(tiny_yaml(data(), out("pm")), {"train.max_steps=6", "eval.every_epochs=0", "ckpt.every_steps=0"}));
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("epoch 1/3 4/4 (100.0%)"), std::string::npos) << err;
+  EXPECT_NE(err.find("epoch 2/3 2/2 (100.0%)"), std::string::npos) << err;
+  EXPECT_EQ(err.find("2/4"), std::string::npos) << err;
+}
+
 // log.stream_rms: at step 1 the Post-Norm model still has its init norms
 // (weight 1, bias 0), so each block's x stream is a LayerNorm output whose
 // RMS is sqrt(var / (var + eps)) = 1 to ~1e-6: a closed form the logged
