@@ -48,10 +48,15 @@ void run_pack(const Config& cfg, const std::string& config_path, const std::map<
   if (args.count("shard_size")) base.shard_size = parse_int("shard_size", args.at("shard_size"), 1, int64_t{1} << 30);
   std::vector<std::string> splits;
   const std::string which = args.count("split") ? args.at("split") : "";
-  if (which == "train" || which.empty()) splits.push_back(t.train_split);
-  if ((which == "val" || which.empty()) && t.val_split != t.train_split) splits.push_back(t.val_split);
   if (which != "train" && which != "val" && !which.empty())
     throw ConfigError("pack: split=" + which + ": expected train (data.train_split) | val (data.val_split)");
+  if (which == "train" || which.empty()) splits.push_back(t.train_split);
+  // split=val packs data.val_split even when it is the train folder (it is
+  // what was asked for); with no split= a folder both keys name is packed once.
+  if (which == "val" || (which.empty() && t.val_split != t.train_split)) splits.push_back(t.val_split);
+  if (which.empty() && t.val_split == t.train_split)
+    std::printf("vtrain pack: data.train_split and data.val_split both name '%s': packing it once\n",
+                t.train_split.c_str());
   namespace fs = std::filesystem;
   if (!fs::is_directory(t.data_root))
     throw std::runtime_error("pack: " + missing_data_root_message(cfg, "data.root", config_path));

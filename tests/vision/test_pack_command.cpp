@@ -47,6 +47,13 @@ TEST_F(PackCommandTest, BothSplitsByDefaultOneWithSplit) {
   EXPECT_EQ(std::vector<fs::path>(fs::directory_iterator(out("same")), fs::directory_iterator()).size(), 1u);
 }
 
+// split=val where data.val_split names the train folder packs that folder
+// (it wrote nothing and said nothing).
+TEST_F(PackCommandTest, ValSplitEqualToTrainSplitIsPacked) {
+  run_pack(config({"data.val_split=train"}), "test.yaml", {{"out", out("v")}, {"split", "val"}});
+  EXPECT_EQ(read_shard_manifest(out("v") + "/train").images, 6);  // 2 classes x 3 train images
+}
+
 TEST_F(PackCommandTest, BadArgumentsNameThemselves) {
   auto err = [&](const std::map<std::string, std::string>& a) {
     return vt_test::error_of([&] { run_pack(config(), "test.yaml", a); });
