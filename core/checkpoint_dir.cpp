@@ -82,6 +82,9 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
       fs::remove_all(old, ec);
       fs::rename(final_dir, old);
       fs::rename(tmp, final_dir);
+      // What a user put beside the old checkpoint moves into the new one.
+      for (const std::string& name : files_not_of_checkpoint(old))
+        fs::rename(fs::path(old) / name, fs::path(final_dir) / name, ec);
       fs::remove_all(old, ec);
     } else {
       fs::rename(tmp, final_dir);
@@ -163,13 +166,45 @@ void remove_stale_checkpoint_temps(const std::string& run_dir) {
   }
 }
 
-void prune_checkpoints(const std::string& run_dir, int keep_last, int64_t keep_step) {
+const std::vector<std::string>& checkpoint_file_names() {
+  // state.json first: once it is gone the directory is no longer a checkpoint
+  // (list_checkpoints), so a removal cut short never leaves a half checkpoint
+  // that resume would pick.
+  static const std::vector<std::string> names = {"state.json", "model.safetensors", "ema.safetensors",
+                                                 "optimizer.safetensors"};
+  return names;
+}
+
+std::vector<std::string> files_not_of_checkpoint(const std::string& dir) {
+  std::vector<std::string> other;
+  std::error_code ec;
+  const auto& own = checkpoint_file_names();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (std::find(own.begin(), own.end(), name) == own.end()) other.push_back(name);
+  }
+  std::sort(other.begin(), other.end());
+  return other;
+}
+
+std::vector<KeptCheckpointDir> prune_checkpoints(const std::string& run_dir, int keep_last, int64_t keep_step) {
   if (keep_last < 0) throw std::invalid_argument("prune_checkpoints: keep_last " + std::to_string(keep_last) + " < 0");
   auto all = list_checkpoints(run_dir);
   const int64_t n = static_cast<int64_t>(all.size());
-  for (int64_t i = 0; i < n - keep_last; ++i)
-    if (all[static_cast<size_t>(i)].first != keep_step) fs::remove_all(all[static_cast<size_t>(i)].second);
+  std::vector<KeptCheckpointDir> kept;
+  std::error_code ec;
+  for (int64_t i = 0; i < n - keep_last; ++i) {
+    const auto& [step, dir] = all[static_cast<size_t>(i)];
+    if (step == keep_step) continue;
+    // Only the files the checkpoint writer made: samples, grids or notes a
+    // user put in step_<N>/ are theirs, not the rotation's.
+    for (const std::string& f : checkpoint_file_names()) fs::remove(fs::path(dir) / f, ec);
+    std::vector<std::string> other = files_not_of_checkpoint(dir);
+    if (other.empty()) fs::remove(dir, ec);
+    else kept.push_back({dir, std::move(other)});
+  }
   remove_stale_checkpoint_temps(run_dir);
+  return kept;
 }
 
 }  // namespace vt

@@ -79,9 +79,27 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
 // The complete checkpoint with the largest step, if any.
 std::optional<std::string> latest_checkpoint(const std::string& run_dir);
 
+// The files save_checkpoint writes into step_<N>/ (state.json first).
+const std::vector<std::string>& checkpoint_file_names();
+// The names in `dir` that are not checkpoint_file_names(), sorted (samples,
+// grids, anything a user put there).
+std::vector<std::string> files_not_of_checkpoint(const std::string& dir);
+
+// A step_<N> directory whose checkpoint files were removed but which still
+// holds `other` (names in it the checkpoint writer did not make).
+struct KeptCheckpointDir {
+  std::string dir;
+  std::vector<std::string> other;
+};
+
 // Keeps the newest keep_last (>= 0) checkpoints and step `keep_step` (the
 // best; -1: none); removes the other checkpoints and stale temporaries.
-void prune_checkpoints(const std::string& run_dir, int keep_last, int64_t keep_step);
+// Only a checkpoint's own files (checkpoint_file_names) are removed: a
+// directory that then still holds other files (samples drawn into it, ...)
+// is left in place and returned, for the caller to log; an empty one is
+// removed. Saving over an existing step_<N> likewise carries its other files
+// into the new checkpoint directory.
+std::vector<KeptCheckpointDir> prune_checkpoints(const std::string& run_dir, int keep_last, int64_t keep_step);
 // Removes the ".step_*" temporaries a crashed save left in run_dir. Call it
 // only while no other process writes checkpoints into run_dir.
 void remove_stale_checkpoint_temps(const std::string& run_dir);

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 namespace vt_test {
@@ -45,6 +46,12 @@ class ChdirGuard {
  private:
   std::filesystem::path old_;
 };
+
+// The whole file as text ("" when it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
 
 // Runs fn and returns the message of the exception it throws ("" if none).
 template <typename F>

@@ -139,8 +139,18 @@ std::string RunDirectory::save(int64_t step, const CheckpointData& data, int kee
     write_failure_ = std::make_unique<CheckpointWriteError>(msg, e.bytes_needed());
     return last_ckpt_;
   }
-  if (keep_last > 0) prune_checkpoints(path_, keep_last, keep_step);
-  else remove_stale_checkpoint_temps(path_);
+  if (keep_last > 0) {
+    for (const KeptCheckpointDir& k : prune_checkpoints(path_, keep_last, keep_step)) {
+      std::string names;
+      for (size_t i = 0; i < k.other.size() && i < 5; ++i) names += (i ? ", " : "") + k.other[i];
+      if (k.other.size() > 5) names += ", ... (" + std::to_string(k.other.size()) + " in all)";
+      log().info("checkpoint {} removed (ckpt.keep_last={}); the directory is kept: it holds files the "
+                 "trainer did not write ({})",
+                 k.dir, keep_last, names);
+    }
+  } else {
+    remove_stale_checkpoint_temps(path_);
+  }
   return last_ckpt_;
 }
 

@@ -64,6 +64,38 @@ TEST(CheckpointDir, SaveListPrune) {
   EXPECT_THROW(prune_checkpoints(run, -1, -1), std::invalid_argument);
 }
 
+// Rotation removes a checkpoint's own files only: samples drawn into
+// step_<N>/ (dittrain sample's default out=) stay, with their directory,
+// which is returned for the log and no longer listed as a checkpoint. A
+// directory with nothing else in it goes. Re-saving a step keeps them too.
+TEST(CheckpointDir, PruneKeepsFilesItDidNotWrite) {
+  vt_test::TmpDir tmp;
+  const std::string run = tmp.path();
+  CheckpointData d = small(0);
+  for (int s : {2, 4, 6}) save_checkpoint(run, s, d);
+  std::ofstream(run + "/step_2/samples_16.npz") << "user bytes";
+  fs::create_directories(run + "/step_2/grids");
+  std::ofstream(run + "/step_4/notes.txt") << "more";
+  save_checkpoint(run, 4, d);  // replacing step_4 carries notes.txt over
+  EXPECT_TRUE(fs::exists(run + "/step_4/notes.txt"));
+  const auto kept = prune_checkpoints(run, 1, -1);
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0].dir, run + "/step_2");
+  EXPECT_EQ(kept[0].other, (std::vector<std::string>{"grids", "samples_16.npz"}));
+  EXPECT_EQ(kept[1].dir, run + "/step_4");
+  EXPECT_EQ(kept[1].other, (std::vector<std::string>{"notes.txt"}));
+  EXPECT_EQ(vt_test::read_text(run + "/step_2/samples_16.npz"), "user bytes");
+  EXPECT_TRUE(fs::is_directory(run + "/step_2/grids"));
+  for (const std::string& f : checkpoint_file_names()) EXPECT_FALSE(fs::exists(run + "/step_2/" + f)) << f;
+  const auto all = list_checkpoints(run);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].first, 6);
+  // Nothing but checkpoint files: the directory is removed.
+  save_checkpoint(run, 8, d);
+  EXPECT_TRUE(prune_checkpoints(run, 1, -1).empty());
+  EXPECT_FALSE(fs::exists(run + "/step_6"));
+}
+
 TEST(CheckpointDir, ListingNeedsStepDigitsAndStateJson) {
   vt_test::TmpDir tmp;
   const std::string run = tmp.path();
