@@ -1,10 +1,11 @@
-// One writer per run directory: an exclusive flock(2) on <run>/.lock, held
-// for as long as the RunDirLock lives. The OS releases it when the process
-// ends, however it ends (SIGKILL, OOM kill, a node reboot on a local disk),
-// so a crashed run never leaves a stale lock behind. The file holds the
-// holder's "pid <pid> on <host> since <UTC time>" for the refusal message.
+// One writer per run directory: an exclusive lock on <run>/.lock
+// (core/file_lock.h), held for as long as the RunDirLock lives and released
+// by the OS however the process ends, so a crashed run never leaves a stale
+// lock behind.
 #pragma once
 #include <string>
+
+#include "core/file_lock.h"
 
 namespace vt {
 
@@ -15,17 +16,12 @@ class RunDirLock {
   // directory and the holder when another process (or another RunDirLock
   // of this one) holds it, or naming the lock file when it cannot be created.
   explicit RunDirLock(const std::string& dir);
-  ~RunDirLock();
-  RunDirLock(RunDirLock&& o) noexcept;
-  RunDirLock& operator=(RunDirLock&& o) noexcept;
-  RunDirLock(const RunDirLock&) = delete;
-  RunDirLock& operator=(const RunDirLock&) = delete;
 
-  bool held() const { return fd_ >= 0; }
-  void release();
+  bool held() const { return lock_.held(); }
+  void release() { lock_.release(); }
 
  private:
-  int fd_ = -1;
+  FileLock lock_;
 };
 
 }  // namespace vt
