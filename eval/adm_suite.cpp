@@ -74,13 +74,6 @@ Side load_side(const std::string& path, const char* role, const InceptionFid* ne
     return s;
   }
   const std::vector<std::string> keys = npz_keys(path);
-  if (has_key(keys, "protocol")) {
-    const NpyArray pr = load_npz_members(path, {"protocol"}).at("protocol");
-    const std::string name = pr.dtype == "|u1" ? std::string(pr.bytes.begin(), pr.bytes.end()) : "?";
-    if (name != fid_protocol_name(o.protocol))
-      throw std::runtime_error("'" + path + "': key 'protocol' says its statistics were made with the " + name +
-                               " protocol, but --protocol is " + fid_protocol_name(o.protocol));
-  }
   s.pool = load_stats(path, "mu", "sigma");
   s.info.count = stored_count(path);
   if (has_key(keys, "mu_s") && has_key(keys, "sigma_s")) s.spatial = load_stats(path, "mu_s", "sigma_s");
@@ -114,6 +107,39 @@ void check_dims(const Side& a, const Side& b, int64_t da, int64_t db, const std:
                              " (another network or protocol?)");
 }
 
+// What a side will give, known without any network pass: its protocol
+// (statistics files that record one) and its feature dimensions (a
+// statistics file's mu / mu_s, or the network's for images).
+struct SideDims {
+  int64_t pool = 0, spatial = 0;  // 0: unknown or absent
+  std::string pool_key, spatial_key;
+};
+
+SideDims precheck_side(const std::string& path, const InceptionFid* net, const SuiteOptions& o) {
+  SideDims d;
+  if (classify_fid_source(path) != FidSourceKind::StatsNpz) {
+    if (net) d.pool = net->feature_dim(), d.spatial = InceptionFid::spatial_dim();
+    d.pool_key = d.spatial_key = classify_fid_source(path) == FidSourceKind::ImageNpz ? "arr_0" : "images";
+    return d;
+  }
+  const std::vector<std::string> keys = npz_keys(path);
+  if (has_key(keys, "protocol")) {
+    const NpyArray pr = load_npz_members(path, {"protocol"}).at("protocol");
+    const std::string name = pr.dtype == "|u1" ? std::string(pr.bytes.begin(), pr.bytes.end()) : "?";
+    if (name != fid_protocol_name(o.protocol))
+      throw std::runtime_error("'" + path + "': key 'protocol' says its statistics were made with the " + name +
+                               " protocol, but --protocol is " + fid_protocol_name(o.protocol));
+  }
+  auto dim_of = [&](const std::string& key) -> int64_t {
+    if (!has_key(keys, key)) return 0;
+    const NpyArray a = load_npz_members(path, {key}).at(key);  // a mean: [D], small
+    return a.shape.size() == 1 ? a.shape[0] : 0;                // other shapes: load_stats names them
+  };
+  d.pool = dim_of("mu"), d.pool_key = "mu";
+  d.spatial = dim_of("mu_s"), d.spatial_key = "mu_s";
+  return d;
+}
+
 SuiteValue ok(double v) { return SuiteValue{true, v, ""}; }
 SuiteValue missing(const std::string& why) { return SuiteValue{false, 0, why}; }
 
@@ -142,6 +168,19 @@ SuiteMetrics parse_suite_metrics(const std::string& list) {
 SuiteReport run_adm_suite(const std::string& samples, const std::string& ref, const InceptionFid* net,
                           const SuiteMetrics& m, const SuiteOptions& o) {
   SuiteReport r;
+  // Protocols and dimensions first: a mismatch must not cost the other
+  // side's network pass (minutes at 50K images).
+  {
+    const SideDims ds = precheck_side(samples, net, o), dr = precheck_side(ref, net, o);
+    auto differ = [&](const char* what, int64_t a, int64_t b, const std::string& ka, const std::string& kb) {
+      if (a > 0 && b > 0 && a != b)
+        throw std::runtime_error(std::string(what) + " dimensions differ: --samples '" + samples + "' " + ka +
+                                 " gives " + std::to_string(a) + ", --ref '" + ref + "' " + kb + " gives " +
+                                 std::to_string(b) + " (another network or protocol?)");
+    };
+    differ("pool feature", ds.pool, dr.pool, ds.pool_key, dr.pool_key);
+    if (m.sfid) differ("spatial feature", ds.spatial, dr.spatial, ds.spatial_key, dr.spatial_key);
+  }
   Side s = load_side(samples, "samples", net, m, o, true);
   if (!o.save_activations.empty()) {
     if (s.info.kind == FidSourceKind::StatsNpz)
@@ -185,6 +224,11 @@ SuiteReport run_adm_suite(const std::string& samples, const std::string& ref, co
     std::string why;
     if (!s.acts.pool_dim) why = "'" + samples + "' holds statistics, not images (precision / recall need per-image features)";
     else if (!f.acts.pool_dim) why = f.rows_why;
+    // ADM's k-th nearest neighbour radii need more than k rows per side.
+    else if (s.acts.n <= o.manifold.k || f.acts.n <= o.manifold.k)
+      why = "precision / recall need more than k = " + std::to_string(o.manifold.k) + " images on each side: '" +
+            samples + "' " + s.pool_key + " has " + std::to_string(s.acts.n) + ", '" + ref + "' " + f.rows_key +
+            " has " + std::to_string(f.acts.n);
     if (why.empty()) {
       note(o, "precision / recall: " + std::to_string(f.acts.n) + " x " + std::to_string(s.acts.n) + " distances");
       r.pr_detail = precision_recall(f.acts.pool.data(), f.acts.n, s.acts.pool.data(), s.acts.n, s.acts.pool_dim, o.manifold);

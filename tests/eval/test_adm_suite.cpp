@@ -230,6 +230,54 @@ TEST(AdmSuite, UnavailableMetricsAndErrorsNameFileAndKey) {
   EXPECT_TRUE(m.is && m.recall && !m.fid && !m.precision && m.chosen);
 }
 
+// Network passes of the test below (the progress callback is called per batch).
+int g_passes_progress = 0;
+
+// Too few images for precision / recall (k = 3 needs 4 per side): both are
+// unavailable with the counts, FID is still computed (it threw a usage
+// error from the manifold code). A protocol or dimension mismatch of a
+// statistics file is found before any network pass.
+TEST(AdmSuite, TooFewImagesAndMismatchesBeforeAnyPass) {
+  vt_test::TmpDir tmp;
+  const std::string smp = tmp.file("samples.npz"), refi = tmp.file("ref3.npz");
+  save_npz(smp, {{"arr_0", images(3, 32, 0, 7)}});
+  save_npz(refi, {{"arr_0", images(3, 32, 30, 8)}});
+  SuiteOptions o;
+  o.is_split = 5000;
+  SuiteMetrics all;    // as --metrics all (nothing chosen by name) ...
+  all.sfid = false;    // ... but for sFID's slow 2023-d eigensolves
+  const SuiteReport r = run_adm_suite(smp, refi, &net(), all, o);
+  EXPECT_TRUE(r.fid.available);
+  EXPECT_FALSE(r.is.available);
+  EXPECT_FALSE(r.precision.available);
+  EXPECT_FALSE(r.recall.available);
+  EXPECT_NE(r.precision.why.find("precision / recall need more than k = 3 images on each side: '" + smp +
+                                 "' arr_0 has 3, '" + refi + "' arr_0 has 3"),
+            std::string::npos)
+      << r.precision.why;
+  // Statistics of the other protocol, or of another width: refused with no pass made.
+  const std::string ref = tmp.file("ref.npz");
+  save_npz(tmp.file("ref_images.npz"), {{"arr_0", images(6, 32, 10, 9)}});
+  write_adm_reference(tmp.file("ref_images.npz"), ref, net(), o);
+  SuiteOptions pt = o;
+  pt.protocol = FidProtocol::PytorchFid;
+  g_passes_progress = 0;
+  pt.progress = [](int64_t, int64_t) { ++g_passes_progress; };
+  const std::string e1 = what_of([&] { run_adm_suite(smp, ref, &net(), all, pt); });
+  EXPECT_NE(e1.find("key 'protocol' says"), std::string::npos) << e1;
+  auto full = load_npz(ref);
+  full["mu"] = NpyArray::from(std::vector<double>(64, 0.0), {64});
+  save_npz(tmp.file("w64.npz"), full);
+  SuiteOptions counted = o;
+  counted.progress = pt.progress;
+  const std::string e2 = what_of([&] { run_adm_suite(smp, tmp.file("w64.npz"), &net(), all, counted); });
+  EXPECT_NE(e2.find("pool feature dimensions differ: --samples '" + smp + "' arr_0 gives 128, --ref '" +
+                    tmp.file("w64.npz") + "' mu gives 64"),
+            std::string::npos)
+      << e2;
+  EXPECT_EQ(g_passes_progress, 0);
+}
+
 #ifdef VT_VEVAL_EXE
 // `veval stats` writes an ADM-format reference from an ADM-format image
 // batch; `veval fid` then prints all five metrics for an ADM-format sample
@@ -282,6 +330,26 @@ TEST(AdmSuite, VevalPrintsAllFiveMetrics) {
   EXPECT_NE(log.find("sFID: unavailable ('" + tmp.file("ref_no_s.npz") + "' has no key 'mu_s')"), std::string::npos) << log;
   EXPECT_NE(log.find("\nFID: "), std::string::npos) << log;
   EXPECT_NE(log.find("\nIS: "), std::string::npos) << log;
+  // 3 samples under the default --metrics all: FID printed and written, the
+  // metrics 3 images cannot give reported unavailable, exit 0 (it was a
+  // usage error naming no file, with no --json).
+  save_npz(tmp.file("three.npz"), {{"arr_0", images(3, 32, 0, 11)}});
+  log.clear();
+  EXPECT_EQ(run(exe + "fid --samples " + tmp.file("three.npz") + " --ref " + tmp.file("ref.npz") +
+                    " --device cpu --inception " + weights + " --json " + tmp.file("three.json"),
+                &log),
+            0)
+      << log;
+  EXPECT_NE(log.find("\nFID: "), std::string::npos) << log;
+  EXPECT_NE(log.find("precision: unavailable (precision / recall need more than k = 3 images on each side"),
+            std::string::npos)
+      << log;
+  nlohmann::json t;
+  std::ifstream(tmp.file("three.json")) >> t;
+  EXPECT_TRUE(t.at("fid").is_number());
+  EXPECT_TRUE(t.at("precision").is_null());
+  EXPECT_TRUE(t.at("unavailable").contains("recall"));
+  EXPECT_TRUE(t.at("unavailable").contains("inception_score"));
 }
 #endif
 
