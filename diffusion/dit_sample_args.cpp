@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/output_claim.h"
 #include "diffusion/dit_sample_files.h"
 
 namespace vt {
@@ -51,7 +52,7 @@ std::string one_of(const std::string& key, const std::string& v, const std::set<
 
 const std::set<std::string>& dit_sample_arg_keys() {
   static const std::set<std::string> k = {"ckpt",    "num_samples", "steps", "cfg_scale", "seed",
-                                          "sampler", "eta",         "batch", "weights",   "out", "chunk"};
+                                          "sampler", "eta",         "batch", "weights",   "out", "chunk", "overwrite"};
   return k;
 }
 
@@ -77,16 +78,18 @@ DitSampleArgs parse_dit_sample_args(const std::map<std::string, std::string>& op
     if (a.chunk % so.batch != 0) bad("chunk", at("chunk"), "expected a multiple of batch (" + std::to_string(so.batch) + ")");
   }
   if (has("weights")) a.use_ema = one_of("weights", at("weights"), {"ema", "model"}) == "ema";
+  if (has("overwrite")) a.overwrite = one_of("overwrite", at("overwrite"), {"true", "false"}) == "true";
+  char g[32];
+  std::snprintf(g, sizeof g, "%g", so.cfg_scale);
+  const std::string default_name = "samples_" + std::to_string(a.num_samples) + "_" + so.sampler +
+                                   std::to_string(so.steps) + "_cfg" + g + "_seed" + std::to_string(so.seed);
   if (has("out")) {
     if (at("out").empty()) bad("out", "", "expected a path");
-    a.out = at("out");
+    // The name given: x.npz is x.npz (not x.npz.npz); DIR/ holds the default name.
+    const std::string file = output_file_name(at("out"), ".npz", default_name);
+    a.out = file.substr(0, file.size() - 4);
   } else {
-    char g[32];
-    std::snprintf(g, sizeof g, "%g", so.cfg_scale);
-    a.out = (std::filesystem::path(a.ckpt) / ("samples_" + std::to_string(a.num_samples) + "_" + so.sampler +
-                                              std::to_string(so.steps) + "_cfg" + g + "_seed" +
-                                              std::to_string(so.seed)))
-                .string();
+    a.out = (std::filesystem::path(a.ckpt) / default_name).string();
   }
   return a;
 }

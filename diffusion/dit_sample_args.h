@@ -18,15 +18,19 @@ struct DitSampleArgs {
   SampleOptions options;     // the config's sample.* keys, overridden by the arguments
   bool use_ema = true;       // weights=ema (default) | model
   int64_t chunk = 0;         // samples per resumable chunk (0: default_sample_chunk, diffusion/dit_sample_files.h)
+  bool overwrite = false;    // overwrite=true: replace an output of other arguments
 };
 
-// ckpt num_samples steps cfg_scale seed sampler eta batch weights out chunk
+// ckpt num_samples steps cfg_scale seed sampler eta batch weights out chunk overwrite
 const std::set<std::string>& dit_sample_arg_keys();
 
 // `opts` maps argument keys to their text. Defaults: sampler, steps, eta,
 // cfg_scale, seed, batch, guided_channels, clip_denoised from cfg.grid (the
 // config's sample.* keys); num_samples 64; weights ema; out
-// <ckpt>/samples_<N>_<sampler><steps>_cfg<G>_seed<K>. Throws ConfigError
+// <ckpt>/samples_<N>_<sampler><steps>_cfg<G>_seed<K>. out= is the name
+// given: "x" and "x.npz" both write x.npz (and x.png); a directory (an
+// existing one, or a name ending in '/') gets the default file name inside
+// it. overwrite true | false (default). Throws ConfigError
 // naming the key and the value for: a missing ckpt, an unknown key, text that
 // is not entirely a number of the key's type, or a value out of range
 // (steps in [1, diffusion.num_timesteps], num_samples in [1, kMaxSamples],

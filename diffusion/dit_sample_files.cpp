@@ -15,6 +15,7 @@
 #include "core/exit_status.h"
 #include "core/log.h"
 #include "core/out_of_memory.h"
+#include "core/output_claim.h"
 #include "core/npz.h"
 #include "core/philox.h"
 #include "core/progress.h"
@@ -223,6 +224,8 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
     throw std::invalid_argument("sample: chunk=" + std::to_string(chunk) + ": expected a multiple of batch (" +
                                 std::to_string(bs) + ")");
   check_sample_output(req.out);
+  // Before the checkpoint is read: a second sampler on this out= stops now.
+  OutputClaim claim({"sample", "out=", "overwrite=true"}, req.out + ".npz");
   const bool latents = cfg.data_kind == "latents";
   const AutoencoderKL* vae = latents ? req.vae : nullptr;
   DiT model(cfg.model);
@@ -254,7 +257,13 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
       {"ckpt", ec ? req.ckpt : ckpt_abs.string()},
       {"ckpt_step", ck.state.contains("step") ? ck.state["step"].dump() : "?"},
       {"vae", vae ? req.vae_source : "none"}};
-  SamplePartial partial(req.out, keys, info, num_chunks);
+  if (claim.check(keys, req.overwrite)) {
+    log().info("sample: {}.npz is done: it was made with these arguments ({}); nothing to draw "
+               "(overwrite=true draws it again)",
+               req.out, claim.record_path());
+    return;
+  }
+  SamplePartial partial(req.out, keys, info, num_chunks, req.overwrite);
 
   std::vector<int32_t> labels(static_cast<size_t>(N));
   Philox rng(opt.seed, philox_stream(kPurposeSampleLabels));
@@ -331,6 +340,7 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
   const std::map<std::string, NpyArray> arrays = assemble(partial, chunk, lay, labels);
   save_npz(req.out + ".npz", arrays);
   save_png_grid(req.out + ".png", grid_preview(arrays.at(lay.key), lay));
+  claim.record(keys, info);  // after the outputs: a record always describes a complete npz
   partial.remove();
   log().info("sample: wrote {}.npz ({} {}) and {}.png ({} samples, {} {} steps, cfg {}{})", req.out, lay.key,
              shape_str(arrays.at(lay.key).shape), req.out, N, opt.sampler, opt.steps, opt.cfg_scale,

@@ -17,7 +17,15 @@
 // samples already done"); other arguments (seed, steps, weights, VAE, ...)
 // are refused naming the key and the directory. Once every chunk is there
 // the final npz is assembled, written atomically, and <out>.partial is
-// removed. Sample i's noise depends only on (seed, i) (diffusion/sampler.h)
+// removed.
+//
+// A finished output (core/output_claim.h) records the same keys in
+// <out>.npz.manifest.json. A rerun with the same arguments says it is done
+// and draws nothing (exit 0); other arguments, or an <out>.npz that records
+// nothing, are refused naming the key, both values and the file, unless
+// overwrite=true (which also starts a .partial of other arguments over).
+// One sampler per out= at a time: a second is refused at once, naming the
+// first (a lock on <dir>/.<name>.npz.lock). Sample i's noise depends only on (seed, i) (diffusion/sampler.h)
 // and npz bytes carry no time stamp (core/npz.h), so the final <out>.npz is
 // byte-identical whether the run was interrupted or not.
 //
@@ -67,6 +75,7 @@ struct SampleRequest {
   int64_t chunk = 0;         // samples per chunk file; 0: default_sample_chunk(options.batch)
   const AutoencoderKL* vae = nullptr;  // latent models: decode with it (nullptr: write latents)
   std::string vae_source;              // its path (fingerprinted into the manifest)
+  bool overwrite = false;              // replace a finished <out>.npz (or a .partial) of other arguments
 };
 
 // Throws std::invalid_argument for num_samples outside [1, kMaxSamples],

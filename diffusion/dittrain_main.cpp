@@ -3,7 +3,7 @@
 //   dittrain CONFIG.yaml [key.path=value ...]
 //   dittrain sample CONFIG.yaml ckpt=DIR [num_samples=N] [steps=S] [cfg_scale=G]
 //            [seed=K] [sampler=ddpm|ddim] [eta=E] [batch=B] [weights=ema|model]
-//            [out=PATH] [vae=PATH] [chunk=C] [key.path=value ...]
+//            [out=PATH] [vae=PATH] [chunk=C] [overwrite=true] [key.path=value ...]
 //   dittrain extract CONFIG.yaml images=DIR out=DIR [vae=PATH] [store=posterior|sample]
 //            [hflip=true|false] [shard_size=N] [batch=N] [key.path=value ...]
 //
@@ -62,7 +62,7 @@ void usage(std::ostream& os) {
   os << "usage: dittrain CONFIG.yaml [key.path=value ...]\n"
         "       dittrain sample CONFIG.yaml ckpt=DIR [num_samples=N] [steps=S] [cfg_scale=G] [seed=K]\n"
         "                [sampler=ddpm|ddim] [eta=E] [batch=B] [weights=ema|model] [out=PATH] [vae=PATH]\n"
-        "                [chunk=C] [key.path=value ...]\n"
+        "                [chunk=C] [overwrite=true] [key.path=value ...]\n"
         "       dittrain extract CONFIG.yaml images=DIR out=DIR [vae=PATH] [store=posterior|sample]\n"
         "                [hflip=true|false] [shard_size=N] [batch=N] [key.path=value ...]\n"
         "  CONFIG: a file, or a name in "
@@ -72,6 +72,10 @@ void usage(std::ostream& os) {
      << vt::kMaxSamples << ");\n"
         "          chunk: samples per resumable chunk in PATH.partial/ (a multiple of batch; default: the\n"
         "          largest up to 1024); a killed or stopped run continues when rerun with the same arguments\n"
+        "          out=PATH: PATH.npz and PATH.png (PATH.npz given: the same; a directory: the default name\n"
+        "          inside it); PATH.npz.manifest.json records what made it: a rerun with the same arguments\n"
+        "          is done (nothing drawn), other arguments are refused naming the key and both values unless\n"
+        "          overwrite=true; one sampler per out= at a time\n"
         "\nconfig keys:\n"
      << vt::dittrain_schema().help_text();
 }
@@ -127,7 +131,7 @@ int run(int argc, char** argv) {
   const vt::DitSampleArgs sa = vt::parse_dit_sample_args(opts, tc);
   vt::SampleRequest req;
   req.ckpt = sa.ckpt, req.out = sa.out, req.num_samples = sa.num_samples, req.options = sa.options;
-  req.use_ema = sa.use_ema, req.chunk = sa.chunk;
+  req.use_ema = sa.use_ema, req.chunk = sa.chunk, req.overwrite = sa.overwrite;
   req.vae = vae ? &*vae : nullptr, req.vae_source = vae_source;
   vt::dit_sample_to_files(tc, req);
   return 0;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/atomic_file.h"
+#include "core/log.h"
 
 namespace vt {
 namespace fs = std::filesystem;
@@ -37,10 +38,24 @@ int64_t chunk_index(const std::string& name) {
 
 std::string SamplePartial::dir_for(const std::string& out) { return out + ".partial"; }
 
-SamplePartial::SamplePartial(const std::string& out, const Keys& keys, const Keys& info, int64_t num_chunks)
+SamplePartial::SamplePartial(const std::string& out, const Keys& keys, const Keys& info, int64_t num_chunks,
+                             bool start_over_asked)
     : dir_(dir_for(out)), done_(static_cast<size_t>(num_chunks), false) {
+  if (start_over_asked) {
+    try {
+      *this = SamplePartial(out, keys, info, num_chunks, false);
+      return;
+    } catch (const std::exception& e) {
+      log().warn("sample: overwrite=true: starting over ({})", e.what());
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
+      if (ec) throw std::runtime_error("sample: cannot remove '" + dir_ + "': " + ec.message());
+      *this = SamplePartial(out, keys, info, num_chunks, false);
+      return;
+    }
+  }
   const std::string manifest = (fs::path(dir_) / "manifest.json").string();
-  const std::string start_over = "delete '" + dir_ + "' to start over";
+  const std::string start_over = "delete '" + dir_ + "' (or give overwrite=true) to start over";
   std::error_code ec;
   if (fs::exists(dir_) && !fs::is_directory(dir_))
     throw std::runtime_error("sample: '" + dir_ + "' (the partial samples of out=" + out +

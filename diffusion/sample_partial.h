@@ -38,7 +38,10 @@ class SamplePartial {
   // manifest but with chunk files, or an unreadable manifest, is an error
   // naming the file. Temporary files of writes cut short (*.tmp.<pid>) are
   // removed. Chunk files with k >= num_chunks are an error naming the file.
-  SamplePartial(const std::string& out, const Keys& keys, const Keys& info, int64_t num_chunks);
+  // start_over (overwrite=true): a directory of other keys, or one that
+  // cannot be matched, is removed and started afresh instead.
+  SamplePartial(const std::string& out, const Keys& keys, const Keys& info, int64_t num_chunks,
+                bool start_over = false);
 
   const std::string& dir() const { return dir_; }
   std::string chunk_path(int64_t k) const;

@@ -15,6 +15,7 @@
 #include "core/atomic_file.h"
 #include "core/checkpoint_dir.h"
 #include "core/config.h"
+#include "core/file_lock.h"
 #include "core/npz.h"
 #include "core/philox.h"
 #include "core/safetensors.h"
@@ -151,7 +152,7 @@ TEST(SamplePartial, ManifestDecidesWhetherARunContinues) {
   std::string e = vt_test::error_of([&] { SamplePartial(out, {{"seed", "1"}, {"steps", "3"}}, {}, 3); });
   EXPECT_NE(e.find("'" + out + ".partial' holds samples of a run with seed = 0, this run has seed = 1"),
             std::string::npos) << e;
-  EXPECT_NE(e.find("delete '" + out + ".partial' to start over"), std::string::npos) << e;
+  EXPECT_NE(e.find("delete '" + out + ".partial' (or give overwrite=true) to start over"), std::string::npos) << e;
   e = vt_test::error_of([&] { SamplePartial(out, {{"seed", "0"}}, {}, 3); });
   EXPECT_NE(e.find("steps = 3, this run has steps = (none)"), std::string::npos) << e;
   e = vt_test::error_of([&] { SamplePartial(out, {{"seed", "0"}, {"steps", "3"}, {"eta", "0"}}, {}, 3); });
@@ -253,7 +254,7 @@ TEST(DitSampleFiles, OtherArgumentsAndDamagedChunksAreNamed) {
     log.clear();
     EXPECT_EQ(run(sample_cmd(r, tmp.file("k"), arg), &log), 1) << arg << ": " << log;
     EXPECT_NE(log.find("'" + dir + "' holds samples of a run with " + says), std::string::npos) << arg << ": " << log;
-    EXPECT_NE(log.find("delete '" + dir + "' to start over"), std::string::npos) << log;
+    EXPECT_NE(log.find("delete '" + dir + "' (or give overwrite=true) to start over"), std::string::npos) << log;
   }
   // No VAE (latents instead of decoded images).
   log.clear();
@@ -284,6 +285,63 @@ TEST(DitSampleFiles, OtherArgumentsAndDamagedChunksAreNamed) {
   EXPECT_NE(log.find("resuming: 4 of 10 samples already done"), std::string::npos) << log;
   EXPECT_EQ(read_file(tmp.file("k.npz")), read_file(tmp.file("ref.npz")));
   EXPECT_FALSE(fs::exists(dir));
+}
+
+// A finished npz records what made it: the same arguments are done (nothing
+// drawn, exit 0), other arguments are refused naming the key, both values
+// and the file, overwrite=true replaces it (it was silently redrawn or
+// replaced). out= gets the name given; a directory gets the default name.
+// A second sampler on the same out= is refused at once.
+TEST(DitSampleFiles, AFinishedOutputIsDoneOrRefusedUnlessOverwrite) {
+  vt_test::TmpDir tmp;
+  const TinyRun r = tiny_run(tmp);
+  const std::string f = tmp.file("f");
+  std::string log;
+  ASSERT_EQ(run(sample_cmd(r, f), &log), 0) << log;
+  const std::string first = read_file(f + ".npz");
+  EXPECT_TRUE(fs::exists(f + ".npz.manifest.json"));
+  log.clear();
+  ASSERT_EQ(run(sample_cmd(r, f), &log), 0) << log;
+  EXPECT_NE(log.find("sample: " + f + ".npz is done: it was made with these arguments"), std::string::npos) << log;
+  EXPECT_EQ(log.find("wrote"), std::string::npos) << log;
+  log.clear();
+  EXPECT_EQ(run(sample_cmd(r, f, "seed=5"), &log), 1) << log;
+  EXPECT_NE(log.find("sample: '" + f + ".npz' was made with seed = 0; this run has seed = 5: rerun with that run's "
+                     "arguments (then it is done), give another out=, or overwrite=true to replace it"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(read_file(f + ".npz"), first);
+  log.clear();
+  ASSERT_EQ(run(sample_cmd(r, f, "seed=5 overwrite=true"), &log), 0) << log;
+  EXPECT_NE(read_file(f + ".npz"), first);
+  log.clear();
+  ASSERT_EQ(run(sample_cmd(r, f, "seed=5"), &log), 0) << log;  // now made with seed 5
+  EXPECT_NE(log.find("is done"), std::string::npos) << log;
+  // An npz that records nothing (written by something else) is refused.
+  tmp.write("other.npz", "not ours");
+  log.clear();
+  EXPECT_EQ(run(sample_cmd(r, tmp.file("other")), &log), 1) << log;
+  EXPECT_NE(log.find("'" + tmp.file("other.npz") + "' exists and records nothing of what made it"), std::string::npos)
+      << log;
+  EXPECT_EQ(read_file(tmp.file("other.npz")), "not ours");
+  // Names: x.npz is x.npz; DIR/ gets the default name inside it.
+  log.clear();
+  ASSERT_EQ(run(sample_cmd(r, tmp.file("named.npz")), &log), 0) << log;
+  EXPECT_TRUE(fs::exists(tmp.file("named.npz")));
+  EXPECT_FALSE(fs::exists(tmp.file("named.npz.npz")));
+  EXPECT_TRUE(fs::exists(tmp.file("named.png")));
+  log.clear();
+  ASSERT_EQ(run(sample_cmd(r, tmp.file("dir") + "/"), &log), 0) << log;
+  EXPECT_TRUE(fs::exists(tmp.file("dir/samples_10_ddim3_cfg1.5_seed0.npz"))) << log;
+  EXPECT_FALSE(fs::exists(tmp.file("dir/.npz")));
+  // One writer per out=: the lock held here refuses the program before it draws.
+  const FileLock held(tmp.file(".busy.npz.lock"));
+  log.clear();
+  EXPECT_EQ(run(sample_cmd(r, tmp.file("busy")), &log), 1) << log;
+  EXPECT_NE(log.find("sample: '" + tmp.file("busy.npz") + "' is being written by another process (pid "),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(fs::exists(tmp.file("busy.partial")));
 }
 #endif
 
