@@ -1,5 +1,7 @@
 #include "core/output_claim.h"
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -36,6 +38,26 @@ std::string output_file_name(const std::string& given, const std::string& ext, c
   if (given.back() == '/' || fs::is_directory(given, ec)) return (fs::path(given) / (default_stem + ext)).string();
   if (given.size() >= ext.size() && given.compare(given.size() - ext.size(), ext.size(), ext) == 0) return given;
   return given + ext;
+}
+
+std::string path_stamp(const std::string& path) {
+  std::error_code ec;
+  auto ns = [](fs::file_time_type t) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+  };
+  if (fs::is_regular_file(path, ec))
+    return std::to_string(fs::file_size(path, ec)) + " bytes, modified " + ns(fs::last_write_time(path, ec));
+  if (!fs::is_directory(path, ec)) return "absent";
+  uint64_t files = 0, bytes = 0;
+  fs::file_time_type newest = fs::file_time_type::min();
+  for (fs::recursive_directory_iterator it(path, fs::directory_options::follow_directory_symlink, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    ++files;
+    bytes += it->file_size(ec);
+    newest = std::max(newest, it->last_write_time(ec));
+  }
+  return std::to_string(files) + " files, " + std::to_string(bytes) + " bytes, newest " + ns(newest);
 }
 
 std::string OutputClaim::record_path_for(const std::string& output, bool is_dir) {

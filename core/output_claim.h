@@ -61,6 +61,12 @@ std::string output_differs_message(const OutputFlags& flags, const std::string& 
 // std::invalid_argument for an empty name.
 std::string output_file_name(const std::string& given, const std::string& ext, const std::string& default_stem);
 
+// A cheap stamp of what `path` holds, for keys of inputs too large to hash:
+// "N files, B bytes, newest <mtime ns>" for a directory (recursive), "B
+// bytes, modified <mtime ns>" for a file, "absent" otherwise. Not a hash: a
+// file rewritten with the same size and time is not told apart.
+std::string path_stamp(const std::string& path);
+
 class OutputClaim {
  public:
   // Locks `output` (a file path; for a directory output, is_dir: the lock

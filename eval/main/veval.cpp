@@ -21,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,7 @@
 #include "core/config.h"
 #include "core/config_paths.h"
 #include "core/omp_policy.h"
+#include "core/output_claim.h"
 #include "eval/features_embedding.h"
 #include "eval/fid_inputs.h"
 #include "eval/npz_members.h"
@@ -53,7 +55,7 @@ const char* kUsage =
     "            [--save-activations FILE.npz] [--sqrtm eig|schur] [--json FILE]\n"
     "  veval fid --samples PATH --ref PATH --features CKPT [--config CONFIG] [--ema true] ...\n"
     "  veval stats --images PATH --out ref.npz [--batch N] [--device ...] [--protocol adm|pytorch-fid]\n"
-    "            [--inception WEIGHTS | --features CKPT ...]\n"
+    "            [--inception WEIGHTS | --features CKPT ...] [--overwrite true]\n"
     "  veval top1 CONFIG.yaml ckpt=DIR [split=val|train|FOLDER] [ema=true] [prune_last=K] [key.path=value ...]\n"
     "PATH: a folder of images (recursive), an .npz with arr_0 (uint8 [N, H, W, 3]) or an .npz\n"
     "with mu and sigma (statistics, used directly; ADM's reference batches: mu, sigma, mu_s, sigma_s, arr_0).\n"
@@ -72,6 +74,10 @@ const char* kUsage =
     "  .safetensors file; CONFIG defaults to the run's config.yaml. Such scores are NOT\n"
     "  comparable with published FIDs (another feature space), only with each other for the\n"
     "  same checkpoint.\n"
+    "stats --out: the name given (.npz appended only when missing; a directory gets <images>_stats.npz);\n"
+    "  what made it is recorded in OUT.manifest.json: a rerun with the same arguments says it is done,\n"
+    "  other arguments are refused naming the key and both values unless --overwrite true; one writer\n"
+    "  per output at a time.\n"
     "top1: top-1/top-5/loss of a vtrain checkpoint with the DeiT eval transform, every image\n"
     "  counted once. CONFIG as for vtrain (a path, or a name in the installed or source configs/); split=val means\n"
     "  data.val_split; prune_last=K drops the last K blocks (the final norms and head stay: the\n"
@@ -404,13 +410,59 @@ int cmd_fid(int argc, char** argv) {
   return 0;
 }
 
+// What makes a statistics file (core/output_claim.h): the images, the
+// embedding and the protocol; the batch and the device do not change it
+// beyond rounding.
+vt::OutputKeys stats_keys(const Args& a, const std::string& images) {
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::weakly_canonical(images, ec);
+  vt::OutputKeys k = {{"images", ec ? images : abs.string()}, {"images_stamp", vt::path_stamp(images)}};
+  if (const std::string f = a.get("features"); !f.empty()) {
+    k.push_back({"features", f});
+    k.push_back({"features_stamp", vt::path_stamp(f)});
+    k.push_back({"config", a.get("config")});
+    k.push_back({"ema", a.get("ema", "false")});
+  } else {
+    const std::string w = vt::find_inception_weights(a.get("inception"));
+    k.push_back({"inception", w});
+    k.push_back({"inception_stamp", vt::path_stamp(w)});
+    k.push_back({"protocol", a.get("protocol", "adm")});
+  }
+  return k;
+}
+
+// `--images DIR/` -> "DIR_stats"; "ref.npz" -> "ref_stats".
+std::string default_stats_stem(const std::string& images) {
+  std::filesystem::path p(images);
+  if (p.filename().empty()) p = p.parent_path();
+  return p.stem().string() + "_stats";
+}
+
 int cmd_stats(int argc, char** argv) {
   Args a = parse(argc, argv, 2, {"images", "out", "batch", "device", "precision", "inception", "features", "config", "ema",
-                                 "protocol"});
-  const std::string images = a.need("images"), out = a.need("out");
+                                 "protocol", "overwrite"});
+  const std::string images = a.need("images");
+  // The name given (.npz appended only when missing; a directory gets <images>_stats.npz).
+  const std::string out = vt::output_file_name(a.need("out"), ".npz", default_stats_stem(images));
+  const bool overwrite = parse_bool(a, "overwrite");
   const int64_t batch = parse_batch(a);
   const vt::DeviceChoice device = check_device(a);
   check_output_parent("out", out);
+  // One writer per output; an output of these arguments is done, one of
+  // others is refused (under mpirun only rank 0 writes, and a done output
+  // is computed again: the ranks cannot stop together before the pass).
+  std::optional<vt::OutputClaim> claim;
+  vt::OutputKeys keys;
+  if (vt::dist().is_root()) {
+    claim.emplace(vt::OutputFlags{"veval stats", "--out", "--overwrite true"}, out);
+    keys = stats_keys(a, images);
+    if (claim->check(keys, overwrite) && vt::dist().world() == 1) {
+      std::printf("veval stats: %s is done: it was made with these arguments (%s); nothing computed "
+                  "(--overwrite true computes it again)\n",
+                  out.c_str(), claim->record_path().c_str());
+      return 0;
+    }
+  }
   if (a.get("features").empty() && !(vt::dist().world() > 1 && a.get("protocol") == "pytorch-fid")) {
     // A reference in ADM's format (eval/adm_suite.h: write_adm_reference).
     if (vt::dist().world() > 1)
@@ -427,6 +479,7 @@ int cmd_stats(int argc, char** argv) {
                    weights.c_str(), net.width_divisor());
     place(net, device);
     const int64_t n = vt::write_adm_reference(images, out, net, o);
+    claim->record(keys, {{"device", device.describe()}});
     std::printf("wrote %s: mu, sigma [%lld], mu_s, sigma_s [%lld], pool [%lld, %lld] from %lld images (protocol %s)\n",
                 out.c_str(), static_cast<long long>(net.feature_dim()),
                 static_cast<long long>(vt::InceptionFid::spatial_dim()), static_cast<long long>(n),
@@ -440,6 +493,7 @@ int cmd_stats(int argc, char** argv) {
   vt::FidSourceStats s = emb.stats(images, batch);
   if (!vt::dist().is_root()) return 0;  // the features are gathered on rank 0, which writes
   vt::save_stats_npz(out, s.stats);
+  claim->record(keys, {{"device", emb.device.describe()}});
   std::printf("wrote %s: mu [%lld], sigma [%lld, %lld] from %lld images\n", out.c_str(),
               static_cast<long long>(s.stats.dim()), static_cast<long long>(s.stats.dim()),
               static_cast<long long>(s.stats.dim()), static_cast<long long>(s.count));

@@ -4,6 +4,8 @@
 // a seeded random fc.weight.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <sys/wait.h>
 
 #include <cmath>
@@ -23,6 +25,7 @@
 
 namespace vt {
 namespace {
+namespace fs = std::filesystem;
 
 std::map<std::string, Tensor> w16_state(bool fc) {
   auto sd = load_safetensors(std::string(VT_FIXTURES_DIR) + "/eval/inception_w16.safetensors");
@@ -350,6 +353,55 @@ TEST(AdmSuite, VevalPrintsAllFiveMetrics) {
   EXPECT_TRUE(t.at("precision").is_null());
   EXPECT_TRUE(t.at("unavailable").contains("recall"));
   EXPECT_TRUE(t.at("unavailable").contains("inception_score"));
+}
+
+// `veval stats --out`: the name given (.npz appended only when missing), a
+// rerun with the same arguments is done, other arguments are refused naming
+// the key, both values and the file unless --overwrite true (it replaced
+// the file silently).
+TEST(AdmSuite, VevalStatsOutputIsDoneOrRefusedUnlessOverwrite) {
+  vt_test::TmpDir tmp;
+  const std::string weights = tmp.file("w16.safetensors");
+  {
+    std::vector<std::pair<std::string, Tensor>> w;
+    for (auto& [k, t] : w16_state(false))
+      if (k != "images" && k != "features") w.emplace_back(k, t);
+    save_safetensors(weights, w);
+  }
+  save_npz(tmp.file("imgs.npz"), {{"arr_0", images(6, 32, 0, 12)}});
+  auto run = [](const std::string& cmd, std::string* out) {
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    char buf[512];
+    while (p && fgets(buf, sizeof buf, p)) *out += buf;
+    const int st = p ? pclose(p) : -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  const std::string base = std::string(VT_VEVAL_EXE) + " stats --images " + tmp.file("imgs.npz") +
+                           " --device cpu --inception " + weights + " --out ";
+  std::string log;
+  ASSERT_EQ(run(base + tmp.file("ref"), &log), 0) << log;  // no .npz given: ref.npz
+  EXPECT_TRUE(fs::exists(tmp.file("ref.npz")));
+  EXPECT_FALSE(fs::exists(tmp.file("ref.npz.npz")));
+  const std::string first = vt_test::read_text(tmp.file("ref.npz"));
+  log.clear();
+  ASSERT_EQ(run(base + tmp.file("ref.npz"), &log), 0) << log;
+  EXPECT_NE(log.find("veval stats: " + tmp.file("ref.npz") + " is done"), std::string::npos) << log;
+  log.clear();
+  EXPECT_EQ(run(base + tmp.file("ref.npz") + " --protocol pytorch-fid", &log), 1) << log;
+  EXPECT_NE(log.find("veval stats: '" + tmp.file("ref.npz") +
+                     "' was made with protocol = adm; this run has protocol = pytorch-fid: rerun with that run's "
+                     "arguments (then it is done), give another --out, or --overwrite true to replace it"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(vt_test::read_text(tmp.file("ref.npz")), first);
+  log.clear();
+  ASSERT_EQ(run(base + tmp.file("ref.npz") + " --protocol pytorch-fid --overwrite true", &log), 0) << log;
+  EXPECT_NE(vt_test::read_text(tmp.file("ref.npz")), first);
+  // A directory: <images>_stats.npz inside it.
+  fs::create_directories(tmp.file("d"));
+  log.clear();
+  ASSERT_EQ(run(base + tmp.file("d"), &log), 0) << log;
+  EXPECT_TRUE(fs::exists(tmp.file("d/imgs_stats.npz"))) << log;
 }
 #endif
 
