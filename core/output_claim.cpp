@@ -66,11 +66,13 @@ std::string OutputClaim::record_path_for(const std::string& output, bool is_dir)
 
 OutputClaim::OutputClaim(OutputFlags flags, std::string output, bool is_dir)
     : flags_(std::move(flags)), output_(std::move(output)), record_(record_path_for(output_, is_dir)), is_dir_(is_dir) {
-  const fs::path p(output_);
+  // Beside the output, also for a directory: what a pack or an extraction
+  // writes stays only its own files.
+  fs::path p = fs::path(output_).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // "DIR/"
   std::error_code ec;
-  if (is_dir) fs::create_directories(p, ec);
-  const std::string lock = is_dir ? (p / ".lock").string()
-                                  : (p.parent_path() / ("." + p.filename().string() + ".lock")).string();
+  if (!p.parent_path().empty()) fs::create_directories(p.parent_path(), ec);
+  const std::string lock = (p.parent_path() / ("." + p.filename().string() + ".lock")).string();
   try {
     lock_ = FileLock(lock);
   } catch (const FileLockBusy& e) {

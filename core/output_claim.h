@@ -3,9 +3,9 @@
 // output is never replaced by something else without being asked.
 //
 //   * One writer at a time: the claim holds an exclusive lock
-//     (core/file_lock.h) on a hidden "<dir>/.<name>.lock" beside the output
-//     (inside it for a directory output) for its lifetime; a second writer
-//     is refused at once, naming the holder.
+//     (core/file_lock.h) on a hidden "<parent>/.<name>.lock" beside the
+//     output (a file or a directory) for its lifetime; a second writer is
+//     refused at once, naming the holder.
 //   * A finished output records what made it: `keys` (everything that
 //     determines the result) and `info` (what only informs) in
 //     "<output>.manifest.json" beside a file output, written after the
@@ -69,9 +69,9 @@ std::string path_stamp(const std::string& path);
 
 class OutputClaim {
  public:
-  // Locks `output` (a file path; for a directory output, is_dir: the lock
-  // and record go inside it, which is created). Throws std::runtime_error
-  // naming the output and the holder when another writer has it.
+  // Locks `output` (a file path, or a directory output with is_dir; its
+  // parent is created). Throws std::runtime_error naming the output and the
+  // holder when another writer has it.
   OutputClaim(OutputFlags flags, std::string output, bool is_dir = false);
 
   // See above (file outputs; a directory output keeps its own manifest, as

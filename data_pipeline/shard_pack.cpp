@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/atomic_file.h"
+#include "core/output_claim.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "data_pipeline/decode.h"
@@ -116,8 +117,9 @@ PackReport pack_shards(const PackOptions& o) {
     const ShardManifest old = read_shard_manifest(o.out_dir);
     std::string key, mine, theirs;
     if (m.differs(old, &key, &mine, &theirs))
-      throw std::runtime_error("pack: '" + manifest_path + "' was written with " + key + " = " +
-                               theirs + ", this run has " + mine + "; use another out folder");
+      throw std::runtime_error(output_differs_message({"pack", "out=", ""}, manifest_path, key, theirs, mine,
+                                                      "rerun with that pack's arguments to continue it, or give "
+                                                      "another out="));
   } else {
     write_file_atomic(manifest_path, manifest_json(m));
   }

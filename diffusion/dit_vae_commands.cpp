@@ -1,5 +1,7 @@
 #include "diffusion/dit_vae_commands.h"
 
+#include "core/output_claim.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -84,6 +86,8 @@ void run_dit_extract(const DitTrainConfig& cfg, const std::map<std::string, std:
   const AutoencoderKL vae = load_dit_vae(cfg, o.vae_source);
   check_vae_fits_model(cfg, vae, o.vae_source);
   o.image_size = cfg.model.input_size * vae.config().downsample_factor();
+  // One extraction per out= at a time (core/output_claim.h).
+  const OutputClaim claim({"extract", "out=", ""}, o.out_dir, /*is_dir=*/true);
   const ExtractReport r = extract_latents(vae, o);
   std::printf("dittrain extract: %lld rows in %s (%lld shard(s) written, %lld already there, %lld bad image(s) skipped)\n",
               static_cast<long long>(r.total_rows()), o.out_dir.c_str(), static_cast<long long>(r.shards_written),

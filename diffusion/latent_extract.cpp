@@ -8,6 +8,7 @@
 #include <fstream>
 #include <vector>
 
+#include "core/output_claim.h"
 #include "core/log.h"
 #include "core/out_of_memory.h"
 #include "core/philox.h"
@@ -135,9 +136,10 @@ ExtractReport extract_latents(const AutoencoderKL& vae, const ExtractOptions& o)
         // Shards from before vae.precision existed were encoded in fp32.
         if (key == "vae_precision" && !r.metadata().count(key) && value == "fp32") continue;
         if (!r.metadata().count(key) || r.metadata().at(key) != value)
-          throw std::runtime_error("extract: out=" + o.out_dir + ": shard '" + path + "' was written with " + key +
-                                   " = '" + (r.metadata().count(key) ? r.metadata().at(key) : std::string("?")) +
-                                   "', this run has '" + value + "'; use another out folder");
+          throw std::runtime_error(output_differs_message(
+              {"extract", "out=", ""}, path, key, "'" + (r.metadata().count(key) ? r.metadata().at(key) : std::string("?")) + "'",
+              "'" + value + "'", "rerun with that extraction's arguments to continue out=" + o.out_dir +
+                  ", or give another out="));
       }
       ++rep.shards_skipped;
       rep.rows_existing += r.entry("labels").shape.at(0);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/config_paths.h"
+#include "core/output_claim.h"
 #include "data_pipeline/shard_pack.h"
 #include "vision/train_config.h"
 
@@ -60,6 +61,8 @@ void run_pack(const Config& cfg, const std::string& config_path, const std::map<
   namespace fs = std::filesystem;
   if (!fs::is_directory(t.data_root))
     throw std::runtime_error("pack: " + missing_data_root_message(cfg, "data.root", config_path));
+  // One pack per out= at a time (core/output_claim.h): two would write the same shards.
+  const OutputClaim claim({"pack", "out=", ""}, out, /*is_dir=*/true);
   for (const std::string& split : splits) {
     PackOptions o = base;
     o.images_dir = t.data_root + "/" + split;

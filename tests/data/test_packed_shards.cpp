@@ -239,6 +239,11 @@ TEST(PackedShards, RerunWithOtherOptionsIsRefusedAndChangesNothing) {
   std::string e = error_of([&] { pack_shards(o); });
   EXPECT_NE(e.find((out.path / "manifest.json").string()), std::string::npos) << e;
   EXPECT_NE(e.find("max_side"), std::string::npos) << e;
+  // The wording every named output shares (core/output_claim.h).
+  EXPECT_NE(e.find("pack: '" + (out.path / "manifest.json").string() +
+                   "' was made with max_side = 0; this run has max_side = 10: rerun with that pack's arguments"),
+            std::string::npos)
+      << e;
   o = opts(f.root(), out.path.string());
   o.shard_size = 3;
   e = error_of([&] { pack_shards(o); });

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "core/file_lock.h"
 #include "data_pipeline/packed_shards.h"
 #include "vision/pack_command.h"
 #include "vision/train_config.h"
@@ -52,6 +53,14 @@ TEST_F(PackCommandTest, BothSplitsByDefaultOneWithSplit) {
 TEST_F(PackCommandTest, ValSplitEqualToTrainSplitIsPacked) {
   run_pack(config({"data.val_split=train"}), "test.yaml", {{"out", out("v")}, {"split", "val"}});
   EXPECT_EQ(read_shard_manifest(out("v") + "/train").images, 6);  // 2 classes x 3 train images
+}
+
+// One pack per out= at a time: a second one is refused naming the holder.
+TEST_F(PackCommandTest, ASecondPackOnTheSameOutIsRefused) {
+  const FileLock held(tmp_.path() + "/.busy.lock");
+  const std::string e = vt_test::error_of([&] { run_pack(config(), "test.yaml", {{"out", out("busy")}}); });
+  EXPECT_NE(e.find("pack: '" + out("busy") + "' is being written by another process (pid "), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(out("busy") + "/train"));
 }
 
 TEST_F(PackCommandTest, BadArgumentsNameThemselves) {
