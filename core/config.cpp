@@ -6,6 +6,8 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <cstring>
+#include <tuple>
 #include <sstream>
 
 #include "core/atomic_file.h"
@@ -283,6 +285,47 @@ std::string source_of(const Sources& src, const std::string& path) {
   }
 }
 
+std::vector<std::string> split_any(const std::string& s, const char* seps) {
+  std::vector<std::string> out(1);
+  for (char ch : s) {
+    if (std::strchr(seps, ch)) out.emplace_back();
+    else out.back() += ch;
+  }
+  return out;
+}
+
+// A typed word `a` names the candidate's word `b`: equal, a plural of each
+// other ("step", "steps"), or a typo of it (edit distance <= 1 for 3-4
+// typed letters, <= 2 from 5).
+bool same_word(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;
+  if (a == b || a + "s" == b || b + "s" == a) return true;
+  const size_t n = a.size();  // the typed word's length sets the typos allowed
+  const size_t allowed = n >= 5 ? 2 : n >= 3 ? 1 : 0;
+  return allowed > 0 && edit_distance(a, b) <= allowed;
+}
+
+// "learning_rate" -> "lr": the initials of a name of several words.
+std::string initials(const std::vector<std::string>& words) {
+  std::string s;
+  for (const auto& w : words)
+    if (!w.empty()) s += w[0];
+  return words.size() >= 2 ? s : "";
+}
+
+// Edit distance over whole segments (a segment replaced, added or dropped costs 1).
+size_t segment_distance(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
 std::string suggestion(const ConfigSchema& schema, const std::string& path) {
   std::set<std::string> cands;
   for (const auto& k : schema.keys()) {
@@ -290,13 +333,42 @@ std::string suggestion(const ConfigSchema& schema, const std::string& path) {
     for (size_t dot = k.path.find('.'); dot != std::string::npos; dot = k.path.find('.', dot + 1))
       cands.insert(k.path.substr(0, dot));
   }
+  // Ranked by how the last component (the name the user had in mind) relates
+  // to the candidate's, then by segments, then by letters; a candidate that
+  // shares no word with the typed last component is never offered
+  // ("train.learning_rate" -> "train.lr", not "train.max_nonfinite").
+  const std::vector<std::string> segs = split_any(path, ".");
+  const std::string& last = segs.back();
+  const std::vector<std::string> words = split_any(last, "_");
+  using Rank = std::tuple<int, size_t, size_t, size_t>;
   std::string best;
-  size_t best_d = std::string::npos;
+  Rank best_rank{99, 0, 0, 0};
   for (const auto& c : cands) {
-    size_t d = edit_distance(path, c);
-    if (d < best_d) best_d = d, best = c;
+    const std::vector<std::string> csegs = split_any(c, ".");
+    const std::string& clast = csegs.back();
+    const std::vector<std::string> cwords = split_any(clast, "_");
+    auto shares = [&](const std::vector<std::string>& ws) {
+      for (const auto& w : words)
+        for (const auto& x : ws)
+          if (same_word(w, x)) return true;
+      return false;
+    };
+    int how = 99;
+    if (same_word(last, clast) && (last == clast || last + "s" == clast || clast + "s" == last)) how = 0;
+    else if (initials(words) == clast || initials(cwords) == last) how = 1;
+    else if (same_word(last, clast)) how = 2;
+    else if (shares(cwords)) how = 3;
+    else {
+      std::vector<std::string> other;
+      for (size_t i = 0; i + 1 < csegs.size(); ++i)
+        for (const auto& w : split_any(csegs[i], "_")) other.push_back(w);
+      if (shares(other)) how = 4;
+    }
+    if (how == 99) continue;
+    const Rank r{how, segment_distance(segs, csegs), edit_distance(last, clast), edit_distance(path, c)};
+    if (r < best_rank) best_rank = r, best = c;
   }
-  if (best.empty() || best_d > std::max<size_t>(3, path.size() / 2)) return "";
+  if (best.empty()) return "";
   return "; did you mean '" + best + "'?";
 }
 

@@ -369,4 +369,28 @@ TEST(DitSetup, AClassWithoutAReadableImageIsAWarningAtStart) {
 }
 
 }  // namespace
+
+// "Did you mean" on dittrain keys a new user typed (issue examples).
+std::string dit_suggested(const std::string& key) {
+  try {
+    Config::parse("data: {root: x}\n", dittrain_schema(), {key + "=1"}, "test.yaml", ".");
+  } catch (const std::exception& e) {
+    const std::string m = e.what();
+    const size_t at = m.find("did you mean '");
+    if (at == std::string::npos) return "(none)";
+    return m.substr(at + 14, m.find('\'', at + 14) - at - 14);
+  }
+  return "(accepted)";
+}
+
+TEST(DitSetup, DidYouMeanFollowsTheLastComponent) {
+  // Was diffusion.t0_term; a key named "steps" (sample.steps or train.steps) is what was meant.
+  const std::string steps = dit_suggested("diffusion.steps");
+  EXPECT_TRUE(steps == "sample.steps" || steps == "train.steps") << steps;
+  EXPECT_EQ(dit_suggested("cfg"), "sample.cfg_scale");          // was log
+  EXPECT_EQ(dit_suggested("step"), "train.steps");              // was seed
+  EXPECT_EQ(dit_suggested("train.stepz"), "train.steps");
+  EXPECT_EQ(dit_suggested("train.learning_rate"), "train.lr");
+}
+
 }  // namespace vt

@@ -93,4 +93,32 @@ TEST(Configs, WithAbsolutePathsKeepsTheirMeaning) {
 }
 
 }  // namespace
+
+// "Did you mean" on the keys a new user typed (issue examples): the name's
+// last component decides, and a key sharing no word with it is never offered.
+std::string suggested(const std::string& key) {
+  try {
+    Config::parse("model: {preset: deit_tiny}\n", vtrain_schema(), {key + "=1"}, "test.yaml", ".");
+  } catch (const std::exception& e) {
+    const std::string m = e.what();
+    const size_t at = m.find("did you mean '");
+    if (at == std::string::npos) return "(none)";
+    return m.substr(at + 14, m.find('\'', at + 14) - at - 14);
+  }
+  return "(accepted)";
+}
+
+TEST(Configs, DidYouMeanFollowsTheLastComponent) {
+  EXPECT_EQ(suggested("train.learning_rate"), "train.lr");  // was train.max_nonfinite
+  EXPECT_EQ(suggested("lr"), "train.lr");                   // was log
+  EXPECT_EQ(suggested("cfg"), "(none)");                    // was log
+  EXPECT_EQ(suggested("step"), "train.max_steps");          // was seed
+  EXPECT_EQ(suggested("maxside"), "(none)");
+  EXPECT_EQ(suggested("train.epoch"), "train.epochs");
+  EXPECT_EQ(suggested("train.lrr"), "train.lr");
+  EXPECT_EQ(suggested("trian.lr"), "train");  // the unknown section is named first
+  EXPECT_EQ(suggested("train.wamrup_epochs"), "train.warmup_epochs");
+  EXPECT_EQ(suggested("train.foo"), "(none)");  // shares only the section
+}
+
 }  // namespace vt
