@@ -15,8 +15,11 @@
 // column blocks, so 50 000 x 10 000 x 2048 never materialises more than one
 // block). With a CUDA device the dot products are cuBLAS SGEMMs (fp32
 // accumulation, no TF32) of the features uploaded once, copied back block by
-// block; norms, sums and comparisons stay float64 on the host. The two can
-// differ only where a distance and a radius agree to fp32 rounding.
+// block into page-locked memory, the next block's SGEMM and copy queued
+// before the host works on this one (so the device and the host overlap);
+// norms, sums and comparisons stay float64 on the host, each block's rows
+// spread over the OpenMP threads. The two can differ only where a distance
+// and a radius agree to fp32 rounding.
 // eval/README.md gives the measured fp16 difference.
 #pragma once
 #include <cstdint>
