@@ -28,6 +28,7 @@ import math
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,8 @@ REG_UNIT = 256  # registers allocated per warp in units of 256
 ENTRY = re.compile(r"Compiling entry function '([^']+)' for 'sm_(\d+)'")
 PROPS = re.compile(r"Function properties for (\S+)")
 FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-USED = re.compile(r"Used (\d+) registers(?:, used \d+ barriers)?(?:, (\d+) bytes smem)?")
+USED = re.compile(r"Used (\d+) registers")
+SMEM = re.compile(r"(\d+) bytes smem")
 
 
 def warps_by_registers(regs):
@@ -69,7 +71,8 @@ def parse(text, source=""):
         m = USED.search(line)
         if m and cur is not None:
             cur["regs"] = int(m.group(1))
-            cur["smem"] = int(m.group(2) or 0)
+            sm = SMEM.search(line)  # after the barriers and, when any, the cumulative stack size
+            cur["smem"] = int(sm.group(1)) if sm else 0
             cur = None  # the entry's report ends here
     return kernels
 
@@ -148,6 +151,7 @@ def print_table(kernels):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under | head
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build", help="a configured CUDA build (compile_commands.json)")
     ap.add_argument("--arch", default="90", help="compute capability without the dot (default 90)")

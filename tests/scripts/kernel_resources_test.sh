@@ -23,7 +23,7 @@ ptxas info    : 272 bytes gmem
 ptxas info    : Compiling entry function '_Z6spillyPf' for 'sm_90'
 ptxas info    : Function properties for _Z6spillyPf
     1216 bytes stack frame, 1180 bytes spill stores, 1204 bytes spill loads
-ptxas info    : Used 255 registers, used 1 barriers, 34816 bytes smem, 400 bytes cmem[0]
+ptxas info    : Used 255 registers, used 1 barriers, 1216 bytes cumulative stack size, 34816 bytes smem, 400 bytes cmem[0]
 ptxas info    : Compile time = 47.053 ms
 ptxas info    : Function properties for __internal_trig_reduction_slowpathd
     40 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
