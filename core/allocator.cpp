@@ -1,6 +1,7 @@
 #include "core/allocator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -299,11 +300,28 @@ bool should_split(const Block* b, size_t size) {
 // The open capture pool of this thread (cuda_capture_pool_begin), or null.
 thread_local CudaStreamHandle t_capture_pool = nullptr;
 
+// The cache key of a stream. The default stream (nullptr, and
+// cudaStreamPerThread by name) is the per-thread default stream of the
+// calling host thread in this build (CMakeLists.txt), so each thread's is a
+// stream of its own (CUDA Runtime API, "Per-thread default stream"): a block
+// one thread freed with its kernels still queued must not be handed to
+// another thread's default stream, which is not ordered after them. Its key
+// is the thread's number (unique for the process's life, so a block a
+// finished thread left cached is never given to a later thread that might
+// reuse its thread-local storage), tagged in the top bit so that it equals
+// no real stream handle (keys are only compared, never passed to CUDA).
+CudaStreamHandle stream_key(CudaStreamHandle s) {
+  if (s != nullptr && s != static_cast<CudaStreamHandle>(cudaStreamPerThread)) return s;
+  static std::atomic<uintptr_t> next_thread{1};
+  thread_local const uintptr_t thread = next_thread.fetch_add(1);
+  return reinterpret_cast<CudaStreamHandle>((uintptr_t(1) << (8 * sizeof(uintptr_t) - 1)) | thread);
+}
+
 }  // namespace
 
 void* cuda_alloc(size_t bytes, int device, CudaStreamHandle stream) {
   const size_t size = round_size(bytes);
-  const CudaStreamHandle key = t_capture_pool ? t_capture_pool : stream;
+  const CudaStreamHandle key = t_capture_pool ? t_capture_pool : stream_key(stream);
   CudaCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   if (!c.pending.empty()) {
@@ -360,7 +378,7 @@ void cuda_record_stream(void* p, CudaStreamHandle stream) {
   CudaCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   auto it = c.live.find(p);
-  if (it == c.live.end() || stream == it->second->stream) return;
+  if (it == c.live.end() || stream_key(stream) == it->second->stream) return;
   auto& uses = it->second->stream_uses;
   if (std::find(uses.begin(), uses.end(), stream) == uses.end()) uses.push_back(stream);
 }
@@ -418,9 +436,11 @@ void cuda_capture_pool_release(CudaStreamHandle pool) {
   CudaCache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
-    // Every block of the pool's segments becomes the compute stream's: the
-    // free ones leave their pools to be re-keyed (the stream is part of the
-    // order), the live and pending ones are re-keyed in place.
+    // Every block of the pool's segments becomes the compute stream's (the
+    // default stream of this, the capturing, thread): the free ones leave
+    // their pools to be re-keyed (the stream is part of the order), the live
+    // and pending ones are re-keyed in place.
+    const CudaStreamHandle compute = stream_key(nullptr);
     for (Pool* p : {&c.small, &c.large}) {
       std::vector<Block*> moved;
       for (auto it = p->begin(); it != p->end();) {
@@ -432,14 +452,14 @@ void cuda_capture_pool_release(CudaStreamHandle pool) {
         }
       }
       for (Block* b : moved) {
-        b->stream = nullptr;
+        b->stream = compute;
         p->insert(b);
       }
     }
     for (auto& kv : c.live)
-      if (kv.second->stream == pool) kv.second->stream = nullptr;
+      if (kv.second->stream == pool) kv.second->stream = compute;
     for (PendingBlock& pb : c.pending)
-      if (pb.block->stream == pool) pb.block->stream = nullptr;
+      if (pb.block->stream == pool) pb.block->stream = compute;
   }
   delete static_cast<char*>(pool);
 }

@@ -60,6 +60,10 @@ using CudaStreamHandle = void*;
 // stream's cache at once, without synchronising: kernels queued on the same
 // stream before the free still run before any later user of the block, so
 // the block is handed out again only to allocations on that same stream.
+// The default stream (nullptr) is the calling host thread's per-thread
+// default stream, one per thread: a block allocated on it goes back, from
+// whichever thread frees it, to that thread's cache only, never to another
+// thread's default stream.
 // A block that was also used on other streams must be declared with
 // cuda_record_stream before it is freed; its free then records an event on
 // each of those streams, and the block becomes reusable (on its own stream)

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include <cuda_runtime_api.h>
 
@@ -55,6 +56,28 @@ TEST(CudaAllocator, FreedBlockIsReusedOnItsOwnStreamOnly) {
   void* r = cuda_alloc(kBytes, 0, s.a);  // its own stream: the cached block
   EXPECT_EQ(r, p);
   cuda_free(q, 0);
+  cuda_free(r, 0);
+}
+
+// The default stream is each host thread's own (per-thread default
+// streams): a block a thread freed on it (its kernels may still be queued)
+// is not handed to another thread's default stream, whichever thread frees
+// it, and comes back to its own thread's. Sizes no other test asks for.
+TEST(CudaAllocator, DefaultStreamBlocksStayWithTheirThread) {
+  VT_SKIP_WITHOUT_GPU();
+  constexpr size_t kOdd = 131 * 512 + 3;
+  void* p = cuda_alloc(kOdd, 0, nullptr);
+  cuda_free(p, 0);
+  void* q = nullptr;
+  std::thread([&] { q = cuda_alloc(kOdd, 0, nullptr); }).join();
+  EXPECT_NE(q, p) << "another thread's default stream got a block this thread's stream may still use";
+  EXPECT_EQ(cuda_alloc(kOdd, 0, cudaStreamPerThread), p);  // by its name too: this thread's
+  // Freed by another thread, q goes back to its allocating thread's cache,
+  // which this thread does not draw from.
+  std::thread([&] { cuda_free(q, 0); }).join();
+  void* r = cuda_alloc(kOdd, 0, nullptr);
+  EXPECT_NE(r, q);
+  cuda_free(p, 0);
   cuda_free(r, 0);
 }
 
