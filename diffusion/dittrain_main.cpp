@@ -1,6 +1,7 @@
 // dittrain: DiT diffusion training and sampling (docs/design.md §6).
 //
 //   dittrain CONFIG.yaml [key.path=value ...]
+//   dittrain --version   (core/build_info.h)
 //   dittrain sample CONFIG.yaml ckpt=DIR [num_samples=N] [steps=S] [cfg_scale=G]
 //            [seed=K] [sampler=ddpm|ddim] [eta=E] [batch=B] [weights=ema|model]
 //            [out=PATH] [vae=PATH] [chunk=C] [overwrite=true] [key.path=value ...]
@@ -37,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "core/build_info.h"
 #include "core/config.h"
 #include "core/config_paths.h"
 #include "core/checkpoint_dir.h"
@@ -60,6 +62,7 @@ void usage(std::ostream& os) {
   std::string dirs;
   for (const auto& d : vt::config_search_dirs(VT_CONFIGS_DIR)) dirs += (dirs.empty() ? "" : ", ") + d;
   os << "usage: dittrain CONFIG.yaml [key.path=value ...]\n"
+        "       dittrain --version   (version, git commit, build type, CUDA / cuDNN / NCCL versions)\n"
         "       dittrain sample CONFIG.yaml ckpt=DIR [num_samples=N] [steps=S] [cfg_scale=G] [seed=K]\n"
         "                [sampler=ddpm|ddim] [eta=E] [batch=B] [weights=ema|model] [out=PATH] [vae=PATH]\n"
         "                [chunk=C] [overwrite=true] [key.path=value ...]\n"
@@ -84,6 +87,10 @@ int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help")) {
     usage(std::cout);
+    return 0;
+  }
+  if (!args.empty() && vt::is_version_flag(args[0])) {
+    std::cout << vt::version_text("dittrain");
     return 0;
   }
   const bool sample = !args.empty() && args[0] == "sample";

@@ -6,6 +6,7 @@
 //   veval fid ... --features CKPT [--config CONFIG] [--ema true]   (FID only)
 //   veval stats --images PATH --out ref.npz [--batch N] [--device ...] [--inception WEIGHTS | --features CKPT ...]
 //   veval top1 CONFIG.yaml ckpt=DIR [split=val] [ema=true] [prune_last=K] [key.path=value ...]
+//   veval --version   (core/build_info.h)
 // PATH: image folder (recursive), ADM .npz (arr_0 uint8 NHWC) or statistics
 // .npz (mu, sigma[, mu_s, sigma_s, pool, arr_0]); see eval/fid_inputs.h and
 // eval/adm_suite.h (ADM's suite: FID, sFID, IS, precision, recall). FID semantics: docs/recipes.md §9;
@@ -28,6 +29,7 @@
 #include <unistd.h>  // isatty
 #include <vector>
 
+#include "core/build_info.h"
 #include "core/config.h"
 #include "core/config_paths.h"
 #include "core/omp_policy.h"
@@ -57,6 +59,7 @@ const char* kUsage =
     "  veval stats --images PATH --out ref.npz [--batch N] [--device ...] [--protocol adm|pytorch-fid]\n"
     "            [--inception WEIGHTS | --features CKPT ...] [--overwrite true]\n"
     "  veval top1 CONFIG.yaml ckpt=DIR [split=val|train|FOLDER] [ema=true] [prune_last=K] [key.path=value ...]\n"
+    "  veval --version   (version, git commit, build type, CUDA / cuDNN / NCCL versions)\n"
     "PATH: a folder of images (recursive), an .npz with arr_0 (uint8 [N, H, W, 3]) or an .npz\n"
     "with mu and sigma (statistics, used directly; ADM's reference batches: mu, sigma, mu_s, sigma_s, arr_0).\n"
     "--metrics: ADM's evaluation suite (openai/guided-diffusion evaluator.py), all by default: FID, sFID\n"
@@ -530,6 +533,10 @@ int main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
+  }
+  if (vt::is_version_flag(argv[1])) {
+    std::fputs(vt::version_text("veval").c_str(), stdout);
+    return 0;
   }
   const std::string cmd = argv[1];
   // `veval CMD --help`: the usage (every command's synopsis) on stdout.

@@ -1,4 +1,5 @@
 // vtrain CONFIG.yaml [key.path=value ...]   (docs/design.md §6)
+// vtrain --version   (core/build_info.h)
 // vtrain pack CONFIG.yaml out=DIR [split=train|val] [max_side=N] [quality=Q]
 //        [shard_size=N] [key.path=value ...]   (vision/pack_command.h)
 //
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/build_info.h"
 #include "core/config.h"
 #include "core/config_paths.h"
 #include "core/checkpoint_dir.h"
@@ -47,6 +49,7 @@ void usage(std::FILE* f, const std::vector<std::string>& configs_dirs) {
   for (const auto& d : configs_dirs) dirs += (dirs.empty() ? "" : ", ") + d;
   std::fprintf(f,
                "usage: vtrain CONFIG.yaml [key.path=value ...]\n"
+               "       vtrain --version   (version, git commit, build type, CUDA / cuDNN / NCCL versions)\n"
                "       vtrain pack CONFIG.yaml out=DIR [split=train|val] [max_side=N] [quality=Q] [shard_size=N]\n"
                "              [key.path=value ...]\n"
                "  CONFIG: a file, or a name in %s\n"
@@ -91,6 +94,10 @@ int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
     usage(argc < 2 ? stderr : stdout, configs_dirs);
     return argc < 2 ? 2 : 0;
+  }
+  if (vt::is_version_flag(argv[1])) {
+    std::fputs(vt::version_text("vtrain").c_str(), stdout);
+    return 0;
   }
   std::unique_ptr<vt::DistSession> session;
   try {
