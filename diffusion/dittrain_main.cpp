@@ -40,6 +40,7 @@
 
 #include "core/build_info.h"
 #include "core/config.h"
+#include "core/config_command.h"
 #include "core/config_paths.h"
 #include "core/checkpoint_dir.h"
 #include "core/dist.h"
@@ -109,6 +110,14 @@ int run(int argc, char** argv) {
     usage(std::cerr);
     return 2;
   }
+  // `dittrain smaple CONFIG ...`: the command, not the next word (core/config_command.h).
+  if (!sample && !extract)
+    if (const std::string typo = vt::mistyped_command(args[0], {args.begin() + 1, args.end()}, {"sample", "extract"},
+                                                      vt::config_search_dirs(VT_CONFIGS_DIR));
+        !typo.empty()) {
+      std::fprintf(stderr, "dittrain: %s\n", typo.c_str());
+      return 2;
+    }
   auto [opts, overrides] = vt::split_command_args(
       {args.begin() + 1, args.end()},
       [&](const std::string& k) {

@@ -31,6 +31,7 @@
 
 #include "core/build_info.h"
 #include "core/config.h"
+#include "core/config_command.h"
 #include "core/config_paths.h"
 #include "core/omp_policy.h"
 #include "core/output_claim.h"
@@ -559,7 +560,7 @@ int main(int argc, char** argv) {
     if (cmd == "fid") return cmd_fid(argc, argv);
     if (cmd == "stats") return cmd_stats(argc, argv);
     if (cmd == "top1") return cmd_top1(argc, argv);
-    std::fprintf(stderr, "veval: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+    std::fprintf(stderr, "veval: %s\n%s", vt::unknown_command_message(cmd, {"fid", "stats", "top1"}).c_str(), kUsage);
     return 2;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "veval %s: %s\n%s", cmd.c_str(), e.what(), kUsage);

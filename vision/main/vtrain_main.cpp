@@ -28,6 +28,7 @@
 
 #include "core/build_info.h"
 #include "core/config.h"
+#include "core/config_command.h"
 #include "core/config_paths.h"
 #include "core/checkpoint_dir.h"
 #include "core/dist.h"
@@ -108,6 +109,11 @@ int main(int argc, char** argv) {
   }
   if (!std::strcmp(argv[1], "pack")) return pack_main(std::vector<std::string>(argv + 2, argv + argc), configs_dirs);
   std::vector<std::string> overrides(argv + 2, argv + argc);
+  // `vtrain pakc CONFIG`: the command, not the next word (core/config_command.h).
+  if (const std::string typo = vt::mistyped_command(argv[1], overrides, {"pack"}, configs_dirs); !typo.empty()) {
+    std::fprintf(stderr, "vtrain: %s\n", typo.c_str());
+    return vt::dist_fail(2);
+  }
   for (const std::string& ov : overrides)
     if (ov.find('=') == std::string::npos) {
       std::fprintf(stderr, "vtrain: argument '%s' is not key.path=value\n", ov.c_str());
