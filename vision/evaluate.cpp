@@ -153,6 +153,7 @@ EvalResult evaluate_classifier(VisionTransformer& model, std::shared_ptr<const D
       e.skipped += B - evaluated;
       e.images += evaluated;
       if (progress) progress(e.images, total);
+      if (o.stop && o.stop()) break;
     }
   });
   finish(e);

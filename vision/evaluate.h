@@ -49,6 +49,11 @@ struct EvalOptions {
   // samples class by class, so a prefix would hold only the first classes).
   std::optional<int64_t> max_images;
   int rank = 0, world = 1;
+  // Polled after each batch (may be empty): true ends the pass there, the
+  // result holding the batches done. vtrain's final evaluation polls the
+  // stop-signal flag (core/stop_request.h), so a SIGTERM does not wait for
+  // the whole validation split; the ranks then agree on the stop together.
+  std::function<bool()> stop;
 };
 
 // The eval transform of a training config (img_size, crop_pct, dct_scaling).

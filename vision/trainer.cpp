@@ -163,10 +163,24 @@ struct Trainer::Impl {
                             p.config_digest.empty() ? std::string("?") : p.config_digest, resume_digest(cfg)));
   }
 
-  EvalResult evaluate(const std::string& label) {
+  // The run's final evaluation (`final` set) obeys a stop request as a step
+  // does: each rank ends its pass at the next batch once it holds a signal,
+  // the ranks agree (the same collective as after a step), and on a stop
+  // nothing is recorded, a checkpoint of the trained state is written
+  // (unless `final->saved`: the one on disk holds it already) and
+  // StopRequested is thrown; resuming repeats the evaluation only.
+  // Evaluations between epochs run to their end first (the loop's
+  // check_stop after them).
+  struct FinalEval {
+    bool saved = false;
+  };
+  EvalResult evaluate(const std::string& label, const FinalEval* final = nullptr) {
     EvalOptions eo = eval_options(o);
     eo.rank = dist().rank(), eo.world = dist().world();
+    if (final) eo.stop = [] { return local_stop_signal() != 0; };
     EvalResult e = reduce_eval_result(evaluate_classifier(*model, val_ds, eo));
+    if (final)
+      if (const int sig = agreed_stop_signal()) stop_in_final_evaluation(sig, label, final->saved);
     const int64_t seen = e.images;
     log().info("eval {} epoch {} step {}: top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images{})", label, epoch, step,
                e.top1, e.top5, e.loss, seen,
@@ -456,19 +470,38 @@ struct Trainer::Impl {
                        {{"split", "data"}}, "data");
   }
 
+  [[noreturn]] void stop_in_final_evaluation(int sig, const std::string& label, bool saved) {
+    if (dist().is_root())
+      log().warn("{} received during the final evaluation ({}, step {}): evaluation left unfinished and not "
+                 "recorded{}",
+                 signal_name(sig), label, step, saved ? " (its checkpoint is written)" : ", writing a checkpoint");
+    if (!saved) {
+      run->set_retry_checkpoint_write(false);  // the run ends here: a failed write is an error
+      save("stop: " + signal_name(sig));
+    }
+    throw StopRequested(sig, step, run->last_checkpoint());
+  }
+
   // Model and (when on) EMA: the EMA is evaluated by swapping its values
   // into the model's weights and back (exact copies, so training is untouched).
-  std::pair<EvalResult, EvalResult> evaluate_all() {
+  std::pair<EvalResult, EvalResult> evaluate_all(const FinalEval* final = nullptr) {
     std::pair<EvalResult, EvalResult> r;
-    r.first = evaluate("val");
+    r.first = evaluate("val", final);
     if (o.ema && o.eval_ema) {
       Tensor keep = model->params().weights().clone();
       Tensor w = model->params().weights();  // a view sharing the flat buffer
       w.copy_from(opt->ema());
       model->params().refresh_bf16();  // the bf16 GEMM copy follows (precision: bf16)
-      r.second = evaluate("val_ema");
-      w.copy_from(keep);
-      model->params().refresh_bf16();
+      struct Restore {  // the trained weights come back also when a stop ends the EMA's pass
+        Impl& I;
+        Tensor& w;
+        Tensor& keep;
+        ~Restore() {
+          w.copy_from(keep);
+          I.model->params().refresh_bf16();
+        }
+      } restore{*this, w, keep};
+      r.second = evaluate("val_ema", final);
     }
     if (r.first.top1 > best_top1) best_top1 = r.first.top1, best_step = step;
     return r;
@@ -748,8 +781,14 @@ TrainSummary Trainer::Impl::loop() {
     I.batch_in_epoch = 0;
     I.report_skipped(loader);
     const bool last = I.epoch >= o.epochs;
-    if (last || (o.eval_every_epochs > 0 && I.epoch % o.eval_every_epochs == 0))
+    if (last) {
+      // A checkpoint written at this step already (ckpt.every_steps) holds
+      // the trained state; the epoch's own comes after the evaluation.
+      const Impl::FinalEval fin{saved_now};
+      last_eval = I.evaluate_all(&fin), evaluated_now = true;
+    } else if (o.eval_every_epochs > 0 && I.epoch % o.eval_every_epochs == 0) {
       last_eval = I.evaluate_all(), evaluated_now = true;
+    }
     const bool epoch_saved = last || (o.ckpt_every_epochs > 0 && I.epoch % o.ckpt_every_epochs == 0);
     if (epoch_saved) I.save("epoch " + std::to_string(I.epoch)), saved_now = true;
     if (stop || last) break;
@@ -759,7 +798,11 @@ TrainSummary Trainer::Impl::loop() {
     // checkpoint of the same step, written before the evaluation).
     loop.check_stop(steps, I.step, epoch_saved);
   }
-  if (!evaluated_now) last_eval = I.evaluate_all();
+  if (!evaluated_now) {
+    // A finished run evaluated again: its checkpoint holds this state.
+    const Impl::FinalEval fin{saved_now || (I.step == first_step && !I.run->last_checkpoint().empty())};
+    last_eval = I.evaluate_all(&fin);
+  }
   // Re-evaluating a finished run leaves its checkpoint (and the digest in
   // its state.json, the record of how the weights were trained) alone.
   if (!saved_now && (I.step != first_step || I.run->last_checkpoint().empty())) I.save("end");

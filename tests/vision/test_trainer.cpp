@@ -4,7 +4,11 @@
 // intact; bad input fails before a run directory exists.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <thread>
+#include <unistd.h>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -19,6 +23,7 @@
 #include "core/safetensors.h"
 #include "core/checkpoint_dir.h"
 #include "core/run_control.h"
+#include "core/stop_request.h"
 #include "data_pipeline/shard_pack.h"
 #include "vision/trainer.h"
 #include "vision_test_util.h"
@@ -490,6 +495,46 @@ TEST_F(TrainerTest, RerunOfAFinishedRunLeavesItsCheckpointAlone) {
   const std::string after((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
   EXPECT_EQ(after, before);
   EXPECT_EQ(fs::last_write_time(state), mtime);
+}
+
+// A stop signal that arrives while the final evaluation runs is obeyed as
+// one during training: logged, a checkpoint written first, StopRequested
+// (exit status 3), nothing of the unfinished evaluation recorded; resuming
+// only evaluates. SIGUSR1 is pending before the run: a run of one step
+// (train.max_steps=1) checks for stops only after steps before its last, so
+// the first place that can see it is the final evaluation (it was ignored:
+// the run finished and nothing was logged).
+TEST_F(TrainerTest, AStopSignalDuringTheFinalEvaluationCheckpointsAndStops) {
+  install_stop_signals({SIGUSR1});
+  ASSERT_EQ(kill(getpid(), SIGUSR1), 0);
+  for (int i = 0; i < 500 && local_stop_signal() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(local_stop_signal(), SIGUSR1);
+  const std::string o = out("stop_eval");
+  const std::vector<std::string> ov{"train.max_steps=1", "ckpt.every_steps=0", "eval.max_images=8",
+                                    "run.stop_signals=[SIGUSR1]"};
+  int signo = 0;
+  int64_t step = -1;
+  try {
+    run(parse(tiny_yaml(data(), o), ov));
+  } catch (const StopRequested& e) {
+    signo = e.signo(), step = e.step();
+  }
+  EXPECT_EQ(signo, SIGUSR1);
+  EXPECT_EQ(step, 1);
+  const std::string dir = o + "/t";
+  EXPECT_TRUE(fs::is_regular_file(dir + "/step_1/state.json"));
+  EXPECT_TRUE(metrics_lines(dir, "val").empty());
+  const std::string log = vt_test::read_text(dir + "/log.txt");
+  EXPECT_NE(log.find("SIGUSR1 received during the final evaluation (val, step 1)"), std::string::npos) << log;
+  // Resumed without a signal: no step trained, the evaluation recorded once.
+  clear_stop_signal();
+  TrainSummary s;
+  EXPECT_TRUE(run(parse(tiny_yaml(data(), o), ov), &s).empty());
+  EXPECT_EQ(s.steps, 1);
+  const auto val = metrics_lines(dir, "val");
+  ASSERT_EQ(val.size(), 1u);
+  EXPECT_EQ(val[0].at("step").get<int64_t>(), 1);
+  EXPECT_EQ(s.final_eval.images, 8);
 }
 
 TEST_F(TrainerTest, BadInputFailsBeforeAnyOutput) {
