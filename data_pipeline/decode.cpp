@@ -184,4 +184,9 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
   return buf;
 }
 
+CorruptImage with_skip_hint(const CorruptImage& e) {
+  return CorruptImage(std::string(e.what()) +
+                      " (data.on_corrupt=skip leaves unreadable images out, naming each in the log)");
+}
+
 }  // namespace vt

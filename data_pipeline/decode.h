@@ -42,6 +42,11 @@ class CorruptImage : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The error an unreadable image ends a run with under data.on_corrupt=error
+// (training, evaluation, vtrain pack, dittrain extract): its own message
+// (the file and what is wrong) and how to go on without the file.
+CorruptImage with_skip_hint(const CorruptImage& e);
+
 // Full-resolution size from the header (JPEG: TurboJPEG header; others: a
 // full decode). Throws CorruptImage naming `name` like decode_image.
 struct ImageSize {

@@ -287,7 +287,7 @@ void Loader::load_sample(int64_t pos, int64_t idx, int64_t attempts_done, uint64
       *out.used = idx;
       return;
     } catch (const CorruptImage& e) {
-      if (cfg_.on_corrupt == OnCorrupt::Error) throw;
+      if (cfg_.on_corrupt == OnCorrupt::Error) throw with_skip_hint(e);
       note_corrupt(idx, e);
       if (attempt + 1 >= N) throw std::runtime_error("data: every sample tried is corrupt (last: " + ds_->name(idx) + ")");
       idx = (idx + 1) % N;
@@ -299,7 +299,13 @@ void Loader::replace_undecodable(Batch& batch, int i, std::exception_ptr error) 
   if (!cfg_.encoded || i < 0 || static_cast<size_t>(i) >= batch.encoded.size())
     throw std::logic_error("Loader::replace_undecodable: sample " + std::to_string(i) + " of a batch that has " +
                            std::to_string(batch.encoded.size()) + " encoded samples");
-  if (cfg_.on_corrupt == OnCorrupt::Error) std::rethrow_exception(error);
+  if (cfg_.on_corrupt == OnCorrupt::Error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const CorruptImage& e) {
+      throw with_skip_hint(e);
+    }  // anything else is not about the file: it propagates as it is
+  }
   const size_t k = static_cast<size_t>(i);
   const int64_t idx = batch.indices[k];
   try {

@@ -78,7 +78,7 @@ Prepared prepare(const std::string& path, const PackOptions& o) {
     }
     p.ok = true;
   } catch (const CorruptImage& e) {
-    if (o.on_corrupt != "skip") throw;
+    if (o.on_corrupt != "skip") throw with_skip_hint(e);
     p.why = e.what();
   }
   return p;

@@ -74,6 +74,10 @@ bool load_image(const std::string& path, const ExtractOptions& o, float* out, fl
       to_chw_normalized(img, {0.5f, 0.5f, 0.5f}, {0.5f, 0.5f, 0.5f}, flipped);
     }
     return true;
+  } catch (const CorruptImage& e) {
+    if (o.on_corrupt != "skip") throw with_skip_hint(e);
+    *why = e.what();
+    return false;
   } catch (const std::exception& e) {
     if (o.on_corrupt != "skip") throw;
     *why = e.what();

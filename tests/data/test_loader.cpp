@@ -118,6 +118,8 @@ TEST(Loader, CorruptFileErrorNamesIt) {
     FAIL() << "no error";
   } catch (const CorruptImage& e) {
     EXPECT_NE(std::string(e.what()).find("img2b.jpg"), std::string::npos) << e.what();
+    // ... and how to go on without it.
+    EXPECT_NE(std::string(e.what()).find("data.on_corrupt=skip"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(l.next(b));  // the epoch is over, no hang
 }
