@@ -1,12 +1,16 @@
 #include "data_pipeline/shard_pack.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <stdexcept>
 #include <vector>
+
+#include <signal.h>
+#include <unistd.h>
 
 #include "core/atomic_file.h"
 #include "core/output_claim.h"
@@ -99,6 +103,30 @@ ShardIndex existing_shard(const std::string& tar, const std::string& idx_path, i
   return idx;
 }
 
+// A pack killed while writing a shard leaves that shard's temporary file
+// ("shard-000002.tar.tmp.<pid>", core/atomic_file.h) behind; the rerun that
+// completes the shard removes those of processes that are gone (a live
+// pid's may still be written). Returns how many it removed.
+int64_t remove_stale_temporaries(const std::string& dir) {
+  int64_t removed = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const size_t at = name.rfind(".tmp.");
+    if (name.rfind("shard-", 0) != 0 && name.rfind(kShardManifestName, 0) != 0) continue;
+    if (at == std::string::npos || at + 5 >= name.size()) continue;
+    const std::string pid_text = name.substr(at + 5);
+    if (pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH) continue;  // ours, or alive (EPERM: another user's)
+    if (fs::remove(e.path(), ec)) {
+      log().info("pack: removed {}, left by an earlier pack (process {}) that did not finish", e.path().string(), pid);
+      ++removed;
+    }
+  }
+  return removed;
+}
+
 }  // namespace
 
 PackReport pack_shards(const PackOptions& o) {
@@ -124,6 +152,7 @@ PackReport pack_shards(const PackOptions& o) {
     write_file_atomic(manifest_path, manifest_json(m));
   }
 
+  remove_stale_temporaries(o.out_dir);
   PackReport rep;
   ProgressOptions po;
   po.unit = "img";

@@ -6,6 +6,9 @@
 // leave the written shards as they were.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -227,6 +230,36 @@ TEST(PackedShards, RerunContinuesAndGivesTheSameBytes) {
   EXPECT_EQ(r.images, 6);
   EXPECT_EQ(files_of(b.path), full);
   EXPECT_EQ(fs::last_write_time(b.path / shard_tar_name(0)), before0);  // kept, not rewritten
+}
+
+// A pack killed mid-shard leaves "shard-N.tar.tmp.<pid>"; the rerun that
+// completes the pack removes it (it stayed), and keeps a temporary of a
+// live process (pid 1) and files that are not the pack's.
+TEST(PackedShards, RerunRemovesTheTemporariesOfAKilledPack) {
+  Folder f(false);
+  TempDir out("pack_tmp");
+  pack_shards(opts(f.root(), out.path.string()));
+  const auto full = files_of(out.path);
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);  // reaped: no such process now
+  const std::string d = std::to_string(dead);
+  fs::remove(out.path / shard_index_name(2));
+  fs::remove(out.path / shard_tar_name(2));
+  spit(out.path / (shard_tar_name(2) + ".tmp." + d), "half a shard");
+  spit(out.path / (shard_index_name(1) + ".tmp." + d), "half an index");
+  spit(out.path / (shard_tar_name(0) + ".tmp.1"), "a live writer's");
+  spit(out.path / ("notes.txt.tmp." + d), "not the pack's");
+  const PackReport r = pack_shards(opts(f.root(), out.path.string()));
+  EXPECT_EQ(r.shards_written, 1);
+  EXPECT_FALSE(fs::exists(out.path / (shard_tar_name(2) + ".tmp." + d)));
+  EXPECT_FALSE(fs::exists(out.path / (shard_index_name(1) + ".tmp." + d)));
+  EXPECT_TRUE(fs::exists(out.path / (shard_tar_name(0) + ".tmp.1")));
+  EXPECT_TRUE(fs::exists(out.path / ("notes.txt.tmp." + d)));
+  fs::remove(out.path / (shard_tar_name(0) + ".tmp.1"));
+  fs::remove(out.path / ("notes.txt.tmp." + d));
+  EXPECT_EQ(files_of(out.path), full);
 }
 
 TEST(PackedShards, RerunWithOtherOptionsIsRefusedAndChangesNothing) {
