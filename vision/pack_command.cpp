@@ -59,8 +59,26 @@ void run_pack(const Config& cfg, const std::string& config_path, const std::map<
     std::printf("vtrain pack: data.train_split and data.val_split both name '%s': packing it once\n",
                 t.train_split.c_str());
   namespace fs = std::filesystem;
+  // pack reads image folders; a config that trains on shards names a pack's output.
+  if (t.data_format == "shards")
+    throw ConfigError("pack: data.format is 'shards' (" + cfg.source("data.format") + "): data.root '" + t.data_root +
+                      "' is read as packed shards, but vtrain pack packs an ImageFolder: give the images' folder "
+                      "with data.format=folder data.root=DIR");
   if (!fs::is_directory(t.data_root))
     throw std::runtime_error("pack: " + missing_data_root_message(cfg, "data.root", config_path));
+  // The shards go to out/<split folder>/: out= the data root would put them
+  // into the image folders being packed (a class folder more next time).
+  const fs::path out_abs = fs::weakly_canonical(fs::absolute(out)), root_abs = fs::weakly_canonical(t.data_root);
+  for (const std::string& split : splits) {
+    const fs::path images = root_abs / split;
+    const fs::path rel = (out_abs / split).lexically_relative(images);
+    const bool inside = !rel.empty() && *rel.begin() != "..";
+    if (inside)
+      throw ConfigError("pack: out=" + out + " is " +
+                        (out_abs == root_abs ? std::string("data.root") : "inside data.root's '" + split + "' folder") +
+                        " ('" + t.data_root + "'): the shards would be written among the images being packed; "
+                        "give another folder");
+  }
   // One pack per out= at a time (core/output_claim.h): two would write the same shards.
   const OutputClaim claim({"pack", "out=", ""}, out, /*is_dir=*/true);
   for (const std::string& split : splits) {

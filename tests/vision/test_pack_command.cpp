@@ -76,5 +76,27 @@ TEST_F(PackCommandTest, BadArgumentsNameThemselves) {
   EXPECT_FALSE(fs::exists(out("x")));
 }
 
+// out= the data root (or a folder inside a split being packed) would write
+// the shards among the images (accepted silently); a config that reads
+// shards has no images to pack (it failed with an ImageFolder error).
+TEST_F(PackCommandTest, OutInsideTheImagesAndAShardsConfigAreRefused) {
+  const std::string root = tmp_.path() + "/data";
+  auto err = [&](const std::vector<std::string>& ov, const std::string& o) {
+    return vt_test::error_of([&] { run_pack(config(ov), "test.yaml", {{"out", o}}); });
+  };
+  std::string e = err({}, root);
+  EXPECT_NE(e.find("out=" + root + " is data.root"), std::string::npos) << e;
+  e = err({}, root + "/train/packed");
+  EXPECT_NE(e.find("inside data.root's 'train' folder"), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(root + "/train/packed"));
+  EXPECT_EQ(std::vector<fs::path>(fs::directory_iterator(root), fs::directory_iterator()).size(), 2u);  // train, test
+  e = err({"data.format=shards"}, out("s"));
+  EXPECT_NE(e.find("data.format is 'shards' (command line)"), std::string::npos) << e;
+  EXPECT_FALSE(fs::exists(out("s")));
+  // A folder beside the images is fine.
+  run_pack(config(), "test.yaml", {{"out", root + "/packed"}, {"split", "val"}});
+  EXPECT_EQ(read_shard_manifest(root + "/packed/test").images, 4);
+}
+
 }  // namespace
 }  // namespace vt
