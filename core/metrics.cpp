@@ -58,4 +58,20 @@ int64_t drop_metrics_after(const std::string& path, int64_t step) {
   return dropped;
 }
 
+std::set<std::string> metrics_splits_at(const std::string& path, int64_t step) {
+  std::set<std::string> splits;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return splits;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("metrics: cannot read '" + path + "': " + std::strerror(errno));
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer() || j["step"].get<int64_t>() != step)
+      continue;
+    splits.insert(j.contains("split") && j["split"].is_string() ? j["split"].get<std::string>() : std::string());
+  }
+  if (in.bad()) throw std::runtime_error("metrics: cannot read '" + path + "': " + std::strerror(errno));
+  return splits;
+}
+
 }  // namespace vt

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,14 @@ class MetricsWriter {
 // nothing to drop. Throws std::runtime_error naming the path when it cannot
 // be read or written.
 int64_t drop_metrics_after(const std::string& path, int64_t step);
+
+// The "split" values of the lines of the metrics file at `path` whose
+// "step" is `step` ("" for a line without one); empty when there is no file.
+// A run that continues from step_<step> and evaluates that step again
+// (a finished run rerun) appends no second record of a split listed here
+// (train/run_dir.h). Throws std::runtime_error naming the path when it
+// cannot be read.
+std::set<std::string> metrics_splits_at(const std::string& path, int64_t step);
 
 // The line write() appends (without the newline).
 std::string metrics_line(int64_t step, const std::vector<std::pair<std::string, double>>& scalars,

@@ -97,6 +97,8 @@ void RunDirectory::open(const Config& resolved, bool tensorboard, int64_t start_
   const std::string metrics_path = (dir / "metrics.jsonl").string();
   if (const int64_t dropped = drop_metrics_after(metrics_path, start_step))
     log().info("metrics.jsonl: dropped {} records after step {}, which this run computes again", dropped, start_step);
+  start_step_ = start_step;
+  start_step_splits_ = metrics_splits_at(metrics_path, start_step);
   metrics_ = std::make_unique<MetricsWriter>(metrics_path);
   if (tensorboard) {
     const bool earlier = has_event_files(dir / "tb");
@@ -110,6 +112,16 @@ void RunDirectory::write_metrics(int64_t step, const std::vector<std::pair<std::
                                  const std::string& tb_prefix) {
   if (!opened_) throw std::logic_error("RunDirectory::write_metrics before open()");
   if (!writer_) return;
+  if (step == start_step_) {
+    std::string split;
+    for (const auto& [k, v] : tags)
+      if (k == "split") split = v;
+    if (start_step_splits_.count(split)) {
+      log().info("metrics.jsonl holds the {} record of step {} already (this run continues from that step); "
+                 "not written again", split.empty() ? std::string("untagged") : "'" + split + "'", step);
+      return;
+    }
+  }
   metrics_->write(step, scalars, tags);
   if (tb_) {
     std::vector<std::pair<std::string, double>> named;

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -70,7 +71,10 @@ class RunDirectory {
   void warn(const std::string& message);
   bool is_open() const { return opened_; }
   // Scalars at `step` to metrics.jsonl (with `tags`, e.g. split) and, under
-  // "<tb_prefix>/<name>", to TensorBoard (flushed). open() first.
+  // "<tb_prefix>/<name>", to TensorBoard (flushed). open() first. A record
+  // of the step the run continues from whose split the file holds already
+  // for that step (a finished run rerun evaluates its last step again) is
+  // not written a second time (logged).
   void write_metrics(int64_t step, const std::vector<std::pair<std::string, double>>& scalars,
                      const std::vector<std::pair<std::string, std::string>>& tags, const std::string& tb_prefix);
   // Writes step_<step>; then keeps the newest keep_last (0: all) and step
@@ -103,6 +107,8 @@ class RunDirectory {
   bool retry_write_ = false;
   std::unique_ptr<CheckpointWriteError> write_failure_;  // the last save's, under retry
   std::unique_ptr<MetricsWriter> metrics_;
+  int64_t start_step_ = -1;
+  std::set<std::string> start_step_splits_;  // splits metrics.jsonl records at start_step_ (open())
   std::unique_ptr<TensorBoardWriter> tb_;
   RunDirLock lock_;  // rank 0 only
   std::vector<std::string> pending_warnings_;  // warn() before open()

@@ -537,6 +537,25 @@ TEST_F(TrainerTest, AStopSignalDuringTheFinalEvaluationCheckpointsAndStops) {
   EXPECT_EQ(s.final_eval.images, 8);
 }
 
+// A finished run started again trains nothing and evaluates its last step
+// again; metrics.jsonl keeps the one record of each evaluation of that
+// step (the rerun appended a second val and val_ema line at step 2).
+TEST_F(TrainerTest, RerunOfAFinishedRunAppendsNoSecondFinalRecord) {
+  const std::string o = out("rerun_records");
+  const std::vector<std::string> ov{"train.max_steps=2", "ckpt.every_steps=0", "eval.max_images=4", "train.ema=true"};
+  run(parse(tiny_yaml(data(), o), ov));
+  const std::string dir = o + "/t";
+  const std::string before = vt_test::read_text(dir + "/metrics.jsonl");
+  ASSERT_EQ(metrics_lines(dir, "val").size(), 1u);
+  ASSERT_EQ(metrics_lines(dir, "val_ema").size(), 1u);
+  TrainSummary again;
+  EXPECT_TRUE(run(parse(tiny_yaml(data(), o), ov), &again).empty());
+  EXPECT_EQ(again.final_eval.images, 4);  // evaluated (and reported) all the same
+  EXPECT_EQ(vt_test::read_text(dir + "/metrics.jsonl"), before);
+  const std::string log = vt_test::read_text(dir + "/log.txt");
+  EXPECT_NE(log.find("metrics.jsonl holds the 'val' record of step 2 already"), std::string::npos) << log;
+}
+
 TEST_F(TrainerTest, BadInputFailsBeforeAnyOutput) {
   const std::string o = out("bad");
   auto make = [&](const std::string& yaml, const std::vector<std::string>& ov) {
