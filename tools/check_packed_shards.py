@@ -44,11 +44,19 @@ def fail(msg):
 
 
 def main(argv):
-    if len(argv) < 2:
+    if len(argv) >= 2 and argv[1] in ("-h", "--help"):
         print(__doc__)
+        return 0
+    if len(argv) < 2 or len(argv) > 3 or argv[1].startswith("-"):
+        sys.stderr.write(__doc__)
         return 2
     split = argv[1]
-    manifest = json.load(open(os.path.join(split, "manifest.json")))
+    manifest_path = os.path.join(split, "manifest.json")
+    if not os.path.isfile(manifest_path):
+        sys.stderr.write("check_packed_shards.py: %s not found: '%s' is not a split written by `vtrain pack` "
+                         "(OUT/<split folder>/)\n" % (manifest_path, split))
+        return 2
+    manifest = json.load(open(manifest_path))
     source = argv[2] if len(argv) > 2 else manifest["source"]
     classes, samples = image_folder(source)
     if classes != manifest["classes"]:
