@@ -48,6 +48,27 @@ std::string weights_file_of(std::string ckpt, bool ema, std::string* dir) {
 
 }  // namespace
 
+FoundConfig load_vtrain_config_for(const std::string& ckpt, bool ema, const std::string& config_arg,
+                                   const std::vector<std::string>& configs_dirs,
+                                   const std::vector<std::string>& overrides) {
+  try {
+    return load_vtrain_config(config_arg, configs_dirs, overrides);
+  } catch (const ConfigError&) {
+    // Only now is the weights file read: a config that loads costs nothing extra.
+    WeightsKind kind = WeightsKind::Unknown;
+    std::string file, dir;
+    try {
+      file = weights_file_of(ckpt, ema, &dir);
+      kind = weights_kind(load_safetensors(file));
+    } catch (const std::exception&) {
+      kind = WeightsKind::Unknown;  // the checkpoint's own problem: the config error stands
+    }
+    if (kind == WeightsKind::VitClassifier || kind == WeightsKind::Unknown) throw;
+    throw std::runtime_error("checkpoint '" + file + "' holds " + weights_kind_text(kind) +
+                             ", not a vtrain classifier (its config '" + config_arg + "' is not a vtrain config)");
+  }
+}
+
 LoadedClassifier load_classifier(const Config& cfg, const std::string& config_path, const std::string& ckpt,
                                  bool ema) {
   LoadedClassifier out;

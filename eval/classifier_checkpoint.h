@@ -29,6 +29,15 @@ struct FoundConfig {
 FoundConfig load_vtrain_config(const std::string& config_arg, const std::vector<std::string>& configs_dirs,
                                const std::vector<std::string>& overrides = {});
 
+// load_vtrain_config for the checkpoint `ckpt` (as load_classifier takes
+// it): when the config is no vtrain config and the checkpoint holds weights
+// of another kind (a dittrain DiT, core/checkpoint_kind.h), the error says
+// what the checkpoint is (std::runtime_error naming both files) instead of
+// listing the config's keys unknown to vtrain.
+FoundConfig load_vtrain_config_for(const std::string& ckpt, bool ema, const std::string& config_arg,
+                                   const std::vector<std::string>& configs_dirs,
+                                   const std::vector<std::string>& overrides = {});
+
 // `ckpt` is a checkpoint directory step_<N>/ (reads model.safetensors, or
 // ema.safetensors when `ema`), a run directory (its newest complete
 // step_<N>/) or a .safetensors file itself (`ema` must then be false). model.num_classes 0 in the config (= "from the dataset" in

@@ -28,7 +28,7 @@ ClassifierEmbedding ClassifierEmbedding::load(const std::string& ckpt, const std
       throw std::runtime_error("--features '" + ckpt +
                                "': no config.yaml in its run directory; pass the training config with --config");
   }
-  const FoundConfig fc = load_vtrain_config(cfg, configs_dirs);
+  const FoundConfig fc = load_vtrain_config_for(ckpt, ema, cfg, configs_dirs);
   return ClassifierEmbedding(load_classifier(fc.cfg, fc.path, ckpt, ema));
 }
 

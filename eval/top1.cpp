@@ -73,7 +73,7 @@ std::vector<std::string> class_folders(const std::string& dir) {
 
 Top1Report run_top1(const Top1Request& req, const std::vector<std::string>& configs_dirs,
                     const std::function<void(int64_t, int64_t)>& progress) {
-  const FoundConfig fc = load_vtrain_config(req.config, configs_dirs, req.overrides);
+  const FoundConfig fc = load_vtrain_config_for(req.ckpt, req.ema, req.config, configs_dirs, req.overrides);
   LoadedClassifier lc = load_classifier(fc.cfg, fc.path, req.ckpt, req.ema);
   const TrainOptions& o = lc.options;
   // The config's device and precision keys (train/device_choice.h); the

@@ -94,6 +94,30 @@ TEST_F(FeaturesTest, LoadsTheRunConfigByDefault) {
   EXPECT_EQ(ClassifierEmbedding::load(lone, run() + "/config.yaml").feature_dim(), kDim);
 }
 
+// --features given a dittrain run: its config.yaml is no vtrain config, and
+// the error says what the checkpoint is (it listed a dozen keys unknown to
+// vtrain: diffusion.*, sample.*, ...).
+TEST_F(FeaturesTest, ADittrainCheckpointIsNamedAsSuch) {
+  const std::string dit = tmp_->path() + "/runs/dit";
+  fs::create_directories(dit);
+  fs::copy_file(std::string(VT_FIXTURES_DIR) + "/../../configs/cifar10_dit_siamese.yaml", dit + "/config.yaml");
+  CheckpointData d;
+  d.model = {{"x_embedder.proj.weight", Tensor::zeros({4, 3, 2, 2})}};
+  d.state = {{"step", 1}};
+  save_checkpoint(dit, 1, d);
+  try {
+    ClassifierEmbedding::load(dit, "");
+    FAIL() << "no error for a DiT checkpoint";
+  } catch (const ConfigError& e) {
+    FAIL() << "config error instead of the checkpoint's kind: " << e.what();
+  } catch (const std::runtime_error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("holds a dittrain DiT model"), std::string::npos) << m;
+    EXPECT_NE(m.find(dit + "/step_1/model.safetensors"), std::string::npos) << m;
+    EXPECT_EQ(m.find("unknown key"), std::string::npos) << m;
+  }
+}
+
 TEST_F(FeaturesTest, EmbeddingIsThePreLogitClassToken) {
   const ClassifierEmbedding emb = ClassifierEmbedding::load(ckpt(), "");
   const std::vector<std::string> files = list_images_recursive(data() + "/test");
