@@ -6,7 +6,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <stdexcept>
 
+#include "core/checkpoint_dir.h"
 #include "core/output_claim.h"
 #include "diffusion/dit_sample_files.h"
 
@@ -64,6 +67,17 @@ DitSampleArgs parse_dit_sample_args(const std::map<std::string, std::string>& op
   DitSampleArgs a;
   if (!has("ckpt") || at("ckpt").empty()) throw ConfigError("sample: ckpt=DIR (a checkpoint directory) is required");
   a.ckpt = at("ckpt");
+  // A run directory stands for its newest complete checkpoint, as for veval
+  // top1 (it failed with "missing state.json").
+  std::error_code ec;
+  if (std::filesystem::is_directory(a.ckpt, ec) &&
+      !std::filesystem::exists(std::filesystem::path(a.ckpt) / "state.json", ec)) {
+    const std::optional<std::string> latest = latest_checkpoint(a.ckpt);
+    if (!latest)
+      throw std::runtime_error("sample: ckpt=" + a.ckpt + ": neither a checkpoint (no state.json) nor a run directory "
+                               "holding a complete step_<N>/");
+    a.ckpt = *latest;
+  }
   SampleOptions& so = a.options;
   so = cfg.grid;
   if (has("sampler")) so.sampler = one_of("sampler", at("sampler"), {"ddpm", "ddim"});

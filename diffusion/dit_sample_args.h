@@ -12,7 +12,7 @@
 namespace vt {
 
 struct DitSampleArgs {
-  std::string ckpt;          // checkpoint directory (as given: relative to the CWD)
+  std::string ckpt;          // checkpoint directory (as given: relative to the CWD; a run directory: its newest step_<N>/)
   std::string out;           // output path without .npz / .png
   int64_t num_samples = 64;  // [1, kMaxSamples]
   SampleOptions options;     // the config's sample.* keys, overridden by the arguments

@@ -257,6 +257,24 @@ TEST(DitSampleArgs, DefaultsComeFromTheConfig) {
   EXPECT_EQ(default_sample_chunk(2000), 2000);
 }
 
+// ckpt= a run directory means its newest complete checkpoint (as veval
+// top1 takes it; it failed with "missing state.json"), and the default
+// out= lies inside that checkpoint.
+TEST(DitSampleArgs, ARunDirectoryMeansItsNewestCompleteCheckpoint) {
+  const DitTrainConfig cfg = cfg_from(yaml_for("/tmp/unused", "/tmp/unused"));
+  vt_test::TmpDir tmp;
+  const std::string run = tmp.path() + "/r";
+  for (const char* step : {"step_4", "step_12", "step_20"}) std::filesystem::create_directories(run + "/" + step);
+  tmp.write("r/step_4/state.json", "{}");
+  tmp.write("r/step_12/state.json", "{}");  // step_20 has none: unfinished
+  const DitSampleArgs a = parse_dit_sample_args({{"ckpt", run}}, cfg);
+  EXPECT_EQ(a.ckpt, run + "/step_12");
+  EXPECT_EQ(a.out.rfind(run + "/step_12/samples_", 0), 0u) << a.out;
+  EXPECT_EQ(parse_dit_sample_args({{"ckpt", run + "/step_4"}}, cfg).ckpt, run + "/step_4");  // a checkpoint as given
+  const std::string msg = vt_test::error_of([&] { parse_dit_sample_args({{"ckpt", run + "/step_20"}}, cfg); });
+  EXPECT_NE(msg.find("ckpt=" + run + "/step_20: neither a checkpoint"), std::string::npos) << msg;
+}
+
 TEST(DitSampleArgs, BadValuesNameTheKeyAndTheValue) {
   const DitTrainConfig cfg = cfg_from(yaml_for("/tmp/unused", "/tmp/unused"));
   const std::vector<std::pair<std::string, std::string>> bad = {
