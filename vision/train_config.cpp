@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <tuple>
+#include <vector>
 #include <limits>
 
 #include "core/config_checks.h"
@@ -152,6 +154,29 @@ TrainOptions train_options(const Config& c, const std::string& config_path) {
   auto origin = [&](const char* key) {
     return from_config(key) ? std::string() : " (from model.preset " + o.preset + ")";
   };
+  if (!custom) {
+    const VitConfig p = vit_preset(o.preset);
+    char ratio[2][32];
+    std::snprintf(ratio[0], sizeof ratio[0], "%g", o.vit.backbone.mlp_ratio);
+    std::snprintf(ratio[1], sizeof ratio[1], "%g", p.backbone.mlp_ratio);
+    const std::vector<std::tuple<const char*, std::string, std::string>> keys{
+        {"model.patch_size", std::to_string(o.vit.patch_size), std::to_string(p.patch_size)},
+        {"model.dim", std::to_string(o.vit.backbone.dim), std::to_string(p.backbone.dim)},
+        {"model.depth", std::to_string(o.vit.backbone.depth), std::to_string(p.backbone.depth)},
+        {"model.heads", std::to_string(o.vit.backbone.heads), std::to_string(p.backbone.heads)},
+        {"model.mlp_ratio", ratio[0], ratio[1]}};
+    const std::string preset_source = c.source("model.preset");
+    std::string list;
+    for (const auto& [key, value, preset_value] : keys) {
+      if (!given(c, key)) continue;
+      const std::string src = c.source(key);
+      o.preset_overridden_elsewhere |= src.substr(0, src.find(':')) != preset_source.substr(0, preset_source.find(':'));
+      list += std::string(list.empty() ? "" : ", ") + key + " = " + value + " (" + src + "; the preset's " +
+              preset_value + ")";
+    }
+    if (!list.empty())
+      o.preset_overrides = "model.preset " + o.preset + " (" + preset_source + "): overridden by " + list;
+  }
   if (o.vit.backbone.dim % o.vit.backbone.heads != 0)
     bad_value(c, "model.heads", "model.heads = " + std::to_string(o.vit.backbone.heads) + origin("model.heads") +
                                     " must divide model.dim = " + std::to_string(o.vit.backbone.dim) +

@@ -32,6 +32,14 @@ struct TrainOptions {
   int threads = 0;
   // model
   std::string preset;
+  // Architecture keys given over a preset, each with where it came from and
+  // the preset's value: "model.preset deit_tiny (command line): overridden
+  // by model.dim = 96 (x.yaml:19; the preset's 192), model.depth = 2 (command
+  // line; the preset's 12)"; "" when none is (or preset custom). The trainer
+  // says it at the start, as a warning when a key comes from another place
+  // than the preset (a preset on the command line over a file's model.dim).
+  std::string preset_overrides;
+  bool preset_overridden_elsewhere = false;
   VitConfig vit;  // num_classes 0 = take from the dataset
   float drop_path = 0.1f;
   // data

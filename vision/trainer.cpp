@@ -610,6 +610,7 @@ Trainer::Trainer(const Config& cfg, const std::string& config_path) : impl_(std:
   // The checkpoint to resume from is read (and validated) before anything is written.
   I.run = std::make_unique<RunDirectory>(o.out_dir, o.name, o.resume);
   for (const std::string& w : data_warnings) I.run->warn(w);
+  if (o.preset_overridden_elsewhere) I.run->warn(o.preset_overrides);
   if (!I.run->resume_path().empty()) I.restore(load_checkpoint(I.run->resume_path()), I.run->resume_path());
 }
 
@@ -652,6 +653,9 @@ TrainSummary Trainer::Impl::loop() {
              I.run->path(), o.preset, norm_scheme_name(o.vit.backbone.scheme), o.vit.backbone.dim, o.vit.backbone.depth,
              o.vit.backbone.heads, o.vit.patch_size, o.vit.img_size, ps.numel(), I.train_images(), I.val_ds->size(),
              I.train_ds->num_classes());
+  // Keys given over model.preset (a warning at construction when they come
+  // from elsewhere than the preset).
+  if (!o.preset_overrides.empty() && !o.preset_overridden_elsewhere) log().info("vtrain: {}", o.preset_overrides);
   log().info("batch {} ({} processes x {}) lr {:.3g} epochs {} | {} threads, {} loader workers{}", o.batch_size,
              dist().world(), I.rank_batch, o.lr, o.epochs, omp_get_max_threads(), o.workers,
              I.run->resume_path().empty() ? std::string() : " | resumed from " + I.run->resume_path());

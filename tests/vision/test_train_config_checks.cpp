@@ -46,6 +46,43 @@ std::string config_error(const std::vector<std::string>& ov) {
 
 TEST(TrainConfigChecks, ValidBaseline) { EXPECT_NO_THROW(options({})); }
 
+// model.preset=deit_tiny model.depth=2 on the command line over a file that
+// sets model.dim: the file's dim trains (a key given overrides the preset),
+// and the options say so, key by key with where each came from and the
+// preset's value (DeiT-Ti: dim 192, depth 12), as a warning: the keys come
+// from another place than the preset. It trained the file's dim silently.
+TEST(TrainConfigChecks, KeysOverAPresetAreNamedWithTheirSource) {
+  const char* yaml =
+      "name: t\nout_dir: /tmp/unused\n"
+      "model:\n"
+      "  preset: custom\n"
+      "  img_size: 32\n"
+      "  dim: 96\n"
+      "data: {root: /nonexistent, repeated_aug: 1}\n";
+  const TrainOptions o = train_options(
+      Config::parse(yaml, vtrain_schema(), {"model.preset=deit_tiny", "model.depth=2"}, "test.yaml", "."), "test.yaml");
+  EXPECT_EQ(o.vit.backbone.dim, 96);
+  EXPECT_EQ(o.vit.backbone.depth, 2);
+  EXPECT_EQ(o.vit.backbone.heads, 3);  // deit_tiny's
+  EXPECT_EQ(o.preset_overrides,
+            "model.preset deit_tiny (command line): overridden by model.dim = 96 (test.yaml:6; the preset's 192), "
+            "model.depth = 2 (command line; the preset's 12)");
+  EXPECT_TRUE(o.preset_overridden_elsewhere);
+  // The preset and its override in one place: said, not warned.
+  const TrainOptions same = train_options(
+      Config::parse(yaml, vtrain_schema(), {"model.preset=deit_tiny", "model.dim=192", "model.depth=2"}, "test.yaml", "."),
+      "test.yaml");
+  EXPECT_FALSE(same.preset_overridden_elsewhere);
+  EXPECT_NE(same.preset_overrides.find("model.depth = 2 (command line; the preset's 12)"), std::string::npos);
+  // Custom, or a preset alone: nothing to say.
+  EXPECT_EQ(options({}).preset_overrides, "");
+  const char* preset_only = "name: t\nout_dir: /tmp/unused\nmodel: {img_size: 32}\ndata: {root: /nonexistent}\n";
+  EXPECT_EQ(train_options(Config::parse(preset_only, vtrain_schema(), {"model.preset=deit_tiny"}, "test.yaml", "."),
+                          "test.yaml")
+                .preset_overrides,
+            "");
+}
+
 TEST(TrainConfigChecks, OutOfRangeValuesNameTheirKey) {
   // {override, key the message must start with}
   const std::vector<std::pair<std::string, std::string>> cases = {
