@@ -32,6 +32,7 @@ T get(const char* p) {
 std::string options_text(const ShardManifest& m) {
   nlohmann::json j = nlohmann::json::parse(manifest_json(m));
   j.erase("source");
+  j.erase("on_corrupt");
   return j.dump();
 }
 
@@ -54,7 +55,8 @@ uint64_t ShardManifest::options_digest() const {
 bool ShardManifest::differs(const ShardManifest& o, std::string* key, std::string* mine, std::string* theirs) const {
   const nlohmann::json a = nlohmann::json::parse(manifest_json(*this)), b = nlohmann::json::parse(manifest_json(o));
   for (const auto& [k, v] : a.items()) {
-    if (k == "source" || b.at(k) == v) continue;
+    if (k == "source" || (b.contains(k) && b.at(k) == v)) continue;
+    if (!b.contains(k)) continue;  // a field the other manifest does not record (on_corrupt of an older pack)
     *key = k;
     *mine = v.dump();
     *theirs = b.at(k).dump();
@@ -83,6 +85,7 @@ std::string manifest_json(const ShardManifest& m) {
   j["quality"] = m.quality;
   j["shard_size"] = m.shard_size;
   j["shards"] = m.shards;
+  if (!m.on_corrupt.empty()) j["on_corrupt"] = m.on_corrupt;
   return j.dump(1) + "\n";
 }
 
@@ -104,6 +107,7 @@ ShardManifest read_shard_manifest(const std::string& dir) {
     m.quality = j.at("quality").get<int>();
     m.shard_size = j.at("shard_size").get<int64_t>();
     m.shards = j.at("shards").get<int64_t>();
+    m.on_corrupt = j.value("on_corrupt", std::string());
   } catch (const std::exception& e) {
     throw std::runtime_error("packed shards: '" + path + "': " + e.what());
   }

@@ -53,8 +53,13 @@ struct ShardManifest {
   int quality = 0;       // JPEG quality of re-encoded images (0 with max_side 0)
   int64_t shard_size = 0;
   int64_t shards = 0;
+  // The pack's policy for unreadable images (error | skip; "" in a manifest
+  // written before it was recorded). Not in the digest: the shards of a pack
+  // that met no bad image are the same either way (data_pipeline/shard_pack.h
+  // says which reruns continue a pack).
+  std::string on_corrupt;
 
-  // FNV-1a 64 of every field but `source`: stored in each index.
+  // FNV-1a 64 of every field but `source` and `on_corrupt`: stored in each index.
   uint64_t options_digest() const;
   // The first field that differs from `o` (not comparing `source`) as
   // "key = 'mine'" / "'theirs'" text in *mine / *theirs; false when none.

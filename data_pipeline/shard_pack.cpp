@@ -60,6 +60,7 @@ ShardManifest manifest_for(const PackOptions& o, const ImageFolder& folder) {
   m.quality = o.max_side > 0 ? o.quality : 0;
   m.shard_size = o.shard_size;
   m.shards = (folder.size() + o.shard_size - 1) / o.shard_size;
+  m.on_corrupt = o.on_corrupt;
   return m;
 }
 
@@ -143,11 +144,21 @@ PackReport pack_shards(const PackOptions& o) {
   std::error_code ec;
   if (fs::exists(manifest_path, ec)) {
     const ShardManifest old = read_shard_manifest(o.out_dir);
+    // on_corrupt: a pack under error that stopped at a bad image continues
+    // under skip (its shards skipped nothing, which skip allows; the
+    // manifest then says skip); a pack under skip is not continued under
+    // error, whose rule its shards may break (images left out).
+    ShardManifest mine_cmp = m;
+    const bool error_to_skip = old.on_corrupt == "error" && m.on_corrupt == "skip";
+    if (error_to_skip) mine_cmp.on_corrupt = old.on_corrupt;
     std::string key, mine, theirs;
-    if (m.differs(old, &key, &mine, &theirs))
-      throw std::runtime_error(output_differs_message({"pack", "out=", ""}, manifest_path, key, theirs, mine,
-                                                      "rerun with that pack's arguments to continue it, or give "
-                                                      "another out="));
+    if (mine_cmp.differs(old, &key, &mine, &theirs))
+      throw std::runtime_error(output_differs_message(
+          {"pack", "out=", ""}, manifest_path, key == "on_corrupt" ? "data.on_corrupt" : key, theirs, mine,
+          key == "on_corrupt" ? "its shards may leave unreadable images out: rerun with data.on_corrupt=skip to "
+                                "continue it, or give another out="
+                              : "rerun with that pack's arguments to continue it, or give another out="));
+    if (error_to_skip) write_file_atomic(manifest_path, manifest_json(m));
   } else {
     write_file_atomic(manifest_path, manifest_json(m));
   }

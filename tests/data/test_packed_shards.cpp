@@ -262,6 +262,39 @@ TEST(PackedShards, RerunRemovesTheTemporariesOfAKilledPack) {
   EXPECT_EQ(files_of(out.path), full);
 }
 
+// The manifest records data.on_corrupt. A pack that skipped a bad image is
+// not continued under error (it was accepted: its shards lack an image
+// error refuses); one under error that stopped at the bad image continues
+// under skip, and then says skip.
+TEST(PackedShards, OnCorruptIsRecordedAndSkipIsNotContinuedUnderError) {
+  Folder f(true);
+  TempDir skip("pack_skip"), err("pack_error");
+  PackOptions s = opts(f.root(), skip.path.string());
+  s.on_corrupt = "skip";
+  EXPECT_EQ(pack_shards(s).skipped, 1);
+  EXPECT_EQ(read_shard_manifest(skip.path.string()).on_corrupt, "skip");
+  const auto packed = files_of(skip.path);
+  const std::string e = error_of([&] { pack_shards(opts(f.root(), skip.path.string())); });
+  EXPECT_NE(e.find("data.on_corrupt"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"skip\""), std::string::npos) << e;
+  EXPECT_NE(e.find("\"error\""), std::string::npos) << e;
+  EXPECT_NE(e.find("rerun with data.on_corrupt=skip"), std::string::npos) << e;
+  EXPECT_EQ(files_of(skip.path), packed);
+  // error stops at b/1.jpg (shard 2 of 3), skip completes it.
+  EXPECT_THROW(pack_shards(opts(f.root(), err.path.string())), CorruptImage);
+  EXPECT_EQ(read_shard_manifest(err.path.string()).on_corrupt, "error");
+  PackOptions s2 = opts(f.root(), err.path.string());
+  s2.on_corrupt = "skip";
+  const PackReport r = pack_shards(s2);
+  EXPECT_EQ(r.shards_existing, 2);  // shards 0 and 1 were complete
+  EXPECT_EQ(r.skipped, 1);
+  EXPECT_EQ(read_shard_manifest(err.path.string()).on_corrupt, "skip");
+  // The same shards as the pack made under skip from the start.
+  auto a = files_of(err.path), b = files_of(skip.path);
+  a.erase(kShardManifestName), b.erase(kShardManifestName);
+  EXPECT_EQ(a, b);
+}
+
 TEST(PackedShards, RerunWithOtherOptionsIsRefusedAndChangesNothing) {
   Folder f(false);
   TempDir out("pack_opts");
