@@ -174,13 +174,14 @@ struct Trainer::Impl {
   struct FinalEval {
     bool saved = false;
   };
-  EvalResult evaluate(const std::string& label, const FinalEval* final = nullptr) {
+  // `*stopped` (final evaluations): the agreed stop signal that cut the
+  // pass short, 0 when none did; a stopped pass is not recorded.
+  EvalResult evaluate(const std::string& label, const FinalEval* final = nullptr, int* stopped = nullptr) {
     EvalOptions eo = eval_options(o);
     eo.rank = dist().rank(), eo.world = dist().world();
     if (final) eo.stop = [] { return local_stop_signal() != 0; };
     EvalResult e = reduce_eval_result(evaluate_classifier(*model, val_ds, eo));
-    if (final)
-      if (const int sig = agreed_stop_signal()) stop_in_final_evaluation(sig, label, final->saved);
+    if (final && (*stopped = agreed_stop_signal()) != 0) return e;
     const int64_t seen = e.images;
     log().info("eval {} epoch {} step {}: top-1 {:.2f}% top-5 {:.2f}% loss {:.4f} ({} images{})", label, epoch, step,
                e.top1, e.top5, e.loss, seen,
@@ -486,22 +487,19 @@ struct Trainer::Impl {
   // into the model's weights and back (exact copies, so training is untouched).
   std::pair<EvalResult, EvalResult> evaluate_all(const FinalEval* final = nullptr) {
     std::pair<EvalResult, EvalResult> r;
-    r.first = evaluate("val", final);
+    int stopped = 0;
+    r.first = evaluate("val", final, &stopped);
+    if (stopped) stop_in_final_evaluation(stopped, "val", final->saved);
     if (o.ema && o.eval_ema) {
       Tensor keep = model->params().weights().clone();
       Tensor w = model->params().weights();  // a view sharing the flat buffer
       w.copy_from(opt->ema());
       model->params().refresh_bf16();  // the bf16 GEMM copy follows (precision: bf16)
-      struct Restore {  // the trained weights come back also when a stop ends the EMA's pass
-        Impl& I;
-        Tensor& w;
-        Tensor& keep;
-        ~Restore() {
-          w.copy_from(keep);
-          I.model->params().refresh_bf16();
-        }
-      } restore{*this, w, keep};
-      r.second = evaluate("val_ema", final);
+      r.second = evaluate("val_ema", final, &stopped);
+      w.copy_from(keep);
+      model->params().refresh_bf16();
+      // After the trained weights are back: the stop checkpoint holds them.
+      if (stopped) stop_in_final_evaluation(stopped, "val_ema", final->saved);
     }
     if (r.first.top1 > best_top1) best_top1 = r.first.top1, best_step = step;
     return r;

@@ -18,10 +18,12 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/base_sink.h>
 
 #include "core/allocator.h"
 #include "core/safetensors.h"
 #include "core/checkpoint_dir.h"
+#include "core/log.h"
 #include "core/run_control.h"
 #include "core/stop_request.h"
 #include "data_pipeline/shard_pack.h"
@@ -554,6 +556,53 @@ TEST_F(TrainerTest, RerunOfAFinishedRunAppendsNoSecondFinalRecord) {
   EXPECT_EQ(vt_test::read_text(dir + "/metrics.jsonl"), before);
   const std::string log = vt_test::read_text(dir + "/log.txt");
   EXPECT_NE(log.find("metrics.jsonl holds the 'val' record of step 2 already"), std::string::npos) << log;
+}
+
+// A stop that arrives in the final evaluation's EMA pass: the model's own
+// weights are back in the model before the stop checkpoint is written (the
+// EMA pass swaps the EMA in), the val record stays, val_ema is not
+// recorded. The signal is sent when the val line is logged (between the
+// two passes) and waited for, so the EMA pass is the one that sees it.
+TEST_F(TrainerTest, AStopDuringTheFinalEmaEvaluationCheckpointsTheTrainedWeights) {
+  install_stop_signals({SIGUSR1});
+  struct SignalAtValLine : spdlog::sinks::base_sink<std::mutex> {
+    void sink_it_(const spdlog::details::log_msg& m) override {
+      const std::string text(m.payload.data(), m.payload.size());
+      if (text.rfind("eval val epoch", 0) != 0 || local_stop_signal() != 0) return;
+      kill(getpid(), SIGUSR1);
+      for (int i = 0; i < 500 && local_stop_signal() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    void flush_() override {}
+  };
+  auto sink = std::make_shared<SignalAtValLine>();
+  log().sinks().push_back(sink);
+  const std::string o = out("stop_ema");
+  const std::vector<std::string> ov{"train.max_steps=2", "ckpt.every_steps=0", "train.ema=true", "eval.batch_size=2",
+                                    "run.stop_signals=[SIGUSR1]"};
+  int signo = 0;
+  try {
+    run(parse(tiny_yaml(data(), o), ov));
+  } catch (const StopRequested& e) {
+    signo = e.signo();
+  }
+  log().sinks().pop_back();
+  ASSERT_EQ(signo, SIGUSR1);
+  const std::string dir = o + "/t";
+  EXPECT_EQ(metrics_lines(dir, "val").size(), 1u);
+  EXPECT_TRUE(metrics_lines(dir, "val_ema").empty());
+  EXPECT_NE(vt_test::read_text(dir + "/log.txt").find("SIGUSR1 received during the final evaluation (val_ema, step 2)"),
+            std::string::npos);
+  // The same 2 steps without a stop: the checkpoint's model and EMA are those bytes.
+  clear_stop_signal();
+  TrainSummary ref;
+  run(parse(tiny_yaml(data(), out("stop_ema_ref")), {"train.max_steps=2", "ckpt.every_steps=0", "train.ema=true"}), &ref);
+  const CheckpointData stopped = load_checkpoint(dir + "/step_2"), whole = load_checkpoint(ref.last_checkpoint);
+  ASSERT_EQ(stopped.model.size(), whole.model.size());
+  for (const auto& [name, t] : whole.model) {
+    const Tensor& u = stopped.model.at(name);
+    ASSERT_EQ(u.nbytes(), t.nbytes()) << name;
+    EXPECT_EQ(std::memcmp(u.raw(), t.raw(), t.nbytes()), 0) << name << " is not the trained weight";
+  }
 }
 
 TEST_F(TrainerTest, BadInputFailsBeforeAnyOutput) {
