@@ -165,6 +165,7 @@ PackReport pack_shards(const PackOptions& o) {
 
   remove_stale_temporaries(o.out_dir);
   PackReport rep;
+  std::vector<int64_t> per_class(m.classes.size(), 0);  // samples in the shards per label
   ProgressOptions po;
   po.unit = "img";
   if (!o.progress) po.out = nullptr;
@@ -242,6 +243,8 @@ PackReport pack_shards(const PackOptions& o) {
     }
     rep.images += static_cast<int64_t>(idx.samples.size());
     rep.skipped += static_cast<int64_t>(idx.skipped);
+    for (const ShardSample& e : idx.samples)
+      if (e.label >= 0 && static_cast<size_t>(e.label) < per_class.size()) ++per_class[e.label];
     rep.tar_bytes += static_cast<int64_t>(idx.tar_bytes);
     for (const ShardSample& e : idx.samples) {
       rep.image_bytes += static_cast<int64_t>(e.size);
@@ -250,6 +253,13 @@ PackReport pack_shards(const PackOptions& o) {
     bar.update(last);
   }
   bar.finish();
+  for (size_t c = 0; c < per_class.size(); ++c) {
+    if (per_class[c] > 0) continue;
+    rep.empty_classes.push_back(m.classes[c]);
+    log().warn("pack: class '{}' ({} of {}) has no readable image left in {} (data.on_corrupt=skip left out every "
+               "one of its files): training never sees it, though the model keeps its output",
+               m.classes[c], c, m.classes.size(), o.out_dir);
+  }
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;
 }

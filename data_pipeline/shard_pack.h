@@ -29,6 +29,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace vt {
 
@@ -47,6 +48,10 @@ struct PackReport {
   int64_t tar_bytes = 0;         // the shards' total size
   int64_t reencoded = 0;         // samples re-encoded
   int64_t skipped = 0;           // bad images left out
+  // Classes of the folder left with no sample in the shards (every file of
+  // theirs was a bad image, data.on_corrupt: skip), also warned about in
+  // the log: training would never see them though the class count keeps them.
+  std::vector<std::string> empty_classes;
   int64_t shards_written = 0, shards_existing = 0;
   double seconds = 0;            // wall time of this run
 };

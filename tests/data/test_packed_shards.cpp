@@ -167,6 +167,23 @@ TEST(PackedShards, TarMembersAreTheFolderInWebDatasetLayout) {
   EXPECT_EQ(m.quality, 90);
 }
 
+// A class whose every file is a bad image is left empty by a skip-pack:
+// named in the report (and warned about in the log); with one readable
+// file left it is not.
+TEST(PackedShards, AClassLeftWithoutImagesBySkipIsNamed) {
+  Folder f(true);
+  TempDir out("pack_empty_class");
+  PackOptions o = opts(f.root(), out.path.string());
+  o.on_corrupt = "skip";
+  EXPECT_TRUE(pack_shards(o).empty_classes.empty());  // b keeps 0.jpg
+  fs::remove(fs::path(f.root()) / "b/0.jpg");
+  TempDir out2("pack_empty_class2");
+  o.out_dir = out2.path.string();
+  const PackReport r = pack_shards(o);
+  EXPECT_EQ(r.skipped, 1);
+  EXPECT_EQ(r.empty_classes, std::vector<std::string>{"b"});
+}
+
 TEST(PackedShards, BadImageUnderErrorNamesItAndWritesNoShard) {
   Folder f(true);
   TempDir out("pack_err");
