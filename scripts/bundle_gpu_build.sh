@@ -136,7 +136,7 @@ done
 
 # The input stage's split: the first 128 class folders of imagenet-samples,
 # copied (never packed in place: the shared folder is read only), packed at
-# max side 512 q90 as the host benchmark packs them.
+# max side 512 q90 as the host input benchmark packs them (docs/performance.md).
 SAMPLES=${VT_SHARED_DATA_DIR:-$ROOT/../shared/data}/imagenet-samples
 if [ -x "$BUILD/vtrain" ] && [ -d "$SAMPLES" ]; then
   mkdir -p "$STAGE/src/input"

@@ -9,7 +9,7 @@
 // decodes the first `check` images (the reference); the GPU all `batch`,
 // once per precision:
 //   fp32  judged: posterior mean and decoded pixels within 1e-4 of the CPU
-//         (max |gpu - cpu| / max |cpu|), the parity bound;
+//         (max |gpu - cpu| / max |cpu|), the fp32 parity bound with diffusers;
 //   tf32  (vae.precision's default on CUDA, DiT's sample.py) reported, not
 //         judged: its difference is TF32's rounding.
 //   bf16  (diffusers' vae.to(torch.bfloat16)) reported, not judged: its
