@@ -160,6 +160,15 @@ PackReport pack_shards(const PackOptions& o) {
                               : "rerun with that pack's arguments to continue it, or give another out="));
     if (error_to_skip) write_file_atomic(manifest_path, manifest_json(m));
   } else {
+    // Shards without a manifest are not a pack of this program (or one
+    // whose manifest was removed): writing would replace files it did not
+    // make, and keeping them would take them for this pack's.
+    for (int64_t k = 0; k < m.shards; ++k)
+      for (const std::string& name : {shard_tar_name(k), shard_index_name(k)})
+        if (fs::exists(fs::path(o.out_dir) / name, ec))
+          throw std::runtime_error("pack: '" + (fs::path(o.out_dir) / name).string() + "' exists but '" +
+                                   manifest_path + "' does not: not a pack of this program, so it is not "
+                                   "replaced; give an empty out=, or remove the shard files yourself");
     write_file_atomic(manifest_path, manifest_json(m));
   }
 

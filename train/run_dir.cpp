@@ -27,8 +27,38 @@ RunDirectory::RunDirectory(const std::string& out_dir, const std::string& name, 
                                "' already holds checkpoints; choose another name or resume=auto");
   } else {
     resume_path_ = resume;
+    refuse_later_checkpoints();
   }
   last_ckpt_ = resume_path_;
+}
+
+// A resume from step K of this very run directory while it holds later
+// checkpoints would put two timelines in one directory: ckpt.keep_last
+// keeps the highest steps, so it would remove the new run's checkpoints and
+// keep the abandoned ones, and resume: auto would later continue the
+// abandoned timeline. Refused, naming them, so nothing is lost.
+void RunDirectory::refuse_later_checkpoints() const {
+  std::error_code ec;
+  fs::path ckpt = fs::path(resume_path_).lexically_normal();
+  if (!ckpt.has_filename()) ckpt = ckpt.parent_path();  // a trailing separator
+  const fs::path parent = ckpt.parent_path();
+  if (parent.empty() || !fs::is_directory(path_, ec) || !fs::equivalent(parent, path_, ec)) return;
+  const auto all = list_checkpoints(path_);
+  int64_t step = -1;
+  for (const auto& [s, dir] : all)
+    if (fs::equivalent(dir, ckpt, ec)) step = s;
+  if (step < 0) return;  // not one of the directory's checkpoints: its own error comes later
+  std::string later;
+  int n = 0;
+  for (const auto& [s, dir] : all)
+    if (s > step && n++ < 5) later += (later.empty() ? "" : ", ") + fs::path(dir).filename().string();
+  if (n == 0) return;
+  if (n > 5) later += ", ... (" + std::to_string(n) + " in all)";
+  throw std::runtime_error("resume=" + resume_path_ + " is step " + std::to_string(step) + " of run directory '" +
+                           path_ + "', which also holds later checkpoints (" + later +
+                           "): continuing there would mix two runs (ckpt.keep_last would remove the new "
+                           "checkpoints and keep those, resume: auto would continue those); move them out of '" +
+                           path_ + "', or train this run under another name (name=...)");
 }
 
 RunDirectory::~RunDirectory() { close(); }

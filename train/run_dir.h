@@ -43,8 +43,10 @@ class TensorBoardWriter;
 
 class RunDirectory {
  public:
-  // Throws std::runtime_error for resume=never over existing checkpoints and
-  // when another run holds the directory.
+  // Throws std::runtime_error for resume=never over existing checkpoints,
+  // for a resume from a checkpoint of this directory that holds later ones
+  // (two timelines in one directory), and when another run holds the
+  // directory.
   RunDirectory(const std::string& out_dir, const std::string& name, const std::string& resume);
   ~RunDirectory();
   RunDirectory(const RunDirectory&) = delete;
@@ -101,6 +103,7 @@ class RunDirectory {
   void throw_if_write_failed();
 
  private:
+  void refuse_later_checkpoints() const;
   std::string path_, resume_path_, last_ckpt_;
   bool writer_ = true;  // rank 0
   bool opened_ = false;

@@ -176,8 +176,19 @@ std::unique_ptr<vt::InceptionFid> load_net_if_needed(const Args& a, std::initial
 
 // Checked before any image is embedded: a typo in --json/--out must not
 // cost the whole computation. Runtime error (exit 1), like a missing input.
-void check_output_parent(const std::string& opt, const std::string& file) {
+// An output file (--json, --save-activations) in an existing directory, not
+// a directory itself, and never one of the run's inputs: a report written
+// over the samples or the reference would destroy them. (An earlier report
+// of that name is replaced, as a shell redirection replaces it.)
+void check_output_parent(const std::string& opt, const std::string& file, const Args& a) {
   if (file.empty()) throw std::invalid_argument("--" + opt + " needs a file name");
+  for (const char* input : {"samples", "ref", "images", "inception", "features"}) {
+    std::error_code ec;
+    const std::string in = a.get(input);
+    if (!in.empty() && std::filesystem::exists(file, ec) && std::filesystem::equivalent(file, in, ec))
+      throw std::invalid_argument("--" + opt + " '" + file + "' is the --" + input +
+                                  " input: it would be overwritten; give another file name");
+  }
   const std::filesystem::path parent = std::filesystem::path(file).parent_path();
   if (!parent.empty() && !std::filesystem::is_directory(parent))
     throw std::runtime_error("--" + opt + " '" + file + "': directory '" + parent.string() + "' does not exist");
@@ -286,7 +297,7 @@ int cmd_fid_suite(const Args& a, const std::string& samples, const std::string& 
   o.save_activations = a.get("save-activations");
   o.progress = progress;
   o.log = log_line;
-  if (a.opts.count("save-activations")) check_output_parent("save-activations", o.save_activations);
+  if (a.opts.count("save-activations")) check_output_parent("save-activations", o.save_activations, a);
   if (vt::dist().world() > 1)
     throw std::invalid_argument("the evaluation suite (--metrics beyond fid, or --protocol adm) runs in one process; "
                                 "under mpirun use --metrics fid --protocol pytorch-fid");
@@ -362,7 +373,7 @@ int cmd_fid(int argc, char** argv) {
   const std::string samples = a.need("samples"), ref = a.need("ref");
   const int64_t batch = parse_batch(a);
   const vt::DeviceChoice device = check_device(a);
-  if (a.opts.count("json")) check_output_parent("json", a.get("json"));
+  if (a.opts.count("json")) check_output_parent("json", a.get("json"), a);
   const vt::SqrtmMethod method = vt::sqrtm_method_from_name(a.get("sqrtm", "eig"));
   const bool suite_opts = a.opts.count("metrics") || a.opts.count("protocol") || a.opts.count("is-split") ||
                           a.opts.count("save-activations");
@@ -451,7 +462,7 @@ int cmd_stats(int argc, char** argv) {
   const bool overwrite = parse_bool(a, "overwrite");
   const int64_t batch = parse_batch(a);
   const vt::DeviceChoice device = check_device(a);
-  check_output_parent("out", out);
+  check_output_parent("out", out, a);
   // One writer per output; an output of these arguments is done, one of
   // others is refused (under mpirun only rank 0 writes, and a done output
   // is computed again: the ranks cannot stop together before the pass).

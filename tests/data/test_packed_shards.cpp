@@ -167,6 +167,18 @@ TEST(PackedShards, TarMembersAreTheFolderInWebDatasetLayout) {
   EXPECT_EQ(m.quality, 90);
 }
 
+// Shard files without the pack's manifest are not replaced: refused,
+// naming the file, which keeps its bytes.
+TEST(PackedShards, ForeignShardFilesAreNotReplaced) {
+  Folder f(false);
+  TempDir out("pack_foreign");
+  testutil::write_bytes(out.path / shard_tar_name(0), std::vector<uint8_t>{'m', 'i', 'n', 'e'});
+  const std::string e = error_of([&] { pack_shards(opts(f.root(), out.path.string())); });
+  EXPECT_NE(e.find((out.path / shard_tar_name(0)).string() + "' exists but"), std::string::npos) << e;
+  EXPECT_EQ(slurp(out.path / shard_tar_name(0)), "mine");
+  EXPECT_FALSE(fs::exists(out.path / kShardManifestName));
+}
+
 // A class whose every file is a bad image is left empty by a skip-pack:
 // named in the report (and warned about in the log); with one readable
 // file left it is not.

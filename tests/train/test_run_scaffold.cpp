@@ -116,6 +116,15 @@ TEST(RunDirectory, ChoosesTheResumePointWithoutWritingAndLaysOutTheRun) {
   EXPECT_EQ(RunDirectory(tmp.path(), "r", "auto").resume_path(), tmp.file("r/step_3"));
   EXPECT_THROW(RunDirectory(tmp.path(), "r", "never"), std::runtime_error);
   EXPECT_EQ(RunDirectory(tmp.path(), "other", tmp.file("r/step_2")).resume_path(), tmp.file("r/step_2"));
+  // A directory of this run with later checkpoints: refused, naming them
+  // (the newest itself is fine, as is a trailing slash).
+  const std::string e = vt_test::error_of([&] { RunDirectory(tmp.path(), "r", tmp.file("r/step_2")); });
+  EXPECT_NE(e.find("is step 2 of run directory"), std::string::npos) << e;
+  EXPECT_NE(e.find("later checkpoints (step_3)"), std::string::npos) << e;
+  EXPECT_NE(vt_test::error_of([&] { RunDirectory(tmp.path(), "r", tmp.file("r/step_2") + "/"); }).find("step_3"),
+            std::string::npos);
+  EXPECT_EQ(RunDirectory(tmp.path(), "r", tmp.file("r/step_3") + "/").resume_path(), tmp.file("r/step_3") + "/");
+  EXPECT_EQ(list_checkpoints(tmp.file("r")).size(), 2u);  // nothing removed
 }
 
 

@@ -73,7 +73,7 @@ TEST(DitVaeEmu, ExtractOnCudaWritesTheCpuPosteriors) {
     extract_latents(tf32, two);
     FAIL() << "a tf32 extraction continued an fp32 folder";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("vae_precision = 'fp32', this run has 'tf32'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("was made with vae_precision = 'fp32'; this run has vae_precision = 'tf32'"), std::string::npos) << e.what();
   }
 }
 
