@@ -100,11 +100,13 @@ bool OutputClaim::check(const OutputKeys& keys, bool overwrite) {
                         " to replace it");
   }
   nlohmann::json have;
+  std::string recorded_stamp;
   try {
     const nlohmann::json m = nlohmann::json::parse(read_file(record_));
     if (m.value("format", "") != kFormat || !m.contains("keys") || !m["keys"].is_object())
       throw std::runtime_error(std::string("not a ") + kFormat + " file");
     have = m["keys"];
+    recorded_stamp = m.value("output", "");
   } catch (const std::exception& e) {
     if (overwrite) return redo();
     throw OutputDiffers(flags_.program + ": '" + record_ + "' (what made '" + output_ + "'): " + e.what() +
@@ -123,11 +125,27 @@ bool OutputClaim::check(const OutputKeys& keys, bool overwrite) {
     if (overwrite) return redo();
     throw OutputDiffers(output_differs_message(flags_, output_, item.key(), text_of(item.value()), "(none)"));
   }
+  // Made with these keys, but is it still what was written? (Records
+  // without a stamp predate it: taken as they are.)
+  if (!recorded_stamp.empty()) {
+    const std::string now = path_stamp(output_);
+    if (now != recorded_stamp) {
+      if (overwrite) return redo();
+      throw OutputDiffers(flags_.program + ": '" + output_ + "' was changed after it was written (it holds " + now +
+                          "; " + record_ + " recorded " + recorded_stamp + "): give another " + flags_.out_flag +
+                          ", or " + flags_.overwrite_flag + " to make it again");
+    }
+  }
   return true;
 }
 
 void OutputClaim::record(const OutputKeys& keys, const OutputKeys& info) {
-  const nlohmann::json m = {{"format", kFormat}, {"keys", to_object(keys)}, {"info", to_object(info)}};
+  // The output's own stamp, so that a file changed after it was written
+  // (truncated, copied over) is not taken for done.
+  const nlohmann::json m = {{"format", kFormat},
+                            {"keys", to_object(keys)},
+                            {"info", to_object(info)},
+                            {"output", path_stamp(output_)}};
   write_file_atomic(record_, m.dump(2) + "\n");
 }
 

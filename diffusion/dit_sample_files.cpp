@@ -263,6 +263,13 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
                req.out, claim.record_path());
     return;
   }
+  // The preview grid goes with the npz: a PATH.png that no finished sample
+  // of this out= made (no npz beside it) is someone else's, not replaced
+  // unless asked.
+  std::error_code pec;
+  if (!req.overwrite && fs::exists(req.out + ".png", pec) && !fs::exists(req.out + ".npz", pec))
+    throw OutputDiffers("sample: '" + req.out + ".png' exists, and no '" + req.out +
+                        ".npz' of a sample made it: give another out=, or overwrite=true to replace it");
   SamplePartial partial(req.out, keys, info, num_chunks, req.overwrite);
 
   std::vector<int32_t> labels(static_cast<size_t>(N));

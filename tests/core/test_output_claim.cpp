@@ -43,6 +43,23 @@ TEST(OutputClaim, SameKeysAreDoneOtherKeysRefusedUnlessOverwrite) {
   EXPECT_FALSE(fs::exists(c.record_path()));
 }
 
+// An output changed after it was recorded (cut short, another file copied
+// over it) is not done: refused naming it and both stamps, unless overwrite.
+TEST(OutputClaim, AnOutputChangedAfterItsRecordIsNotDone) {
+  vt_test::TmpDir tmp;
+  const std::string out = tmp.write("s.npz", "the samples");
+  const OutputKeys a = {{"seed", "0"}};
+  OutputClaim c(kFlags, out);
+  c.record(a);
+  EXPECT_TRUE(c.check(a, false));
+  tmp.write("s.npz", "cut");  // another size
+  const std::string e = vt_test::error_of([&] { c.check(a, false); });
+  EXPECT_NE(e.find("sample: '" + out + "' was changed after it was written (it holds 3 bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("recorded 11 bytes"), std::string::npos) << e;
+  EXPECT_EQ(vt_test::read_text(out), "cut");  // a refusal touches nothing
+  EXPECT_FALSE(c.check(a, true));             // overwrite: to be made again
+}
+
 TEST(OutputClaim, AnOutputWithoutARecordIsRefused) {
   vt_test::TmpDir tmp;
   const std::string out = tmp.write("ref.npz", "made elsewhere");

@@ -324,6 +324,19 @@ TEST(DitSampleFiles, AFinishedOutputIsDoneOrRefusedUnlessOverwrite) {
   EXPECT_NE(log.find("'" + tmp.file("other.npz") + "' exists and records nothing of what made it"), std::string::npos)
       << log;
   EXPECT_EQ(read_file(tmp.file("other.npz")), "not ours");
+  // A PATH.png no sample of this out= made is not replaced either.
+  tmp.write("pic.png", "my picture");
+  log.clear();
+  EXPECT_EQ(run(sample_cmd(r, tmp.file("pic")), &log), 1) << log;
+  EXPECT_NE(log.find("'" + tmp.file("pic.png") + "' exists, and no '" + tmp.file("pic.npz") + "' of a sample made it"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(read_file(tmp.file("pic.png")), "my picture");
+  // An npz changed after it was written is not done.
+  tmp.write("f.npz", "cut short");
+  log.clear();
+  EXPECT_EQ(run(sample_cmd(r, f, "seed=5"), &log), 1) << log;
+  EXPECT_NE(log.find("'" + f + ".npz' was changed after it was written"), std::string::npos) << log;
   // Names: x.npz is x.npz; DIR/ gets the default name inside it.
   log.clear();
   ASSERT_EQ(run(sample_cmd(r, tmp.file("named.npz")), &log), 0) << log;
