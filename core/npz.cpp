@@ -194,7 +194,7 @@ Tensor NpyArray::to_tensor() const {
   return t;
 }
 
-NpyArray parse_npy(const void* data, size_t size, const std::string& what) {
+NpyHeader parse_npy_header(const void* data, size_t size, const std::string& what) {
   const auto* p = static_cast<const unsigned char*>(data);
   static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   if (size < 10) throw npy_error(what, "truncated: " + std::to_string(size) + " bytes, shorter than the npy preamble");
@@ -216,36 +216,55 @@ NpyArray parse_npy(const void* data, size_t size, const std::string& what) {
     throw npy_error(what, "truncated header: header length " + std::to_string(hlen) + " but only " +
                               std::to_string(size - hstart) + " bytes follow");
   const std::string header(reinterpret_cast<const char*>(p + hstart), hlen);
-  NpyArray a;
+  NpyHeader h;
   bool fortran = false;
   std::string descr;
-  HeaderParser(header, what).parse(&descr, &fortran, &a.shape);
-  a.dtype = normalize_descr(descr, what);
+  HeaderParser(header, what).parse(&descr, &fortran, &h.shape);
+  h.dtype = normalize_descr(descr, what);
   if (fortran) throw npy_error(what, "fortran_order arrays are not supported (write C-order arrays)");
-  const size_t avail = size - hstart - hlen;
   // Also for zero-element arrays: the strides of the Tensor built from them
   // multiply the other dimensions, which must not overflow.
   try {
-    check_shape_fits(a.shape, a.itemsize());
+    check_shape_fits(h.shape, descr_itemsize(h.dtype));
   } catch (const std::invalid_argument& e) {
     throw npy_error(what, e.what());
   }
-  const uint64_t need = static_cast<uint64_t>(a.numel()) * a.itemsize();
-  if (need != avail)
-    throw npy_error(what, "shape " + shape_str(a.shape) + " of " + a.dtype + " needs " + std::to_string(need) +
+  h.data_offset = hstart + hlen;
+  h.data_bytes = static_cast<uint64_t>(shape_numel(h.shape)) * descr_itemsize(h.dtype);
+  return h;
+}
+
+size_t npy_header_size(const void* preamble, size_t size, const std::string& what) {
+  const auto* p = static_cast<const unsigned char*>(preamble);
+  static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+  if (size < 10) throw npy_error(what, "truncated: " + std::to_string(size) + " bytes, shorter than the npy preamble");
+  if (std::memcmp(p, magic, 6) != 0) throw npy_error(what, "bad magic (not an .npy file)");
+  if (p[6] == 1) return 10 + (p[8] | (static_cast<size_t>(p[9]) << 8));
+  if ((p[6] == 2 || p[6] == 3) && size >= 12)
+    return 12 + (p[8] | (static_cast<size_t>(p[9]) << 8) | (static_cast<size_t>(p[10]) << 16) |
+                 (static_cast<size_t>(p[11]) << 24));
+  if (p[6] == 2 || p[6] == 3) throw npy_error(what, "truncated npy preamble");
+  throw npy_error(what, "unsupported npy format version " + std::to_string(p[6]));
+}
+
+NpyArray parse_npy(const void* data, size_t size, const std::string& what) {
+  const NpyHeader h = parse_npy_header(data, size, what);
+  const auto* p = static_cast<const unsigned char*>(data);
+  const size_t avail = size - h.data_offset;
+  if (h.data_bytes != avail)
+    throw npy_error(what, "shape " + shape_str(h.shape) + " of " + h.dtype + " needs " + std::to_string(h.data_bytes) +
                               " data bytes, found " + std::to_string(avail));
-  a.bytes.assign(p + hstart + hlen, p + size);
+  NpyArray a;
+  a.dtype = h.dtype;
+  a.shape = h.shape;
+  a.bytes.assign(p + h.data_offset, p + size);
   return a;
 }
 
-std::string serialize_npy(const NpyArray& a) {
-  const size_t need = static_cast<size_t>(a.numel()) * a.itemsize();
-  if (a.bytes.size() != need)
-    throw std::invalid_argument("serialize_npy: " + std::to_string(a.bytes.size()) + " bytes for shape " +
-                                shape_str(a.shape) + " of " + a.dtype + " (expected " + std::to_string(need) + ")");
-  std::string h = "{'descr': '" + a.dtype + "', 'fortran_order': False, 'shape': (";
-  for (size_t i = 0; i < a.shape.size(); ++i) h += (i ? ", " : "") + std::to_string(a.shape[i]);
-  if (a.shape.size() == 1) h += ",";
+std::string npy_header(const std::string& dtype, const Shape& shape) {
+  std::string h = "{'descr': '" + dtype + "', 'fortran_order': False, 'shape': (";
+  for (size_t i = 0; i < shape.size(); ++i) h += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() == 1) h += ",";
   h += "), }";
   // numpy pads with spaces and ends with '\n' so that the data start at a
   // multiple of 64 bytes.
@@ -259,6 +278,15 @@ std::string serialize_npy(const NpyArray& a) {
   out += static_cast<char>(h.size() & 0xff);
   out += static_cast<char>(h.size() >> 8);
   out += h;
+  return out;
+}
+
+std::string serialize_npy(const NpyArray& a) {
+  const size_t need = static_cast<size_t>(a.numel()) * a.itemsize();
+  if (a.bytes.size() != need)
+    throw std::invalid_argument("serialize_npy: " + std::to_string(a.bytes.size()) + " bytes for shape " +
+                                shape_str(a.shape) + " of " + a.dtype + " (expected " + std::to_string(need) + ")");
+  std::string out = npy_header(a.dtype, a.shape);
   out.append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
   return out;
 }

@@ -66,6 +66,22 @@ template <> inline const char* npy_descr<int64_t>() { return "<i8"; }
 // `what` names the source in error messages (file, or "file:member").
 NpyArray parse_npy(const void* data, size_t size, const std::string& what);
 std::string serialize_npy(const NpyArray& a);
+// The npy 1.0 preamble and header serialize_npy writes before the data.
+std::string npy_header(const std::string& dtype, const Shape& shape);
+
+// The header of an .npy alone, for readers that stream the data after it
+// (core/npz_image_reader.h): the same checks as parse_npy except the data
+// size. `size` may stop anywhere after the header.
+struct NpyHeader {
+  std::string dtype;         // normalized descr, as NpyArray::dtype
+  Shape shape;
+  size_t data_offset = 0;    // bytes from the start of the .npy to the data
+  uint64_t data_bytes = 0;   // numel x itemsize
+};
+NpyHeader parse_npy_header(const void* data, size_t size, const std::string& what);
+// Bytes of magic, version, length field and header dict, from the first
+// (at least 10, 12 for versions 2 and 3) bytes; throws on bad magic or version.
+size_t npy_header_size(const void* preamble, size_t size, const std::string& what);
 
 NpyArray load_npy(const std::string& path);
 void save_npy(const std::string& path, const NpyArray& a);
