@@ -264,10 +264,22 @@ int64_t write_adm_reference(const std::string& images, const std::string& out, c
   m.emplace("count", NpyArray::from(std::vector<int64_t>{a.n}, Shape{}));
   const std::string proto = fid_protocol_name(o.protocol);
   m.emplace("protocol", NpyArray::from(std::vector<uint8_t>(proto.begin(), proto.end()), {static_cast<int64_t>(proto.size())}));
-  NpyArray px = stacked_images(images);
-  if (px.shape.empty()) note(o, "images differ in size: no arr_0 written (ADM's evaluator reads arr_0 of a reference batch)");
-  else m.emplace("arr_0", std::move(px));
-  save_npz(out, m);
+  // arr_0 first, streamed from the images (never whole in memory); when a
+  // folder's images differ in size the archive is started again without it.
+  auto write_rest = [&](NpzStreamWriter& w) {
+    for (const auto& [k, v] : m) w.add(k, v);
+    w.commit();
+  };
+  {
+    NpzStreamWriter w(out);
+    if (write_stacked_images(images, w, "arr_0", o.batch)) {
+      write_rest(w);
+      return a.n;
+    }
+  }
+  note(o, "images differ in size: no arr_0 written (ADM's evaluator reads arr_0 of a reference batch)");
+  NpzStreamWriter w(out);
+  write_rest(w);
   return a.n;
 }
 

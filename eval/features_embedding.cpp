@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/npz.h"
+#include "core/npz_image_reader.h"
 #include "data_pipeline/decode.h"
 #include "data_pipeline/resample.h"
 #include "data_pipeline/transforms.h"
@@ -75,20 +76,24 @@ FidSourceStats embedding_source_stats(const std::string& path, const ClassifierE
   if (out.kind == FidSourceKind::StatsNpz) return fid_source_stats(path, nullptr, batch, progress);
   if (batch < 1) throw std::invalid_argument("embedding_source_stats: batch must be >= 1, got " + std::to_string(batch));
   const int64_t S = emb.image_size(), D = emb.feature_dim(), per = 3 * S * S;
-  auto run = [&](int64_t n, const std::function<void(int64_t, float*)>& prep) {
+  // prep(i, j, dst): image i of the source, j-th of its batch, into dst.
+  // `load(s, b)` brings the batch's rows in first (an .npz streams them).
+  auto run = [&](int64_t n, const std::function<void(int64_t, int64_t)>& load,
+                 const std::function<void(int64_t, int64_t, float*)>& prep) {
     require_two(n, path);
     ShardedStats acc(n, batch, D);  // this rank's batches (eval/sharded_stats.h)
     Tensor x = Tensor::empty({std::min(batch, n), 3, S, S}), f = Tensor::empty({std::min(batch, n), D});
     for (int64_t s = acc.begin(); s < acc.end(); s += batch) {
       const int64_t b = std::min(batch, n - s);
       Tensor xb = x.slice(0, 0, b), fb = f.slice(0, 0, b);
+      load(s, b);
       // Decoding dominates for small models; an exception must not leave
       // the parallel region, so the first one is carried out of it.
       std::exception_ptr err;
 #pragma omp parallel for schedule(dynamic)
       for (int64_t i = 0; i < b; ++i) {
         try {
-          prep(s + i, xb.f32() + i * per);
+          prep(s + i, i, xb.f32() + i * per);
         } catch (...) {
 #pragma omp critical(vt_embedding_err)
           if (!err) err = std::current_exception();
@@ -102,16 +107,24 @@ FidSourceStats embedding_source_stats(const std::string& path, const ClassifierE
     out.stats = acc.finish();
   };
   if (out.kind == FidSourceKind::ImageNpz) {
-    const NpyArray arr = load_npz_members(path, {"arr_0"}).at("arr_0");
-    if (arr.dtype != "|u1" || arr.shape.size() != 4 || arr.shape[3] != 3)
-      throw std::runtime_error("'" + path + "': arr_0 has dtype " + arr.dtype + " and shape " + shape_str(arr.shape) +
-                               "; expected uint8 [N, H, W, 3]");
-    const int64_t h = arr.shape[1], w = arr.shape[2];
-    run(arr.shape[0], [&](int64_t i, float* dst) { emb.preprocess_u8(arr.bytes.data() + i * h * w * 3, h, w, dst); });
+    // One batch of arr_0 in memory at a time (core/npz_image_reader.h).
+    NpzImageReader rd(path);
+    const int64_t h = rd.height(), w = rd.width();
+    const std::vector<uint8_t>* px = nullptr;
+    run(
+        rd.rows(),
+        [&](int64_t s, int64_t b) {
+          rd.skip_to(s);
+          int64_t got = 0;
+          px = &rd.read_batch(b, &got);
+        },
+        [&](int64_t, int64_t j, float* dst) { emb.preprocess_u8(px->data() + j * h * w * 3, h, w, dst); });
   } else {
     const std::vector<std::string> files = list_images_recursive(path);
     require_two_images(files, path);
-    run(static_cast<int64_t>(files.size()), [&](int64_t i, float* dst) { emb.preprocess_file(files[i], dst); });
+    run(
+        static_cast<int64_t>(files.size()), [](int64_t, int64_t) {},
+        [&](int64_t i, int64_t, float* dst) { emb.preprocess_file(files[i], dst); });
   }
   out.count = out.stats.count;
   return out;

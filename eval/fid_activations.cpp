@@ -1,8 +1,10 @@
 #include "eval/fid_activations.h"
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 
+#include "core/npz_image_reader.h"
 #include "data_pipeline/decode.h"
 #include "data_pipeline/image_folder.h"
 #include "eval/fid_inputs.h"
@@ -19,35 +21,42 @@ NpyArray image_array(const std::string& path) {
   return arr;
 }
 
-// Image i of a folder or an arr_0, as contiguous RGB HWC bytes.
+// Image i of a folder or an arr_0, as contiguous RGB HWC bytes; an arr_0 is
+// read `batch` rows at a time (core/npz_image_reader.h), never whole.
 struct Images {
   std::string path;
-  bool npz = false;
-  NpyArray arr;
+  int64_t batch = 1;
+  std::unique_ptr<NpzImageReader> npz;
+  int64_t buf_first = 0, buf_rows = 0;
+  const std::vector<uint8_t>* buf = nullptr;
   std::vector<std::string> files;
   cv::Mat cur;
-  explicit Images(const std::string& p) : path(p) {
+  Images(const std::string& p, int64_t batch_rows) : path(p), batch(batch_rows) {
     const FidSourceKind k = classify_fid_source(p);
-    npz = k != FidSourceKind::ImageFolder;
     if (k == FidSourceKind::StatsNpz) {  // a reference batch may hold arr_0 next to its statistics
       const std::vector<std::string> keys = npz_keys(p);
       if (std::find(keys.begin(), keys.end(), "arr_0") == keys.end())
         throw std::runtime_error("'" + p + "' holds statistics (mu, sigma) and no key 'arr_0'; per-image activations need images");
     }
-    if (npz) {
-      arr = image_array(p);
-      if (arr.shape[0] < 2)
-        throw std::runtime_error("'" + p + "': arr_0 holds " + std::to_string(arr.shape[0]) + " images, at least 2 needed");
+    if (k != FidSourceKind::ImageFolder) {
+      npz = std::make_unique<NpzImageReader>(p);
+      if (npz->rows() < 2)
+        throw std::runtime_error("'" + p + "': arr_0 holds " + std::to_string(npz->rows()) + " images, at least 2 needed");
     } else {
       files = list_images_recursive(p);
       require_two_images(files, p);
     }
   }
-  int64_t size() const { return npz ? arr.shape[0] : static_cast<int64_t>(files.size()); }
+  int64_t size() const { return npz ? npz->rows() : static_cast<int64_t>(files.size()); }
   const uint8_t* get(int64_t i, int64_t* h, int64_t* w) {
     if (npz) {
-      *h = arr.shape[1], *w = arr.shape[2];
-      return arr.bytes.data() + i * arr.shape[1] * arr.shape[2] * 3;
+      *h = npz->height(), *w = npz->width();
+      if (i < buf_first || i >= buf_first + buf_rows) {
+        npz->skip_to(i);
+        buf_first = i;
+        buf = &npz->read_batch(batch, &buf_rows);
+      }
+      return buf->data() + (i - buf_first) * npz->height() * npz->width() * 3;
     }
     std::vector<uint8_t> bytes = read_file_bytes(files[i]);
     cur = decode_image(bytes.data(), bytes.size(), files[i]).rgb;
@@ -64,7 +73,7 @@ FidActivations compute_fid_activations(const std::string& path, const InceptionF
   if (batch < 1) throw std::invalid_argument("compute_fid_activations: batch must be >= 1");
   if (logits && !net.has_logits())
     throw std::runtime_error("the Inception weights have no 'fc.weight' (needed for the Inception Score logits)");
-  Images im(path);
+  Images im(path, batch);
   FidActivations a;
   a.n = im.size();
   a.pool_dim = net.feature_dim();
@@ -105,25 +114,22 @@ GaussianStats stats_of_rows(const std::vector<float>& rows, int64_t n, int64_t d
   return acc.finish();
 }
 
-NpyArray stacked_images(const std::string& path) {
-  if (classify_fid_source(path) == FidSourceKind::ImageNpz) return image_array(path);
-  Images im(path);
-  NpyArray out;
-  out.dtype = "|u1";
+bool write_stacked_images(const std::string& path, NpzStreamWriter& w, const std::string& key, int64_t batch) {
+  Images im(path, batch);
   int64_t h0 = 0, w0 = 0;
   for (int64_t i = 0; i < im.size(); ++i) {
-    int64_t h = 0, w = 0;
-    const uint8_t* px = im.get(i, &h, &w);
+    int64_t h = 0, wd = 0;
+    const uint8_t* px = im.get(i, &h, &wd);
     if (i == 0) {
-      h0 = h, w0 = w;
-      out.bytes.reserve(static_cast<size_t>(im.size() * h * w * 3));
-    } else if (h != h0 || w != w0) {
-      return NpyArray{};
+      h0 = h, w0 = wd;
+      w.begin(key, "|u1", {im.size(), h, wd, 3});
+    } else if (h != h0 || wd != w0) {
+      return false;
     }
-    out.bytes.insert(out.bytes.end(), px, px + h * w * 3);
+    w.write(px, static_cast<size_t>(h * wd * 3));
   }
-  out.shape = {im.size(), h0, w0, 3};
-  return out;
+  w.end();
+  return true;
 }
 
 }  // namespace vt

@@ -5,7 +5,8 @@
 //   spatial [N, 2023] mixed_6/conv[..., :7], (h, w, c) order (sFID);
 //   logits  [N, C]    pool3 x fc.weight^T, no bias (Inception Score).
 // PATH is a folder of images (recursive, sorted) or an .npz with arr_0
-// uint8 [N, H, W, 3] (eval/fid_inputs.h); images are preprocessed by
+// uint8 [N, H, W, 3] (eval/fid_inputs.h; arr_0 streamed a batch at a time,
+// core/npz_image_reader.h); images are preprocessed by
 // protocol (eval/fid_protocol.h) on the host, run through the network in
 // batches (on its device) and come back in image order.
 #pragma once
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/npz.h"
+#include "core/npz_stream_writer.h"
 #include "eval/fid_protocol.h"
 #include "eval/frechet.h"
 #include "eval/inception.h"
@@ -38,8 +40,10 @@ void save_activations_npz(const std::string& path, const FidActivations& a);
 // Mean and covariance (N - 1) of rows [n, d] (float64, StatsAccumulator).
 GaussianStats stats_of_rows(const std::vector<float>& rows, int64_t n, int64_t d);
 
-// The uint8 [N, H, W, 3] pixels of PATH when they can be stacked (an .npz's
-// arr_0, or a folder whose images all have one size), else an empty array.
-NpyArray stacked_images(const std::string& path);
+// The uint8 [N, H, W, 3] pixels of PATH as member `key` of w, streamed
+// `batch` images at a time (an .npz's arr_0, or a folder whose images all
+// have one size). Returns false, the member left unfinished (w is then to be
+// discarded), when a folder's images differ in size.
+bool write_stacked_images(const std::string& path, NpzStreamWriter& w, const std::string& key, int64_t batch);
 
 }  // namespace vt

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/npz.h"
+#include "core/npz_image_reader.h"
 #include "data_pipeline/decode.h"
 #include "data_pipeline/image_folder.h"
 #include "eval/npz_members.h"
@@ -112,17 +113,18 @@ FidSourceStats fid_source_stats(const std::string& path, const InceptionFid* net
   if (!net) throw std::invalid_argument("fid_source_stats: '" + path + "' holds images but no network was given");
   if (batch < 1) throw std::invalid_argument("fid_source_stats: batch must be >= 1, got " + std::to_string(batch));
   if (out.kind == FidSourceKind::ImageNpz) {
-    const NpyArray arr = load_npz_members(path, {"arr_0"}).at("arr_0");
-    if (arr.dtype != "|u1" || arr.shape.size() != 4 || arr.shape[3] != 3)
-      throw std::runtime_error("'" + path + "': arr_0 has dtype " + arr.dtype + " and shape " + shape_str(arr.shape) +
-                               "; expected uint8 [N, H, W, 3]");
-    const int64_t n = arr.shape[0], h = arr.shape[1], w = arr.shape[2];
+    // One batch of arr_0 in memory at a time (core/npz_image_reader.h).
+    NpzImageReader rd(path);
+    const int64_t n = rd.rows(), h = rd.height(), w = rd.width();
     require_two(n, path);
     ShardedStats acc(n, batch, net->feature_dim());
+    rd.skip_to(acc.begin());
     for (int64_t s = acc.begin(); s < acc.end(); s += batch) {
       const int64_t b = std::min(batch, n - s);
+      int64_t got = 0;
+      const std::vector<uint8_t>& px = rd.read_batch(b, &got);
       Tensor x = Tensor::empty({b, 3, 299, 299});
-      for (int64_t i = 0; i < b; ++i) put_image(arr.bytes.data() + (s + i) * h * w * 3, h, w, x, i);
+      for (int64_t i = 0; i < b; ++i) put_image(px.data() + i * h * w * 3, h, w, x, i);
       Tensor f = Tensor::empty({b, net->feature_dim()});
       net->features(x, f);
       acc.add(f);

@@ -6,7 +6,9 @@
 //     used directly when present (even if "arr_0" is there too).
 // Images are decoded to RGB (data_pipeline/decode.h), scaled v / 255 and
 // bilinearly resized to 299x299 one by one, then run through the network in
-// batches; statistics are accumulated in float64. Under mpirun the batches
+// batches; statistics are accumulated in float64. An .npz's arr_0 is read a
+// batch of rows at a time (core/npz_image_reader.h, as ADM's evaluator
+// streams it), a folder one file at a time: memory follows the batch, not N. Under mpirun the batches
 // are split over the ranks and the features gathered on rank 0
 // (eval/sharded_stats.h): rank 0 gets the one-process statistics, the
 // other ranks empty ones (count 0).
