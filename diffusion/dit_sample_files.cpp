@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <map>
 #include <stdexcept>
 
@@ -17,6 +19,7 @@
 #include "core/out_of_memory.h"
 #include "core/output_claim.h"
 #include "core/npz.h"
+#include "core/npz_stream_writer.h"
 #include "core/philox.h"
 #include "core/progress.h"
 #include "core/stop_request.h"
@@ -112,36 +115,73 @@ std::map<std::string, NpyArray> read_chunk(const SamplePartial& p, int64_t k, in
   return a;
 }
 
-// The final npz's arrays from the chunk files (each checked as at the start).
-std::map<std::string, NpyArray> assemble(const SamplePartial& partial, int64_t chunk, const OutputLayout& lay,
-                                         const std::vector<int32_t>& labels) {
+// <out>.partial/assembly.npz.part: the final npz while it is assembled.
+std::string assembly_path(const SamplePartial& p) { return p.dir() + "/assembly.npz.part"; }
+
+// VT_TEST_SAMPLE_KILL_AFTER_COPIED=K: SIGKILL right after the K-th chunk's
+// rows are in the assembly file and the chunk is removed.
+void test_kill_after_copied(int64_t copied) {
+  const char* spec = std::getenv("VT_TEST_SAMPLE_KILL_AFTER_COPIED");
+  if (!spec || std::atoll(spec) != copied) return;
+  std::fprintf(stderr, "VT_TEST_SAMPLE_KILL_AFTER_COPIED: SIGKILL after chunk %lld\n", static_cast<long long>(copied));
+  std::fflush(stderr);
+  ::kill(::getpid(), SIGKILL);
+}
+
+// Writes <out>.npz from the chunk files without holding the array: the
+// member's npy header, then each chunk's rows in order (core/npz_stream_writer.h)
+// into the assembly file, synced before the chunk is removed, so that every
+// row is always in a chunk file or in the assembly file; a rerun continues
+// the assembly after the last removed chunk (`copied` of them). Then
+// `labels`, and the rename over <out>.npz. Returns the first (up to) 64 rows
+// for the PNG grid.
+std::vector<uint8_t> assemble(const SamplePartial& partial, int64_t chunk, const OutputLayout& lay,
+                              const std::vector<int32_t>& labels, int64_t copied, const std::string& out) {
   const int64_t N = static_cast<int64_t>(labels.size());
-  NpyArray arr;
-  arr.dtype = lay.dtype;
-  arr.shape = Shape{N};
-  arr.shape.insert(arr.shape.end(), lay.row.begin(), lay.row.end());
+  Shape shape{N};
+  shape.insert(shape.end(), lay.row.begin(), lay.row.end());
   const size_t per = lay.row_bytes();
-  arr.bytes.resize(static_cast<size_t>(N) * per);
-  for (int64_t first = 0, k = 0; first < N; first += chunk, ++k) {
+  const std::string work = assembly_path(partial);
+  std::unique_ptr<NpzStreamWriter> w;
+  if (fs::exists(work)) {
+    w = NpzStreamWriter::resume(out, work, lay.key, lay.dtype, shape,
+                               static_cast<uint64_t>(std::min(copied * chunk, N)) * per);
+  } else {
+    w = std::make_unique<NpzStreamWriter>(out, work);
+    w->keep_work_file();  // holds the rows of removed chunks
+    w->begin(lay.key, lay.dtype, shape);
+  }
+  for (int64_t first = copied * chunk, k = copied; first < N; first += chunk, ++k) {
     const int64_t n = std::min(chunk, N - first);
     const auto a = read_chunk(partial, k, first, n, lay, labels);
-    std::memcpy(arr.bytes.data() + static_cast<size_t>(first) * per, a.at(lay.key).bytes.data(),
-                static_cast<size_t>(n) * per);
+    w->write(a.at(lay.key).bytes.data(), static_cast<size_t>(n) * per);
+    w->sync();
+    fs::remove(partial.chunk_path(k));
+    test_kill_after_copied(k + 1);
   }
-  std::map<std::string, NpyArray> arrays;
-  arrays["labels"] = NpyArray::from(std::vector<int64_t>(labels.begin(), labels.end()), {N});
-  arrays[lay.key] = std::move(arr);
-  return arrays;
+  // The grid's rows, read back from the assembly file (chunk 0 may be gone).
+  std::vector<uint8_t> preview(static_cast<size_t>(std::min<int64_t>(64, N)) * per);
+  {
+    w->sync();
+    std::ifstream f(work, std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(w->data_offset()));
+    if (!f.read(reinterpret_cast<char*>(preview.data()), static_cast<std::streamsize>(preview.size())))
+      throw std::runtime_error("sample: cannot read back '" + work + "'");
+  }
+  w->end();
+  w->add("labels", NpyArray::from(std::vector<int64_t>(labels.begin(), labels.end()), {N}));
+  w->commit();
+  return preview;
 }
 
 // The first (up to) 64 samples as U8 NHWC for the PNG grid; latents are
 // shown as if they were pixels (channels 0..2).
-Tensor grid_preview(const NpyArray& arr, const OutputLayout& lay) {
-  const int64_t shown = std::min<int64_t>(64, arr.shape.at(0));
+Tensor grid_preview(const std::vector<uint8_t>& rows, int64_t N, const OutputLayout& lay) {
+  const int64_t shown = std::min<int64_t>(64, N);
   Shape ps{shown};
   ps.insert(ps.end(), lay.row.begin(), lay.row.end());
   Tensor t = Tensor::empty(ps, lay.key == "latents" ? DType::F32 : DType::U8);
-  std::memcpy(t.raw(), arr.bytes.data(), static_cast<size_t>(shown) * lay.row_bytes());
+  std::memcpy(t.raw(), rows.data(), static_cast<size_t>(shown) * lay.row_bytes());
   return lay.key == "latents" ? to_uint8_nhwc(t) : t;
 }
 
@@ -271,6 +311,18 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
     throw OutputDiffers("sample: '" + req.out + ".png' exists, and no '" + req.out +
                         ".npz' of a sample made it: give another out=, or overwrite=true to replace it");
   SamplePartial partial(req.out, keys, info, num_chunks, req.overwrite);
+  // An assembly cut short: its chunks 0..copied-1 are in the assembly file,
+  // the others must all be there.
+  int64_t copied = 0;
+  if (fs::exists(assembly_path(partial))) {
+    while (copied < num_chunks && !partial.done(copied)) ++copied;
+    for (int64_t k = copied; k < num_chunks; ++k)
+      if (!partial.done(k))
+        throw std::runtime_error("sample: '" + assembly_path(partial) + "' holds chunks 0-" + std::to_string(copied - 1) +
+                                 " but chunk file '" + partial.chunk_path(k) +
+                                 "' is missing; delete the directory to draw the samples again");
+  }
+  auto done = [&](int64_t k) { return k < copied || partial.done(k); };
 
   std::vector<int32_t> labels(static_cast<size_t>(N));
   Philox rng(opt.seed, philox_stream(kPurposeSampleLabels));
@@ -278,13 +330,14 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
   auto chunk_rows = [&](int64_t k) { return std::min(chunk, N - k * chunk); };
   int64_t already = 0;
   for (int64_t k = 0; k < num_chunks; ++k)
-    if (partial.done(k)) {
-      read_chunk(partial, k, k * chunk, chunk_rows(k), lay, labels);  // a damaged file fails now, not at the end
+    if (done(k)) {
+      // A damaged file fails now, not at the end.
+      if (k >= copied) read_chunk(partial, k, k * chunk, chunk_rows(k), lay, labels);
       already += chunk_rows(k);
     }
   if (already > 0)
     log().info("sample: resuming: {} of {} samples already done ({} of {} chunks in {})", already, N,
-               partial.chunks_done(), num_chunks, partial.dir());
+               partial.chunks_done() + copied, num_chunks, partial.dir());
 
   if (already < N) {
     apply_device_choice(cfg.compute);
@@ -295,13 +348,13 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
     const int64_t K = sampling_diffusion(opt).num_steps();
     int64_t todo_batches = 0;
     for (int64_t k = 0; k < num_chunks; ++k)
-      if (!partial.done(k)) todo_batches += (chunk_rows(k) + bs - 1) / bs;
+      if (!done(k)) todo_batches += (chunk_rows(k) + bs - 1) / bs;
     ProgressOptions po;
     po.unit = "step";
     ProgressBar pb("sample", todo_batches * K, po);
     int64_t steps_done = 0, written = 0, saved = already;
     for (int64_t k = 0; k < num_chunks; ++k) {
-      if (partial.done(k)) continue;
+      if (done(k)) continue;
       const int64_t first = k * chunk, n = chunk_rows(k);
       // Raw samples (model space: pixels in [-1, 1] or scaled latents) of the chunk.
       Tensor x = Tensor::empty({n, C, S, S});
@@ -343,14 +396,15 @@ void dit_sample_to_files(const DitTrainConfig& cfg, const SampleRequest& req) {
     pb.finish();
   }
 
-  // Every chunk is on disk: the final arrays, rows in order.
-  const std::map<std::string, NpyArray> arrays = assemble(partial, chunk, lay, labels);
-  save_npz(req.out + ".npz", arrays);
-  save_png_grid(req.out + ".png", grid_preview(arrays.at(lay.key), lay));
+  // Every chunk is on disk (or already copied): the final npz, rows in order.
+  const std::vector<uint8_t> preview = assemble(partial, chunk, lay, labels, copied, req.out + ".npz");
+  save_png_grid(req.out + ".png", grid_preview(preview, N, lay));
   claim.record(keys, info);  // after the outputs: a record always describes a complete npz
   partial.remove();
+  Shape final_shape{N};
+  final_shape.insert(final_shape.end(), lay.row.begin(), lay.row.end());
   log().info("sample: wrote {}.npz ({} {}) and {}.png ({} samples, {} {} steps, cfg {}{})", req.out, lay.key,
-             shape_str(arrays.at(lay.key).shape), req.out, N, opt.sampler, opt.steps, opt.cfg_scale,
+             shape_str(final_shape), req.out, N, opt.sampler, opt.steps, opt.cfg_scale,
              vae ? ", decoded with the VAE " + req.vae_source : std::string());
 }
 

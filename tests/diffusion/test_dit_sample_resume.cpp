@@ -195,6 +195,27 @@ TEST(DitSampleFiles, KilledRunContinuesToTheSameBytes) {
   EXPECT_EQ(read_file(tmp.file("k.npz")), read_file(tmp.file("ref.npz")));
   EXPECT_FALSE(fs::exists(tmp.file("k.partial")));
 
+  // Killed during the assembly, after chunks 0 and 1 were copied into the
+  // assembly file and removed (then after all three): the rows are in the
+  // chunks left and the assembly file, and the rerun finishes the same bytes.
+  for (const char* copied : {"2", "3"}) {
+    SCOPED_TRACE(copied);
+    const std::string out = tmp.file(std::string("a") + copied);
+    log.clear();
+    EXPECT_EQ(run(std::string("VT_TEST_SAMPLE_KILL_AFTER_COPIED=") + copied + " " + sample_cmd(r, out), &log),
+              128 + SIGKILL)
+        << log;
+    EXPECT_FALSE(fs::exists(out + ".npz"));
+    EXPECT_TRUE(fs::exists(out + ".partial/assembly.npz.part"));
+    EXPECT_EQ(chunk_files(out + ".partial"), std::string(copied) == "2" ? std::vector<std::string>{"chunk_000002.npz"}
+                                                                        : std::vector<std::string>{});
+    log.clear();
+    ASSERT_EQ(run(sample_cmd(r, out), &log), 0) << log;
+    EXPECT_NE(log.find("resuming: 10 of 10 samples already done"), std::string::npos) << log;
+    EXPECT_EQ(read_file(out + ".npz"), read_file(tmp.file("ref.npz")));
+    EXPECT_FALSE(fs::exists(out + ".partial"));
+  }
+
   const auto got = load_npz(tmp.file("k.npz"));
   ASSERT_TRUE(got.count("arr_0"));
   EXPECT_FALSE(got.count("latents"));
