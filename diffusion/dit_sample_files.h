@@ -16,8 +16,11 @@
 // same arguments continues at the first missing chunk ("resuming: K of N
 // samples already done"); other arguments (seed, steps, weights, VAE, ...)
 // are refused naming the key and the directory. Once every chunk is there
-// the final npz is assembled, written atomically, and <out>.partial is
-// removed.
+// the final npz is assembled without holding the array: the rows stream,
+// chunk by chunk, into <out>.partial/assembly.npz.part (core/npz_stream_writer.h),
+// each chunk file removed once its rows are synced, so every row is always
+// in a chunk or in that file; a rerun after a kill continues the assembly.
+// The finished file is renamed over <out>.npz and <out>.partial removed.
 //
 // A finished output (core/output_claim.h) records the same keys in
 // <out>.npz.manifest.json. A rerun with the same arguments says it is done
