@@ -3,7 +3,10 @@
 // two-part ln2, degree-6 polynomial, scale by 2^n through the exponent bits.
 // Relative error about 2 ulp on [-87, 88]; inputs are clamped to that range
 // (exp(-87) ~ 1.6e-38 is already 0 for every use here: GELU, SiLU, softmax).
-// Internal to kernels/cpu.
+// NaN gives NaN (a diverged step's losses must stay non-finite): it passes
+// the clamp, and n is computed from 0 instead, since converting NaN to an
+// integer is undefined (it gave n = INT_MIN, whose exponent shift was a
+// left shift of a negative value). Internal to kernels/cpu.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -13,7 +16,8 @@ namespace cpu {
 
 __attribute__((always_inline)) inline float exp_approx(float x) {
   x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-  const float z = x * 1.44269504088896341f;
+  float z = x * 1.44269504088896341f;
+  z = z == z ? z : 0.0f;  // NaN: r below stays NaN, and so the result
   const int32_t n = static_cast<int32_t>(z + (z >= 0.0f ? 0.5f : -0.5f));
   const float fn = static_cast<float>(n);
   const float r = (x - fn * 0.693359375f) - fn * -2.12194440e-4f;

@@ -72,6 +72,20 @@ TEST_P(ActivationKinds, LargeTensorUsesThreadsWithSameResult) {
   expect_close(want, y, 1e-6, 1e-5, "large");
 }
 
+// A diverged step's NaN stays NaN through the activations (the non-finite
+// guard reads it in the loss). Under UBSan this also checks the exp's
+// exponent arithmetic on NaN (it shifted a negative value).
+TEST_P(ActivationKinds, NanInputsGiveNan) {
+  const Activation a = GetParam();
+  Tensor x = Tensor::full({5}, std::nanf("")), y = Tensor::zeros({5}), dx = Tensor::zeros({5});
+  activation_forward(a, x, y);
+  activation_backward(a, Tensor::full({5}, 1.0f), x, dx);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(std::isnan(y.f32()[i])) << activation_name(a) << " forward " << y.f32()[i];
+    EXPECT_TRUE(std::isnan(dx.f32()[i])) << activation_name(a) << " backward " << dx.f32()[i];
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, ActivationKinds,
                          ::testing::Values(Activation::GeluErf, Activation::GeluTanh, Activation::SiLU),
                          [](const ::testing::TestParamInfo<Activation>& i) {
