@@ -54,7 +54,10 @@ TEST_P(GroupNormCases, MatchesNaiveDouble) {
   Tensor b = k.affine ? evaltest::uniform({k.shape[1]}, 13) : Tensor();
   Tensor y = Tensor::empty(k.shape);
   groupnorm_forward(x, k.groups, w, b, k.eps, y, k.silu);
-  evaltest::expect_near_all(naive_groupnorm(x, k.groups, w, b, k.eps, k.silu), y, 2e-6, 2e-6, "groupnorm");
+  // 5e-6: the statistics' float partial sums are vectorised in the normal
+  // build, not under the sanitizers, whose instrumentation keeps the loops
+  // scalar (one 512-long float sum per group: errors up to 4.6e-6 seen).
+  evaltest::expect_near_all(naive_groupnorm(x, k.groups, w, b, k.eps, k.silu), y, 5e-6, 5e-6, "groupnorm");
 }
 
 INSTANTIATE_TEST_SUITE_P(
