@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -17,10 +18,18 @@ namespace vt {
 
 namespace {
 
-volatile sig_atomic_t g_signal = 0;
+// Written by the signal thread, or by the handler on whichever thread
+// started before the install took the signal (OpenMPI's progress thread, a
+// loader worker), and read by the training thread: an atomic, not a
+// volatile sig_atomic_t, which orders a handler only with its own thread
+// (ThreadSanitizer: data race between record_stop_signal and
+// local_stop_signal). Lock-free, so the handler may use it.
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free atomic");
 
 extern "C" void record_stop_signal(int signo) {
-  if (g_signal == 0) g_signal = signo;
+  int none = 0;
+  g_signal.compare_exchange_strong(none, signo);  // the first signal stays
 }
 
 struct Named {
@@ -75,12 +84,12 @@ void install_stop_signals(const std::vector<int>& signals) {
   }).detach();
 }
 
-int local_stop_signal() { return g_signal; }
+int local_stop_signal() { return g_signal.load(); }
 
-void clear_stop_signal() { g_signal = 0; }
+void clear_stop_signal() { g_signal.store(0); }
 
 int agreed_stop_signal() {
-  const int local = g_signal;
+  const int local = g_signal.load();
   const Dist& d = dist();
   if (d.world() == 1) return local;
   // Per signal number, how many ranks received it.
