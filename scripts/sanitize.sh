@@ -20,11 +20,10 @@
 # OMP_THREAD_LIMIT=1 also caps a config's train.threads): GCC's libgomp is
 # not built with TSan, so its barriers are invisible to it and every parallel
 # loop would read as a race. The threads the project starts itself (loader
-# workers, the signal thread, the watchdog, the thread pool) still run.
+# workers, the signal thread, the watchdog) still run.
 #
 # The default thread selection, by test name (ctest -R):
 #   Loader, LoaderPinned      loader workers, the pinned slot ring and its leases
-#   ThreadPool                the pool and parallel_for
 #   Log                       the log writer against a SIGKILL
 #   CheckpointWrite           checkpoint writes under a file-size limit
 #   TrainLoop, TrainerTest    the training loop with its loader, checkpoints
@@ -52,7 +51,7 @@ esac
 # The tests that start ranks with mpirun.
 MPI_TESTS='^DataParallel\.|^faults\.(dist_timeout|signal_ranks)$'
 THREAD_TARGETS="test_core test_data test_train test_vision test_diffusion test_mpi vtrain dittrain veval"
-THREAD_TESTS='^(Loader|LoaderPinned|ThreadPool|Log|CheckpointWrite|TrainLoop|TrainerTest|DitTrainer|DitSampleFiles)\.|^faults\.|^DataParallel\.(AFailingRankEndsEveryRank|BatchNotDivisibleByWorldIsAConfigErrorOnEveryRank)$'
+THREAD_TESTS='^(Loader|LoaderPinned|Log|CheckpointWrite|TrainLoop|TrainerTest|DitTrainer|DitSampleFiles)\.|^faults\.|^DataParallel\.(AFailingRankEndsEveryRank|BatchNotDivisibleByWorldIsAConfigErrorOnEveryRank)$'
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
 JOBS=${VT_JOBS:-$(nproc)}
