@@ -313,18 +313,6 @@ std::string initials(const std::vector<std::string>& words) {
   return words.size() >= 2 ? s : "";
 }
 
-// Edit distance over whole segments (a segment replaced, added or dropped costs 1).
-size_t segment_distance(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 std::string suggestion(const ConfigSchema& schema, const std::string& path) {
   std::set<std::string> cands;
@@ -365,7 +353,7 @@ std::string suggestion(const ConfigSchema& schema, const std::string& path) {
       if (shares(other)) how = 4;
     }
     if (how == 99) continue;
-    const Rank r{how, segment_distance(segs, csegs), edit_distance(last, clast), edit_distance(path, c)};
+    const Rank r{how, sequence_edit_distance(segs, csegs), edit_distance(last, clast), edit_distance(path, c)};
     if (r < best_rank) best_rank = r, best = c;
   }
   if (best.empty()) return "";

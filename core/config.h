@@ -31,6 +31,7 @@
 //
 // The public header is free of yaml-cpp types (pimpl).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -147,8 +148,22 @@ class Config {
   std::unique_ptr<Impl> impl_;
 };
 
-// Levenshtein edit distance (exposed for tests).
-size_t edit_distance(const std::string& a, const std::string& b);
+// Levenshtein edit distance between two sequences: a replaced, added or
+// dropped element costs 1. Over the characters of two strings, or over the
+// segments of two dotted keys ("did you mean").
+template <typename Seq>
+size_t sequence_edit_distance(const Seq& a, const Seq& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+inline size_t edit_distance(const std::string& a, const std::string& b) { return sequence_edit_distance(a, b); }
 
 // A subcommand's `key=value` arguments (`vtrain pack`, `dittrain sample`,
 // `dittrain extract`): those whose key the command takes (`is_command_key`)
