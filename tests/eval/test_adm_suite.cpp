@@ -25,6 +25,17 @@
 
 namespace vt {
 namespace {
+
+#ifdef VT_VEVAL_EXE
+// Runs `cmd` (a veval command line); its exit status, stdout and stderr appended to `out`.
+int run(const std::string& cmd, std::string* out) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  char buf[512];
+  while (p && fgets(buf, sizeof buf, p)) *out += buf;
+  const int st = p ? pclose(p) : -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+#endif
 namespace fs = std::filesystem;
 
 std::map<std::string, Tensor> w16_state(bool fc) {
@@ -294,13 +305,6 @@ TEST(AdmSuite, VevalPrintsAllFiveMetrics) {
   save_safetensors(weights, w);
   save_npz(tmp.file("samples.npz"), {{"arr_0", images(12, 32, 0, 5)}});
   save_npz(tmp.file("ref_images.npz"), {{"arr_0", images(10, 32, 25, 6)}});
-  auto run = [](const std::string& cmd, std::string* out) {
-    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-    char buf[512];
-    while (p && fgets(buf, sizeof buf, p)) *out += buf;
-    const int st = p ? pclose(p) : -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  };
   const std::string exe = std::string(VT_VEVAL_EXE) + " ";
   std::string log;
   ASSERT_EQ(run(exe + "stats --images " + tmp.file("ref_images.npz") + " --out " + tmp.file("ref.npz") +
@@ -369,13 +373,6 @@ TEST(AdmSuite, VevalStatsOutputIsDoneOrRefusedUnlessOverwrite) {
     save_safetensors(weights, w);
   }
   save_npz(tmp.file("imgs.npz"), {{"arr_0", images(6, 32, 0, 12)}});
-  auto run = [](const std::string& cmd, std::string* out) {
-    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-    char buf[512];
-    while (p && fgets(buf, sizeof buf, p)) *out += buf;
-    const int st = p ? pclose(p) : -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  };
   const std::string base = std::string(VT_VEVAL_EXE) + " stats --images " + tmp.file("imgs.npz") +
                            " --device cpu --inception " + weights + " --out ";
   std::string log;

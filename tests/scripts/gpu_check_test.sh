@@ -19,11 +19,8 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 S=$SRC/scripts/gpu_check.sh
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fails=0
-check() {  # check DESCRIPTION COMMAND...
-  if "${@:2}"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi
-}
-contains() { grep -q -- "$2" "$1" || { echo "  '$2' not in $1:"; sed 's/^/  | /' "$1"; return 1; }; }
+# shellcheck source=tests/scripts/check_lib.sh
+. "$SRC/tests/scripts/check_lib.sh"
 
 check "bash -n" bash -n "$S"
 if command -v shellcheck >/dev/null; then check shellcheck shellcheck "$S"; fi

@@ -11,10 +11,8 @@ set -uo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fails=0
-check() {  # check DESCRIPTION COMMAND...
-  if "${@:2}"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi
-}
+# shellcheck source=tests/scripts/check_lib.sh
+. "$SRC/tests/scripts/check_lib.sh"
 row() {  # row KERNEL: the table row of KERNEL, columns squeezed
   awk -v k="$1" '$1 == k {print; exit}' "$T/out" | tr -s ' '
 }
